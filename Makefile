@@ -1,0 +1,80 @@
+# ragchat — two commands on a fresh machine: `make run` and `make test`.
+# Everything below installs what it needs on first use and is a no-op afterwards.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+export HF_HUB_OFFLINE := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+# llama-cpp-python compiles from source. Its default build uses -march=native, which crashes on
+# these CPUs (AMX code path), so we build a portable AVX2 wheel once and keep it outside the tree.
+LLAMA_VERSION := 0.3.36
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+WHEELHOUSE ?= $(HOME)/.cache/ragchat/wheels
+LLAMA_STAMP := $(WHEELHOUSE)/.llama-$(LLAMA_VERSION)-portable
+
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test test-backend test-frontend lint schema migrate demo serve bench install frontend clean-venv
+
+install: $(VENV)/.installed
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "ragchat needs Python >= 3.11"'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip wheel
+
+$(LLAMA_STAMP): | $(VENV)/bin/python
+	@echo ">> building llama-cpp-python $(LLAMA_VERSION) (portable AVX2 build; ~8 minutes, once per machine)"
+	@mkdir -p $(WHEELHOUSE)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(PIP) wheel --no-cache-dir --no-deps \
+	    -w $(WHEELHOUSE) "llama-cpp-python==$(LLAMA_VERSION)"
+	@touch $@
+
+$(VENV)/.installed: pyproject.toml $(LLAMA_STAMP) | $(VENV)/bin/python
+	$(PIP) install --quiet --find-links $(WHEELHOUSE) "llama-cpp-python==$(LLAMA_VERSION)"
+	$(PIP) install --quiet --find-links $(WHEELHOUSE) -e ".[dev,local-llm]"
+	@touch $@
+
+migrate: install
+	$(VENV)/bin/ragchat migrate
+
+demo: migrate
+	$(VENV)/bin/ragchat demo
+
+serve: install
+	$(VENV)/bin/ragchat serve --host $(HOST) --port $(PORT)
+
+run: demo frontend
+	$(VENV)/bin/ragchat serve --host $(HOST) --port $(PORT)
+
+test: install frontend-deps
+	$(VENV)/bin/python -m pytest -q
+	@if [ -f frontend/package.json ]; then $(MAKE) test-frontend; fi
+
+test-frontend:
+	@true
+
+frontend-deps:
+	@true
+
+frontend:
+	@true
+
+lint: install
+	$(VENV)/bin/ruff check app tests migrations benchmarks examples
+	$(VENV)/bin/ruff format --check app tests migrations benchmarks examples
+	$(VENV)/bin/mypy
+
+schema: install
+	$(VENV)/bin/ragchat export-schema > schema.graphql
+
+bench: install
+	$(VENV)/bin/python -m benchmarks.run
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,62 @@
+"""The `ragchat` command line."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from app.errors import RagchatError
+from app.settings import Settings, load_settings
+
+cli = typer.Typer(help="ragchat: a GraphQL RAG chat server.", no_args_is_help=True, add_completion=False)
+
+
+def settings_or_exit(**overrides: object) -> Settings:
+    try:
+        return load_settings(**overrides)
+    except RagchatError as exc:
+        typer.secho(exc.message, fg=typer.colors.RED, err=True)
+        raise typer.Exit(2) from exc
+
+
+@cli.command()
+def migrate(revision: str = typer.Argument("head", help="Target revision (default: the latest).")) -> None:
+    """Bring the database to a revision (creating it if needed)."""
+    from app.db import migrate as migrations
+
+    settings = settings_or_exit()
+    migrations.upgrade(settings.database_url, revision, default_threshold=settings.rag.threshold)
+    typer.echo(f"database {settings.database_url} is at {revision}")
+
+
+@cli.command()
+def serve(
+    host: str | None = typer.Option(None, help="Bind address (default RAGCHAT_HOST or 127.0.0.1)."),
+    port: int | None = typer.Option(None, help="Port (default RAGCHAT_PORT or 8000)."),
+) -> None:
+    """Serve the GraphQL API (GraphiQL at /graphql) and the frontend."""
+    import uvicorn
+
+    from app.main import create_app
+
+    overrides: dict[str, object] = {}
+    if host is not None:
+        overrides["host"] = host
+    if port is not None:
+        overrides["port"] = port
+    settings = settings_or_exit(**overrides)
+    typer.echo(f"ragchat on http://{settings.host}:{settings.port}/  (GraphiQL: /graphql)")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level)
+
+
+@cli.command("export-schema")
+def export_schema() -> None:
+    """Print the GraphQL schema (SDL), as committed in schema.graphql."""
+    from app.graphql.schema import export_sdl
+
+    sys.stdout.write(export_sdl())
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,1 @@
+"""The embedded SQLite store: engine, ORM models, sessions and migrations."""

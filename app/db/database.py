@@ -1,0 +1,71 @@
+"""Short, explicit transactions over the engine.
+
+``read()`` gives an ORM session in a deferred transaction (WAL: readers never block writers).
+``write()`` serialises writers inside this process and begins ``IMMEDIATE`` so the write lock is
+taken up front: a writer never fails half-way on a lock upgrade, and another process (the CLI
+ingesting while the server runs) waits up to the busy timeout instead of failing.
+Both are synchronous; async code calls them through ``anyio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.engine import make_engine
+from app.errors import StorageError
+
+_STORAGE_HINTS = ("disk is full", "readonly database", "read-only", "disk i/o error", "unable to open")
+
+
+class Database:
+    """The store's entry point: owns the engine and hands out read and write sessions."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._reader = sessionmaker(bind=engine, expire_on_commit=False)
+        self._writer = sessionmaker(
+            bind=engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
+        )
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, database_url: str) -> Database:
+        return cls(make_engine(database_url))
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._reader() as db:
+            try:
+                yield db
+            finally:
+                db.rollback()
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One write transaction: committed when the block ends, rolled back on any error."""
+        with self._write_lock, self._writer() as db:
+            try:
+                yield db
+                db.commit()
+            except OperationalError as exc:
+                db.rollback()
+                raise _storage_error(exc) from exc
+            except BaseException:
+                db.rollback()
+                raise
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _storage_error(exc: OperationalError) -> Exception:
+    text = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
+    if any(hint in text for hint in _STORAGE_HINTS):
+        return StorageError(f"the database refused the write: {exc.orig}")
+    return exc

@@ -1,0 +1,84 @@
+"""SQLAlchemy engine on pysqlite3 with sqlite-vec loaded on every connection.
+
+The system ``sqlite3`` module cannot load extensions, so the engine is built on ``pysqlite3``
+(a newer SQLite, 3.5x). Every new DBAPI connection gets sqlite-vec and the pragmas below.
+Transactions are begun by us (``BEGIN`` / ``BEGIN IMMEDIATE``) instead of by the driver, which is
+what makes SAVEPOINT work and lets writers take the write lock up front.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pysqlite3.dbapi2 as sqlite3
+import sqlite_vec
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from app.errors import SettingsError
+
+BUSY_TIMEOUT_MS = 10_000
+# Read speed: memory-map up to 1 GiB of the file and keep a 64 MiB page cache per connection.
+PRAGMAS = (
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = NORMAL",
+    "PRAGMA foreign_keys = ON",
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+    "PRAGMA mmap_size = 1073741824",
+    "PRAGMA cache_size = -65536",
+    "PRAGMA temp_store = MEMORY",
+)
+
+
+def sqlite_path(database_url: str) -> Path | None:
+    """The file behind a ``sqlite:///`` URL, or None for an in-memory database."""
+    database = make_url(database_url).database
+    if not database or database == ":memory:":
+        return None
+    return Path(database)
+
+
+def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # we emit BEGIN ourselves (see _on_begin)
+    dbapi_connection.enable_load_extension(True)
+    sqlite_vec.load(dbapi_connection)
+    dbapi_connection.enable_load_extension(False)
+    cursor = dbapi_connection.cursor()
+    try:
+        for pragma in PRAGMAS:
+            cursor.execute(pragma)
+    finally:
+        cursor.close()
+
+
+def _on_begin(connection: Any) -> None:
+    mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(database_url: str, *, echo: bool = False) -> Engine:
+    """Create the engine, creating the database's folder on demand."""
+    path = sqlite_path(database_url)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SettingsError(f"RAGCHAT_DATABASE_URL: cannot create {path.parent}: {exc}") from exc
+    engine = create_engine(
+        database_url,
+        module=sqlite3,
+        echo=echo,
+        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+        pool_pre_ping=False,
+    )
+    event.listen(engine, "connect", _on_connect)
+    event.listen(engine, "begin", _on_begin)
+    return engine
+
+
+def versions(engine: Engine) -> dict[str, str]:
+    """SQLite and sqlite-vec versions as seen by a pooled connection."""
+    with engine.connect() as conn:
+        sqlite_version, vec_version = conn.exec_driver_sql("SELECT sqlite_version(), vec_version()").one()
+    return {"sqlite": sqlite_version, "sqlite_vec": vec_version}

@@ -1,0 +1,228 @@
+"""ORM models. The schema itself is owned by the Alembic revisions in ``migrations/``.
+
+Tables the ORM does not model, on purpose (created by migrations or by the vector store):
+``chunks_fts`` (FTS5, kept in sync with ``chunks`` by triggers) and one ``vec_space_<id>`` vec0 table
+per embedding space (its dimension is part of the table, so it is created when the space is).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import JSON, TypeDecorator
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes (SQLite stores them naive)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
+        return value.replace(tzinfo=UTC) if value is not None else None
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Timestamps:
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
+
+
+class Project(Timestamps, Base):
+    """A knowledge base: documents, their chunks, and the embedding space they live in."""
+
+    __tablename__ = "projects"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+
+    documents: Mapped[list[Document]] = relationship(
+        back_populates="project", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class EmbeddingSpace(Base):
+    """Which model made a project's vectors. Vectors of different spaces never mix."""
+
+    __tablename__ = "embedding_spaces"
+    __table_args__ = (
+        CheckConstraint("dimensions > 0", name="ck_spaces_dimensions"),
+        CheckConstraint("status IN ('building', 'active', 'retired')", name="ck_spaces_status"),
+        # A project searches exactly one space at a time; reindexing builds the next one beside it.
+        Index("uq_spaces_one_active", "project_id", unique=True, sqlite_where=text("status = 'active'")),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    provider: Mapped[str] = mapped_column(String(50))
+    model: Mapped[str] = mapped_column(String(200))
+    dimensions: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20), default="building")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    @property
+    def table(self) -> str:
+        return f"vec_space_{self.id}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}@{self.dimensions}"
+
+
+class Document(Timestamps, Base):
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_documents_project_name"),
+        CheckConstraint("status IN ('ready', 'failed')", name="ck_documents_status"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(1000))
+    kind: Mapped[str] = mapped_column(String(20))
+    size_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(20), default="ready")
+    error: Mapped[str | None] = mapped_column(Text)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    project: Mapped[Project] = relationship(back_populates="documents")
+    chunks: Mapped[list[Chunk]] = relationship(
+        back_populates="document",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="Chunk.ordinal",
+    )
+
+
+class Chunk(Base):
+    """A piece of a document, with the exact place it came from so a citation can point at it."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (Index("ix_chunks_document_ordinal", "document_id", "ordinal"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    # Denormalised so every search is scoped to one project without a join.
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    ordinal: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    token_count: Mapped[int] = mapped_column(Integer)
+    char_start: Mapped[int] = mapped_column(Integer)
+    char_end: Mapped[int] = mapped_column(Integer)
+    line_start: Mapped[int] = mapped_column(Integer)
+    line_end: Mapped[int] = mapped_column(Integer)
+    page: Mapped[int | None] = mapped_column(Integer)
+    heading_path: Mapped[str] = mapped_column(Text, default="")
+
+    document: Mapped[Document] = relationship(back_populates="chunks")
+
+
+class ChatSession(Timestamps, Base):
+    """A conversation over one knowledge base, with its own model and RAG settings."""
+
+    __tablename__ = "chat_sessions"
+    __table_args__ = (
+        CheckConstraint("top_k BETWEEN 1 AND 50", name="ck_chat_sessions_top_k"),
+        CheckConstraint("threshold >= 0 AND threshold <= 1", name="ck_chat_sessions_threshold"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    title: Mapped[str] = mapped_column(String(200))
+    system_prompt: Mapped[str] = mapped_column(Text, default="")
+    provider: Mapped[str] = mapped_column(String(50))
+    model: Mapped[str] = mapped_column(String(200))
+    enable_rag: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
+    top_k: Mapped[int] = mapped_column(Integer, server_default=text("5"))
+    threshold: Mapped[float] = mapped_column(Float)
+    include_citations: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
+
+    messages: Mapped[list[ChatMessage]] = relationship(
+        back_populates="session",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="ChatMessage.id",
+    )
+
+
+class ChatMessage(Base):
+    __tablename__ = "chat_messages"
+    __table_args__ = (
+        CheckConstraint("role IN ('user', 'assistant')", name="ck_chat_messages_role"),
+        CheckConstraint("status IN ('complete', 'streaming', 'failed')", name="ck_chat_messages_status"),
+        Index("ix_chat_messages_session_id_id", "session_id", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("chat_sessions.id", ondelete="CASCADE"))
+    role: Mapped[str] = mapped_column(String(20))
+    content: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(String(20), default="complete")
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # What made this answer: candidates and their fate, stage timings, token counts, flags.
+    trace: Mapped[dict[str, object] | None] = mapped_column(JSON)
+
+    session: Mapped[ChatSession] = relationship(back_populates="messages")
+    citations: Mapped[list[Citation]] = relationship(
+        back_populates="message",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="Citation.marker",
+    )
+
+
+class Citation(Base):
+    """A source an answer relies on. Document name, location and snippet are kept as they were
+    when the answer was written, so the citation still explains it after a re-ingest."""
+
+    __tablename__ = "citations"
+    __table_args__ = (
+        CheckConstraint("kind IN ('model', 'attributed')", name="ck_citations_kind"),
+        Index("ix_citations_message_id", "message_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[int] = mapped_column(ForeignKey("chat_messages.id", ondelete="CASCADE"))
+    chunk_id: Mapped[int | None] = mapped_column(ForeignKey("chunks.id", ondelete="SET NULL"))
+    document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"))
+    marker: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(20), default="model")
+    score: Mapped[float] = mapped_column(Float)
+    rank: Mapped[int] = mapped_column(Integer)
+    document_name: Mapped[str] = mapped_column(String(1000))
+    location: Mapped[dict[str, object]] = mapped_column(JSON)
+    snippet: Mapped[str] = mapped_column(Text)
+
+    message: Mapped[ChatMessage] = relationship(back_populates="citations")

@@ -1,0 +1,34 @@
+"""Health: is the store reachable and migrated, and which versions are running."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app import __version__
+from app.db import migrate
+from app.db.database import Database
+from app.db.engine import versions
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    version: str
+    sqlite_version: str
+    sqlite_vec_version: str
+    migration_revision: str | None
+    head_revision: str
+
+
+def check(db: Database) -> Health:
+    found = versions(db.engine)
+    current = migrate.current_revision(db.engine)
+    head = migrate.head_revision()
+    return Health(
+        ok=current == head,
+        version=__version__,
+        sqlite_version=found["sqlite"],
+        sqlite_vec_version=found["sqlite_vec"],
+        migration_revision=current,
+        head_revision=head,
+    )

@@ -1,0 +1,48 @@
+"""FTS5 keyword index over chunk text, kept in sync with `chunks` by triggers
+
+External-content table: the text is stored once (in `chunks`), the index references it by rowid.
+Porter stemming over unicode61 with diacritics folded: the tokenizer BM25 baselines use.
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-22
+"""
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0004"
+down_revision: str | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.execute(
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5("
+        "text, content='chunks', content_rowid='id', "
+        "tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    op.execute(
+        "CREATE TRIGGER chunks_fts_ai AFTER INSERT ON chunks BEGIN "
+        "INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text); END"
+    )
+    op.execute(
+        "CREATE TRIGGER chunks_fts_ad AFTER DELETE ON chunks BEGIN "
+        "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); END"
+    )
+    op.execute(
+        "CREATE TRIGGER chunks_fts_au AFTER UPDATE OF text ON chunks BEGIN "
+        "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', old.id, old.text); "
+        "INSERT INTO chunks_fts(rowid, text) VALUES (new.id, new.text); END"
+    )
+    # Index whatever chunks already exist.
+    op.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+def downgrade() -> None:
+    op.execute("DROP TRIGGER IF EXISTS chunks_fts_au")
+    op.execute("DROP TRIGGER IF EXISTS chunks_fts_ad")
+    op.execute("DROP TRIGGER IF EXISTS chunks_fts_ai")
+    op.execute("DROP TABLE IF EXISTS chunks_fts")

@@ -1,0 +1,60 @@
+"""Health through the real HTTP endpoint, and `ragchat serve` as a user starts it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+
+from app.container import Container
+from app.main import create_app
+from tests.live import free_port, serve
+
+HEALTH = "{ health { ok version sqliteVersion sqliteVecVersion migrationRevision headRevision } }"
+
+
+def test_health_query_over_http(container: Container) -> None:
+    with serve(create_app(container.settings, container)) as base:
+        response = httpx.post(f"{base}/graphql", json={"query": HEALTH})
+    assert response.status_code == 200
+    health = response.json()["data"]["health"]
+    assert health["ok"] is True
+    assert health["migrationRevision"] == health["headRevision"]
+    assert health["sqliteVecVersion"].startswith("v0.1.")
+    assert health["sqliteVersion"].startswith("3.")
+
+
+def test_graphiql_is_served(container: Container) -> None:
+    with serve(create_app(container.settings, container)) as base:
+        page = httpx.get(f"{base}/graphql", headers={"accept": "text/html"})
+    assert page.status_code == 200
+    assert "graphiql" in page.text.lower()
+
+
+def test_cli_migrates_then_serves_on_loopback(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    env = {**os.environ, "RAGCHAT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    subprocess.run([sys.executable, "-m", "app", "migrate"], env=env, check=True, capture_output=True)
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                response = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": HEALTH}, timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+                assert time.monotonic() < deadline, "server did not come up"
+                time.sleep(0.2)
+        assert response.json()["data"]["health"]["ok"] is True
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
