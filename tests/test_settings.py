@@ -38,9 +38,7 @@ def test_nested_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
         ("RAGCHAT_DATABASE_URL", "postgresql://x"),
     ],
 )
-def test_bad_values_fail_naming_the_variable(
-    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
-) -> None:
+def test_bad_values_fail_naming_the_variable(monkeypatch: pytest.MonkeyPatch, variable: str, value: str) -> None:
     monkeypatch.setenv(variable, value)
     with pytest.raises(SettingsError) as caught:
         load_settings()

@@ -29,9 +29,7 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._reader = sessionmaker(bind=engine, expire_on_commit=False)
-        self._writer = sessionmaker(
-            bind=engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False
-        )
+        self._writer = sessionmaker(bind=engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False)
         self._write_lock = threading.Lock()
 
     @classmethod

@@ -30,9 +30,7 @@ def upgrade() -> None:
     op.create_table(
         "documents",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
         sa.Column("name", sa.String(1000), nullable=False),
         sa.Column("kind", sa.String(20), nullable=False),
         sa.Column("size_bytes", sa.Integer(), nullable=False),
@@ -50,12 +48,8 @@ def upgrade() -> None:
     op.create_table(
         "chunks",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "document_id", sa.Integer(), sa.ForeignKey("documents.id", ondelete="CASCADE"), nullable=False
-        ),
-        sa.Column(
-            "project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("document_id", sa.Integer(), sa.ForeignKey("documents.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
         sa.Column("ordinal", sa.Integer(), nullable=False),
         sa.Column("text", sa.Text(), nullable=False),
         sa.Column("content_hash", sa.String(64), nullable=False),
@@ -72,9 +66,7 @@ def upgrade() -> None:
     op.create_table(
         "chat_sessions",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
         sa.Column("title", sa.String(200), nullable=False),
         sa.Column("system_prompt", sa.Text(), nullable=False),
         sa.Column("provider", sa.String(50), nullable=False),
@@ -86,9 +78,7 @@ def upgrade() -> None:
     op.create_table(
         "chat_messages",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "session_id", sa.Integer(), sa.ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("session_id", sa.Integer(), sa.ForeignKey("chat_sessions.id", ondelete="CASCADE"), nullable=False),
         sa.Column("role", sa.String(20), nullable=False),
         sa.Column("content", sa.Text(), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),

@@ -28,9 +28,7 @@ def upgrade() -> None:
     op.create_table(
         "embedding_spaces",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("project_id", sa.Integer(), sa.ForeignKey("projects.id", ondelete="CASCADE"), nullable=False),
         sa.Column("provider", sa.String(50), nullable=False),
         sa.Column("model", sa.String(200), nullable=False),
         sa.Column("dimensions", sa.Integer(), nullable=False),

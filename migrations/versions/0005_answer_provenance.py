@@ -20,25 +20,17 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     with op.batch_alter_table("chat_messages") as batch:
-        batch.add_column(
-            sa.Column("status", sa.String(20), nullable=False, server_default=sa.text("'complete'"))
-        )
+        batch.add_column(sa.Column("status", sa.String(20), nullable=False, server_default=sa.text("'complete'")))
         batch.add_column(sa.Column("error", sa.Text(), nullable=True))
         batch.add_column(sa.Column("completed_at", UTCDateTime(), nullable=True))
         batch.add_column(sa.Column("trace", sa.JSON(), nullable=True))
-        batch.create_check_constraint(
-            "ck_chat_messages_status", "status IN ('complete', 'streaming', 'failed')"
-        )
+        batch.create_check_constraint("ck_chat_messages_status", "status IN ('complete', 'streaming', 'failed')")
     op.create_table(
         "citations",
         sa.Column("id", sa.Integer(), primary_key=True),
-        sa.Column(
-            "message_id", sa.Integer(), sa.ForeignKey("chat_messages.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("message_id", sa.Integer(), sa.ForeignKey("chat_messages.id", ondelete="CASCADE"), nullable=False),
         sa.Column("chunk_id", sa.Integer(), sa.ForeignKey("chunks.id", ondelete="SET NULL"), nullable=True),
-        sa.Column(
-            "document_id", sa.Integer(), sa.ForeignKey("documents.id", ondelete="SET NULL"), nullable=True
-        ),
+        sa.Column("document_id", sa.Integer(), sa.ForeignKey("documents.id", ondelete="SET NULL"), nullable=True),
         sa.Column("marker", sa.Integer(), nullable=False),
         sa.Column("kind", sa.String(20), nullable=False),
         sa.Column("score", sa.Float(), nullable=False),

@@ -157,10 +157,7 @@ def test_fts_index_follows_chunk_inserts_updates_and_cascading_deletes(migrated)
     def hits(word: str) -> list[int]:
         with engine.connect() as conn:
             return [
-                r[0]
-                for r in conn.exec_driver_sql(
-                    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (word,)
-                )
+                r[0] for r in conn.exec_driver_sql("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (word,))
             ]
 
     assert hits("swimming") == [1]  # porter stemming

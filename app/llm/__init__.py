@@ -1,0 +1,1 @@
+"""Model providers behind small Protocols: embedders and chat models (local, OpenAI, Ollama)."""

@@ -1,0 +1,112 @@
+"""The seams every provider plugs into. The core never special-cases a vendor.
+
+- :class:`Tokenizer` counts tokens and tells where each token sits in the text (for chunking and
+  token budgets).
+- :class:`Embedder` turns texts into L2-normalised float32 vectors of one embedding space.
+- :class:`ChatModel` streams an answer for a list of messages, then reports usage.
+
+Vendor errors are translated into :mod:`app.errors` ``ProviderError`` subclasses at the adapter
+boundary (``raise ProviderAuthError(...) from exc``), so callers handle one error tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class SpaceId:
+    """An embedding space: vectors from different spaces are never compared."""
+
+    provider: str
+    model: str
+    dimensions: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}@{self.dimensions}"
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """A model's tokenizer (or a documented estimate where the provider exposes none)."""
+
+    name: str
+    exact: bool  # False when counts are an estimate
+
+    def count(self, text: str) -> int:
+        """Number of tokens ``text`` encodes to (no special tokens)."""
+        ...
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Character ``(start, end)`` of each token, in order; never splits a character."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Embeds texts into one space. Synchronous: CPU-bound or blocking I/O; call from a thread."""
+
+    space: SpaceId
+    tokenizer: Tokenizer
+    max_tokens: int  # longest input the model reads; longer texts are truncated by the model
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Return an ``(len(texts), dimensions)`` float32 array, each row L2-normalised."""
+        ...
+
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+StreamEvent = TextDelta | Usage
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    max_tokens: int = 384
+    temperature: float = 0.2
+    stop: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model that streams. One instance per (provider, model)."""
+
+    provider: str
+    model: str
+    context_window: int
+    tokenizer: Tokenizer
+
+    def stream(self, messages: Sequence[Message], options: GenerationOptions) -> AsyncIterator[StreamEvent]:
+        """Yield ``TextDelta`` events as text arrives, then one ``Usage``. Cancelling the iteration
+        (``aclose()`` or task cancellation) stops generation. Raises ``ProviderError`` subclasses."""
+        ...
+
+    def count_message_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens the messages take once formatted with the model's chat template."""
+        ...

@@ -1,0 +1,1 @@
+"""Retrieval: parsing, chunking, ingestion, vector / keyword / hybrid search, budgets and prompts."""
