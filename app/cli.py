@@ -59,4 +59,8 @@ def export_schema() -> None:
 
 
 def main() -> None:
+    from app import cli_bench, cli_ingest
+
+    cli_ingest.register(cli, settings_or_exit)
+    cli_bench.register(cli, settings_or_exit)
     cli()

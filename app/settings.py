@@ -63,6 +63,13 @@ class OllamaSettings(BaseModel):
     timeout: float = Field(120.0, gt=0, le=3600)
 
 
+class IngestSettings(BaseModel):
+    # Chosen on SciFact with the default embedder (docs/BENCHMARKS.md); MiniLM reads 256 tokens.
+    chunk_tokens: int = Field(200, ge=16, le=8192)
+    overlap_tokens: int = Field(32, ge=0, le=4096)
+    max_file_bytes: int = Field(50 * 1024 * 1024, ge=1, le=2 * 1024**3)
+
+
 class ChatSettings(BaseModel):
     max_message_chars: int = Field(8000, ge=1, le=1_000_000)
     history_turns: int = Field(10, ge=0, le=200)
@@ -101,6 +108,7 @@ class Settings(BaseSettings):
     llm: ChatModelSettings = Field(default_factory=ChatModelSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
 

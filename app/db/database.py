@@ -38,11 +38,10 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
+        # Closing (not rolling back) ends the transaction without expiring loaded objects, so
+        # callers can keep using what they read after the block.
         with self._reader() as db:
-            try:
-                yield db
-            finally:
-                db.rollback()
+            yield db
 
     @contextmanager
     def write(self) -> Iterator[Session]:

@@ -1,0 +1,1 @@
+"""Benchmarks that run through the real code paths (`ragchat bench ...`)."""

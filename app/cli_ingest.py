@@ -1,0 +1,103 @@
+"""`ragchat ingest`, `ragchat reindex` and `ragchat demo`: the knowledge-base commands."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from app.container import Container
+from app.rag.ingest import FileResult, Ingestor, IngestSummary, Source
+from app.rag.parsing import KINDS_BY_EXTENSION
+from app.services import projects
+
+console = Console(stderr=True)
+DEMO_DIR = Path(__file__).resolve().parents[1] / "docs" / "demo"
+DEMO_PROJECT = "ragchat docs"
+
+
+def collect(paths: list[Path]) -> Iterator[Path]:
+    """Files named directly, and supported files found recursively in folders (hidden ones skipped)."""
+    for path in paths:
+        if path.is_dir():
+            for found in sorted(path.rglob("*")):
+                relative = found.relative_to(path).parts
+                hidden = any(p.startswith(".") for p in relative)
+                if found.is_file() and not hidden and found.suffix.lower() in KINDS_BY_EXTENSION:
+                    yield found
+        else:
+            yield path
+
+
+def ingest_paths(container: Container, project: str, paths: list[Path]) -> IngestSummary:
+    project_row, created = projects.get_or_create(container.db, project)
+    if created:
+        console.print(f"created knowledge base [bold]{project_row.name}[/]")
+    files = list(collect(paths))
+    roots = [p if p.is_dir() else p.parent for p in paths]
+
+    def name_of(path: Path) -> str:
+        for root in roots:
+            if path.is_relative_to(root):
+                return str(path.relative_to(root))
+        return path.name
+
+    sources = [Source(name_of(f), f.read_bytes) for f in files]
+    with Progress(
+        TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+    ) as bar:
+        task = bar.add_task("files", total=len(sources))
+
+        def advance(result: FileResult) -> None:
+            bar.advance(task)
+            if result.status == "failed":
+                bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
+
+        summary = Ingestor(container.db, container.embedder, container.settings.ingest).ingest(
+            project_row.id, sources, advance
+        )
+    print_summary(summary)
+    return summary
+
+
+def print_summary(summary: IngestSummary) -> None:
+    table = Table(title="ingestion summary")
+    for column in ("added", "unchanged", "updated", "failed", "chunks embedded", "seconds"):
+        table.add_column(column, justify="right")
+    table.add_row(
+        str(summary.count("added")),
+        str(summary.count("unchanged")),
+        str(summary.count("updated")),
+        str(summary.count("failed")),
+        str(summary.chunks_embedded),
+        f"{summary.seconds:.1f}",
+    )
+    console.print(table)
+
+
+def register(cli: typer.Typer, settings_or_exit: object) -> None:
+    @cli.command()
+    def ingest(
+        paths: list[Path] = typer.Argument(..., exists=True, help="Files and folders (searched recursively)."),
+        project: str = typer.Option(..., "--project", "-p", help="Knowledge base name (created if missing)."),
+    ) -> None:
+        """Add or update documents in a knowledge base."""
+        container = Container.build(settings_or_exit())  # type: ignore[operator]
+        try:
+            summary = ingest_paths(container, project, paths)
+        finally:
+            container.close()
+        raise typer.Exit(1 if summary.count("failed") else 0)
+
+    @cli.command()
+    def demo() -> None:
+        """Load the demo knowledge base (ragchat's own documentation) if it is not there yet."""
+        container = Container.build(settings_or_exit())  # type: ignore[operator]
+        try:
+            ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
+        finally:
+            container.close()

@@ -1,0 +1,274 @@
+"""Ingestion: files in, chunks and vectors out, each document written in one transaction.
+
+For a batch of files: parse and chunk each (CPU), compare with what is stored (content hashes per
+document and per chunk), embed only the chunks that are new — all new chunks of the batch in one
+embedder call, so batching pays off across small files — and then write each document in its own
+short transaction. Embedding happens with no database connection held. Chunks whose text did not
+change keep their row and their vector (only their position is updated); chunks that vanished are
+deleted, and triggers remove their vectors and keyword index entries with them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from app.db.database import Database
+from app.db.models import Chunk, Document, utcnow
+from app.errors import IngestError
+from app.llm.base import Embedder
+from app.rag import spaces, vector_store
+from app.rag.chunking import chunk
+from app.rag.parsing import parse
+from app.rag.types import ChunkSpec, sha256
+from app.settings import IngestSettings
+
+Status = Literal["added", "unchanged", "updated", "failed"]
+BATCH_FILES = 64
+BATCH_NEW_CHUNKS = 1024
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file to ingest: its name in the knowledge base and a way to read its bytes."""
+
+    name: str
+    read: Callable[[], bytes]
+
+    @classmethod
+    def from_bytes(cls, name: str, data: bytes) -> Source:
+        return cls(name, lambda: data)
+
+
+@dataclass
+class FileResult:
+    name: str
+    status: Status
+    document_id: int | None = None
+    chunks: int = 0
+    embedded: int = 0
+    removed: int = 0
+    error: str | None = None
+
+
+@dataclass
+class IngestSummary:
+    files: list[FileResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, status: Status) -> int:
+        return sum(1 for f in self.files if f.status == status)
+
+    @property
+    def chunks_embedded(self) -> int:
+        return sum(f.embedded for f in self.files)
+
+
+@dataclass
+class _Plan:
+    source: Source
+    data: bytes
+    content_hash: str
+    kind: str
+    specs: list[ChunkSpec]
+    existing: Document | None
+    reuse: dict[int, int]  # spec ordinal -> existing chunk id with the same text
+    vanished: list[int]  # existing chunk ids no longer present
+    new: list[ChunkSpec] = field(default_factory=list)
+
+
+class Ingestor:
+    """Ingests sources into one project with one embedder."""
+
+    def __init__(self, db: Database, embedder: Embedder, settings: IngestSettings) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.settings = settings
+
+    def ingest(
+        self,
+        project_id: int,
+        sources: Iterable[Source],
+        progress: Callable[[FileResult], None] | None = None,
+    ) -> IngestSummary:
+        started = time.perf_counter()
+        summary = IngestSummary()
+        batch: list[_Plan] = []
+        pending_chunks = 0
+        order: dict[str, int] = {}
+        for index, source in enumerate(sources):
+            order.setdefault(source.name, index)
+            outcome = self._plan(project_id, source)
+            if isinstance(outcome, FileResult):
+                self._record(summary, outcome, progress)
+                continue
+            batch.append(outcome)
+            pending_chunks += len(outcome.new)
+            if len(batch) >= BATCH_FILES or pending_chunks >= BATCH_NEW_CHUNKS:
+                self._flush(project_id, batch, summary, progress)
+                batch, pending_chunks = [], 0
+        self._flush(project_id, batch, summary, progress)
+        summary.files.sort(key=lambda result: order[result.name])  # failures are known before the batch is written
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _record(
+        self, summary: IngestSummary, result: FileResult, progress: Callable[[FileResult], None] | None
+    ) -> None:
+        summary.files.append(result)
+        if progress is not None:
+            progress(result)
+
+    def _plan(self, project_id: int, source: Source) -> _Plan | FileResult:
+        try:
+            data = source.read()
+        except OSError as exc:
+            return FileResult(source.name, "failed", error=f"cannot read the file: {exc.strerror or exc}")
+        if len(data) > self.settings.max_file_bytes:
+            limit = self.settings.max_file_bytes
+            return self._fail(project_id, source.name, data, f"file is {len(data)} bytes; the limit is {limit}")
+        content_hash = sha256(data)
+        with self.db.read() as db:
+            existing = _document(db, project_id, source.name)
+            if existing is not None and existing.content_hash == content_hash and existing.status == "ready":
+                return FileResult(source.name, "unchanged", existing.id, chunks=existing.chunk_count)
+            old_chunks = _chunk_hashes(db, existing.id) if existing is not None else []
+        try:
+            parsed = parse(data, source.name)
+            specs = chunk(
+                parsed,
+                self.embedder.tokenizer,
+                target_tokens=self.settings.chunk_tokens,
+                overlap_tokens=self.settings.overlap_tokens,
+            )
+            if not specs:
+                raise IngestError("the file contains no text to index")
+        except IngestError as exc:
+            return self._fail(project_id, source.name, data, exc.message, existing)
+        return _diff(source, data, content_hash, parsed.kind, specs, existing, old_chunks)
+
+    def _flush(
+        self,
+        project_id: int,
+        batch: list[_Plan],
+        summary: IngestSummary,
+        progress: Callable[[FileResult], None] | None,
+    ) -> None:
+        if not batch:
+            return
+        texts = [spec.text for plan in batch for spec in plan.new]
+        vectors = self.embedder.embed(texts) if texts else None
+        offset = 0
+        for plan in batch:
+            count = len(plan.new)
+            plan_vectors = vectors[offset : offset + count] if vectors is not None else None
+            offset += count
+            try:
+                result = self._write(project_id, plan, plan_vectors)
+            except IngestError as exc:
+                result = FileResult(plan.source.name, "failed", error=exc.message)
+            self._record(summary, result, progress)
+
+    def _write(self, project_id: int, plan: _Plan, vectors: object) -> FileResult:
+        with self.db.write() as db:
+            space = spaces.ensure_space(db, project_id, self.embedder.space)
+            doc = _document(db, project_id, plan.source.name)
+            if (doc.content_hash if doc else None) != (plan.existing.content_hash if plan.existing else None):
+                raise IngestError(f"{plan.source.name} changed while it was being ingested; run the ingestion again")
+            if doc is None:
+                doc = Document(project_id=project_id, name=plan.source.name)
+                db.add(doc)
+            doc.kind, doc.size_bytes, doc.content_hash = plan.kind, len(plan.data), plan.content_hash
+            doc.status, doc.error, doc.chunk_count, doc.ingested_at = "ready", None, len(plan.specs), utcnow()
+            db.flush()
+            if plan.vanished:
+                db.execute(delete(Chunk).where(Chunk.id.in_(plan.vanished)))
+            for spec in plan.specs:
+                if spec.ordinal in plan.reuse:
+                    db.execute(update(Chunk).where(Chunk.id == plan.reuse[spec.ordinal]).values(**_position(spec)))
+            new_rows = [Chunk(document_id=doc.id, project_id=project_id, **_fields(spec)) for spec in plan.new]
+            db.add_all(new_rows)
+            db.flush()
+            if new_rows:
+                vector_store.put(db, space.table, [row.id for row in new_rows], vectors)  # type: ignore[arg-type]
+            status: Status = "added" if plan.existing is None or plan.existing.status != "ready" else "updated"
+            return FileResult(
+                plan.source.name, status, doc.id, len(plan.specs), embedded=len(new_rows), removed=len(plan.vanished)
+            )
+
+    def _fail(
+        self, project_id: int, name: str, data: bytes, reason: str, existing: Document | None = None
+    ) -> FileResult:
+        """Record why a file failed. A document that was ingested before keeps its last good version."""
+        if existing is not None and existing.status == "ready":
+            return FileResult(name, "failed", existing.id, existing.chunk_count, error=reason)
+        with self.db.write() as db:
+            doc = _document(db, project_id, name)
+            if doc is None:
+                doc = Document(project_id=project_id, name=name, chunk_count=0)
+                db.add(doc)
+            doc.kind, doc.size_bytes, doc.content_hash = _kind_of(name), len(data), sha256(data)
+            doc.status, doc.error, doc.ingested_at = "failed", reason, utcnow()
+            db.flush()
+            return FileResult(name, "failed", doc.id, error=reason)
+
+
+def _document(db: Session, project_id: int, name: str) -> Document | None:
+    return db.scalar(select(Document).where(Document.project_id == project_id, Document.name == name))
+
+
+def _chunk_hashes(db: Session, document_id: int) -> list[tuple[int, str]]:
+    rows = db.execute(
+        select(Chunk.id, Chunk.content_hash).where(Chunk.document_id == document_id).order_by(Chunk.ordinal)
+    )
+    return [(int(cid), str(h)) for cid, h in rows]
+
+
+def _diff(
+    source: Source,
+    data: bytes,
+    content_hash: str,
+    kind: str,
+    specs: Sequence[ChunkSpec],
+    existing: Document | None,
+    old_chunks: list[tuple[int, str]],
+) -> _Plan:
+    available: dict[str, list[int]] = {}
+    for cid, digest in old_chunks:
+        available.setdefault(digest, []).append(cid)
+    reuse: dict[int, int] = {}
+    new: list[ChunkSpec] = []
+    for spec in specs:
+        ids = available.get(spec.content_hash)
+        if ids:
+            reuse[spec.ordinal] = ids.pop(0)
+        else:
+            new.append(spec)
+    vanished = [cid for ids in available.values() for cid in ids]
+    return _Plan(source, data, content_hash, kind, list(specs), existing, reuse, vanished, new)
+
+
+def _position(spec: ChunkSpec) -> dict[str, object]:
+    return {
+        "ordinal": spec.ordinal,
+        "char_start": spec.char_start,
+        "char_end": spec.char_end,
+        "line_start": spec.line_start,
+        "line_end": spec.line_end,
+        "page": spec.page,
+        "heading_path": spec.heading_path,
+    }
+
+
+def _fields(spec: ChunkSpec) -> dict[str, object]:
+    return {**_position(spec), "text": spec.text, "content_hash": spec.content_hash, "token_count": spec.token_count}
+
+
+def _kind_of(name: str) -> str:
+    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+    return suffix[:20] or "unknown"

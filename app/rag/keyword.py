@@ -1,0 +1,36 @@
+"""Keyword search with FTS5 BM25, scoped to one project."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy.orm import Session
+
+_TERM = re.compile(r"\w+", re.UNICODE)
+MAX_TERMS = 64
+
+
+def match_expression(text: str) -> str | None:
+    """An FTS5 query that ORs the question's words, each quoted so no user text is FTS syntax."""
+    terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(text)))[:MAX_TERMS]
+    if not terms:
+        return None
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def search(db: Session, project_id: int, text: str, limit: int) -> list[tuple[int, float]]:
+    """Best chunks as ``(chunk_id, bm25)`` (lower bm25 is better), best first."""
+    expression = match_expression(text)
+    if expression is None:
+        return []
+    # ORDER BY bm25() rather than rank: about twice as fast for OR queries.
+    rows = (
+        db.connection()
+        .exec_driver_sql(
+            "SELECT c.id, bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
+            "WHERE chunks_fts MATCH ? AND c.project_id = ? ORDER BY bm25(chunks_fts) LIMIT ?",
+            (expression, project_id, int(limit)),
+        )
+        .all()
+    )
+    return [(int(cid), float(score)) for cid, score in rows]

@@ -1,0 +1,244 @@
+"""Retrieval: one function used by the chat engine, the API and the benchmark.
+
+The ``score`` of a chunk always means one thing: the cosine similarity between the question's
+embedding and the chunk's, in [-1, 1] (in practice [0, 1]), higher is better. It is computed
+exactly for every candidate, including those only keyword search found, so the threshold applies
+the same way in every mode. Order of operations: candidates -> rank (vector, keyword or fused)
+-> drop below threshold -> keep the first top_k.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+from app.db.database import Database
+from app.llm.base import Embedder, Vectors
+from app.rag import fusion, keyword, spaces, vector_store
+
+log = logging.getLogger(__name__)
+
+Mode = Literal["vector", "keyword", "hybrid"]
+Fate = Literal["kept", "below_threshold", "beyond_top_k", "over_budget"]
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    mode: Mode = "hybrid"
+    top_k: int = 5
+    threshold: float = 0.25
+    candidates: int = 50  # taken from each ranking before fusion
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    keyword_weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Location:
+    char_start: int
+    char_end: int
+    line_start: int
+    line_end: int
+    page: int | None
+    heading_path: str
+
+
+@dataclass
+class Candidate:
+    chunk_id: int
+    document_id: int
+    document_name: str
+    text: str
+    location: Location
+    score: float | None
+    vector_rank: int | None
+    keyword_rank: int | None
+    fused_rank: int
+    fused_score: float
+    fate: Fate = "kept"
+
+
+@dataclass
+class RetrievalResult:
+    query: str
+    mode: Mode
+    params: RetrievalParams
+    candidates: list[Candidate] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    space: str | None = None
+
+    @property
+    def kept(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.fate == "kept"]
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + (time.perf_counter() - start) * 1000
+
+
+def embed_query(embedder: Embedder, query: str) -> Vectors:
+    return embedder.embed([query])[0]
+
+
+def retrieve(
+    db: Database,
+    embedder: Embedder,
+    project_id: int,
+    query: str,
+    params: RetrievalParams,
+    *,
+    query_vector: Vectors | None = None,
+) -> RetrievalResult:
+    """Search one project. Embedding happens before any database connection is taken; errors of
+    the embedder propagate (the caller decides how to degrade); a failing vector index degrades to
+    keyword-only and says so in ``degraded``."""
+    result = RetrievalResult(query=query, mode=params.mode, params=params)
+    t = result.timings_ms
+    if query_vector is None:
+        with _timed(t, "embed"):
+            query_vector = embed_query(embedder, query)
+    with db.read() as session:
+        space = spaces.active_space(session, project_id)
+        if space is None:  # nothing ingested yet
+            return result
+        spaces.ensure_space(session, project_id, embedder.space)  # refuses a mixed space
+        result.space = space.label
+        vector_hits, keyword_hits = _rankings(session, space.table, project_id, query, query_vector, result)
+        with _timed(t, "score"):
+            ids = list(dict.fromkeys([cid for cid, _ in vector_hits] + [cid for cid, _ in keyword_hits]))
+            scores = _scores(session, space.table, query_vector, ids, dict(vector_hits), result)
+        with _timed(t, "load"):
+            rows = _load(session, project_id, ids)
+    with _timed(t, "rank"):
+        result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result)
+        _apply_threshold_and_top_k(result.candidates, params)
+    return result
+
+
+def _rankings(
+    session: Session,
+    table: str,
+    project_id: int,
+    query: str,
+    query_vector: Vectors,
+    result: RetrievalResult,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    params = result.params
+    vector_hits: list[tuple[int, float]] = []
+    keyword_hits: list[tuple[int, float]] = []
+    if params.mode in ("vector", "hybrid"):
+        with _timed(result.timings_ms, "vector"):
+            try:
+                vector_hits = vector_store.knn(session, table, query_vector, params.candidates)
+            except DBAPIError as exc:
+                log.warning("vector search failed, falling back to keyword search: %s", exc)
+                result.degraded.append(f"vector search failed ({exc.orig}); used keyword search only")
+                result.mode = "keyword"
+    if result.mode in ("keyword", "hybrid"):
+        with _timed(result.timings_ms, "keyword"):
+            keyword_hits = keyword.search(session, project_id, query, params.candidates)
+    return vector_hits, keyword_hits
+
+
+def _scores(
+    session: Session,
+    table: str,
+    query_vector: Vectors,
+    ids: list[int],
+    knn_scores: dict[int, float],
+    result: RetrievalResult,
+) -> dict[int, float | None]:
+    """Exact cosine for every candidate from its stored vector, so a chunk scores the same whichever
+    ranking found it (KNN distances are float32 and would differ in the last digits)."""
+    try:
+        return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(session, table, ids)))
+    except DBAPIError as exc:
+        result.degraded.append(f"could not read stored vectors to score candidates ({exc.orig})")
+        return dict(knn_scores)
+
+
+def _load(session: Session, project_id: int, ids: list[int]) -> dict[int, tuple]:
+    if not ids:
+        return {}
+    rows = (
+        session.connection()
+        .exec_driver_sql(
+            "SELECT c.id, c.document_id, d.name, c.text, c.char_start, c.char_end, c.line_start, c.line_end, "
+            "c.page, c.heading_path FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.project_id = ? AND c.id IN ({','.join('?' * len(ids))})",
+            (project_id, *ids),
+        )
+        .all()
+    )
+    return {int(r[0]): tuple(r) for r in rows}
+
+
+def _rank(
+    rows: dict[int, tuple],
+    scores: dict[int, float | None],
+    vector_hits: list[tuple[int, float]],
+    keyword_hits: list[tuple[int, float]],
+    result: RetrievalResult,
+) -> list[Candidate]:
+    params = result.params
+    vector_ids = [cid for cid, _ in vector_hits if cid in rows]
+    keyword_ids = [cid for cid, _ in keyword_hits if cid in rows]
+    vector_rank = {cid: i for i, cid in enumerate(vector_ids, start=1)}
+    keyword_rank = {cid: i for i, cid in enumerate(keyword_ids, start=1)}
+    weights = [(vector_ids, params.vector_weight), (keyword_ids, params.keyword_weight)]
+    fused = fusion.rrf(weights, k=params.rrf_k)
+    if result.mode == "vector":
+        order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))
+    elif result.mode == "keyword":
+        order = keyword_ids
+    else:
+        order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+    candidates = []
+    for position, cid in enumerate(order, start=1):
+        r = rows[cid]
+        candidates.append(
+            Candidate(
+                chunk_id=cid,
+                document_id=int(r[1]),
+                document_name=str(r[2]),
+                text=str(r[3]),
+                location=Location(int(r[4]), int(r[5]), int(r[6]), int(r[7]), r[8], str(r[9])),
+                score=scores.get(cid),
+                vector_rank=vector_rank.get(cid),
+                keyword_rank=keyword_rank.get(cid),
+                fused_rank=position,
+                fused_score=fused.get(cid, 0.0),
+            )
+        )
+    return candidates
+
+
+def _apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
+    kept = 0
+    for candidate in candidates:
+        if candidate.score is not None and candidate.score < params.threshold:
+            candidate.fate = "below_threshold"
+        elif kept >= params.top_k:
+            candidate.fate = "beyond_top_k"
+        else:
+            candidate.fate = "kept"
+            kept += 1
+
+
+def normalise(vectors: Vectors) -> Vectors:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)

@@ -1,0 +1,39 @@
+"""Input hygiene for everything that reaches a model: the message, the history, retrieved text.
+
+Chat-template control tokens are removed so text can never open a fake turn (``<|im_start|>system``)
+or close the real one. What cannot be stripped — instructions written in plain words — is handled
+by the prompt, which fences retrieved text and labels it untrusted (see prompting.py).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from app.errors import ValidationError
+
+CONTROL_TOKENS = re.compile(
+    r"<\|[A-Za-z0-9_\-\s]{1,40}\|>"  # <|im_start|> <|im_end|> <|system|> <|eot_id|> <|endoftext|> ...
+    r"|\[/?INST\]|<<\s*/?\s*SYS\s*>>"  # Llama 2
+    r"|</?s>|<start_of_turn>|<end_of_turn>|<bos>|<eos>"  # sentencepiece / Gemma
+    r"|</?source[^>]*>",  # our own source fences (prompting.py)
+    re.IGNORECASE,
+)
+# Zero-width and bidi controls can hide text from a reader; strip them, keep ordinary whitespace.
+_INVISIBLE = {"Cf"}
+_KEEP = {"\n", "\t"}
+
+
+def strip_control(text: str) -> str:
+    cleaned = CONTROL_TOKENS.sub("", text)
+    return "".join(ch for ch in cleaned if ch in _KEEP or unicodedata.category(ch) not in _INVISIBLE | {"Cc"})
+
+
+def clean_message(content: str, max_chars: int) -> str:
+    """The user's message as it will be stored and sent: control tokens stripped, length checked."""
+    if len(content) > max_chars:
+        raise ValidationError("content", f"message is {len(content)} characters; the limit is {max_chars}")
+    cleaned = strip_control(content).strip()
+    if not cleaned:
+        raise ValidationError("content", "message must not be empty")
+    return cleaned

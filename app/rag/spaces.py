@@ -1,0 +1,72 @@
+"""Embedding spaces and their vec0 tables.
+
+A project's vectors live in the vec0 table of its *active* space (rowid = chunk id). The table is
+created with the space because a vec0 column's dimension is fixed at creation. A trigger on
+``chunks`` deletes a chunk's vector whenever the chunk goes (directly or by cascade), so vectors
+can never outlive their text. Vectors are L2-normalised, so the table uses L2 distance (cheaper
+than cosine in sqlite-vec) and the cosine similarity is ``1 - d^2 / 2``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.models import EmbeddingSpace
+from app.errors import ConflictError
+from app.llm.base import SpaceId
+
+
+def create_space(db: Session, project_id: int, space: SpaceId, *, status: str) -> EmbeddingSpace:
+    row = EmbeddingSpace(
+        project_id=project_id,
+        provider=space.provider,
+        model=space.model,
+        dimensions=space.dimensions,
+        status=status,
+    )
+    db.add(row)
+    db.flush()
+    table = row.table
+    db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{space.dimensions}])")
+    db.connection().exec_driver_sql(
+        f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {project_id} "
+        f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END"
+    )
+    return row
+
+
+def drop_space(db: Session, space: EmbeddingSpace) -> None:
+    db.connection().exec_driver_sql(f"DROP TRIGGER IF EXISTS {space.table}_chunk_deleted")
+    db.connection().exec_driver_sql(f"DROP TABLE IF EXISTS {space.table}")
+    db.delete(space)
+    db.flush()
+
+
+def active_space(db: Session, project_id: int) -> EmbeddingSpace | None:
+    return db.scalar(
+        select(EmbeddingSpace).where(EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == "active")
+    )
+
+
+def space_id_of(row: EmbeddingSpace) -> SpaceId:
+    return SpaceId(row.provider, row.model, row.dimensions)
+
+
+def ensure_space(db: Session, project_id: int, space: SpaceId) -> EmbeddingSpace:
+    """The project's active space, created for ``space`` if it has none. Mixing spaces is refused."""
+    row = active_space(db, project_id)
+    if row is None:
+        return create_space(db, project_id, space, status="active")
+    if space_id_of(row) != space:
+        raise ConflictError(
+            f"this knowledge base was embedded with {row.label}, but the embedder in use is {space.label}; "
+            f"vectors of different models cannot be compared. Use the same embedder, or re-embed the "
+            f"knowledge base with `ragchat reindex --project <name>`"
+        )
+    return row
+
+
+def drop_project_spaces(db: Session, project_id: int) -> None:
+    for row in db.scalars(select(EmbeddingSpace).where(EmbeddingSpace.project_id == project_id)).all():
+        drop_space(db, row)

@@ -1,0 +1,257 @@
+"""The chat engine: one user message in, a grounded, cited answer streamed out, with a trace.
+
+Stages (each timed into the trace): sanitize -> persist the question -> retrieve (embed, search,
+threshold, top_k) -> token budget -> prompt -> generate (streamed, idle and total timeouts) ->
+citations -> persist the answer. The question is stored before any model runs; the answer is
+stored complete or failed (with whatever text had streamed), never lost. Retrieval finishes
+before streaming starts, so no database connection is held while tokens flow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+import anyio.to_thread
+from sqlalchemy.exc import DBAPIError
+
+from app.db.database import Database
+from app.errors import BusyError, ProviderError, ProviderTimeoutError, RagchatError
+from app.llm.base import ChatModel, Embedder, GenerationOptions, TextDelta, Usage
+from app.rag import budget, citations, prompting
+from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, retrieve
+from app.rag.sanitize import clean_message
+from app.services import chat_store
+from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
+from app.services.chat_store import Turn
+from app.services.chat_trace import TraceBuilder
+from app.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ChatModels(Protocol):
+    def get(self, provider: str, model: str) -> ChatModel: ...
+
+    def validate(self, provider: str, model: str) -> None: ...
+
+
+class ChatService:
+    def __init__(
+        self, store: Database, settings: Settings, embedder: Callable[[], Embedder], models: ChatModels
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.embedder = embedder
+        self.models = models
+        self._active = 0
+        self._lock = threading.Lock()
+
+    # -- admission ---------------------------------------------------------------------------
+    def _acquire(self) -> None:
+        with self._lock:
+            if self._active >= self.settings.chat.max_concurrent_generations:
+                raise BusyError(
+                    f"{self._active} answers are being generated, the most this server runs at once; retry shortly"
+                )
+            self._active += 1
+
+    def _release(self) -> None:
+        with self._lock:
+            self._active -= 1
+
+    async def start(self, session_id: int, content: str) -> Turn:
+        """Validate, take a generation slot and store the question. Raises before anything is
+        written when the input is bad or the server is busy."""
+        question = clean_message(content, self.settings.chat.max_message_chars)
+        self._acquire()
+        try:
+            return await anyio.to_thread.run_sync(
+                chat_store.begin, self.store, session_id, question, self.settings.chat.history_turns
+            )
+        except BaseException:
+            self._release()
+            raise
+
+    async def start_regenerate(self, message_id: int) -> Turn:
+        self._acquire()
+        try:
+            return await anyio.to_thread.run_sync(
+                chat_store.begin_regenerate, self.store, message_id, self.settings.chat.history_turns
+            )
+        except BaseException:
+            self._release()
+            raise
+
+    # -- the turn ----------------------------------------------------------------------------
+    async def run(self, turn: Turn) -> AsyncIterator[ChatEvent]:
+        """Run a started turn to its end. Always releases the slot; always leaves the answer
+        stored as complete or failed, also when the client goes away mid-stream."""
+        trace = TraceBuilder(turn, self.settings)
+        parts: list[str] = []
+        try:
+            model = self.models.get(turn.session.provider, turn.session.model)
+            retrieval = await self._retrieve(turn, trace)
+            candidates = retrieval.kept if retrieval else []
+            with trace.stage("budget"):
+                prompt = self._prompt(turn, model, candidates, trace)
+            sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
+            no_context = turn.session.enable_rag and not sources
+            trace.set_sources(sources, no_context)
+            yield RetrievalEvent(turn.message_id, turn.user_message_id, sources, no_context, trace.degraded)
+            async for piece in self._generate(model, prompt, trace):
+                parts.append(piece)
+                yield TokenEvent(turn.message_id, piece)
+            content, cited = await self._cite(turn, "".join(parts), sources, trace)
+            await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
+            yield DoneEvent(turn.message_id)
+        except RagchatError as exc:
+            log.warning("chat turn %s failed: %s", turn.message_id, exc.message)
+            await self._fail(turn, parts, exc.message, trace)
+            yield ErrorEvent(turn.message_id, exc.code, exc.message, "".join(parts))
+        except (asyncio.CancelledError, GeneratorExit):
+            await self._fail(turn, parts, "cancelled: the client disconnected before the answer finished", trace)
+            raise
+        except Exception:
+            log.exception("chat turn %s failed unexpectedly", turn.message_id)
+            await self._fail(turn, parts, "internal error: the answer could not be generated", trace)
+            yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts))
+        finally:
+            self._release()
+
+    async def _fail(self, turn: Turn, parts: list[str], error: str, trace: TraceBuilder) -> None:
+        # Shielded: this must reach the database even while the turn is being cancelled.
+        job = asyncio.ensure_future(
+            anyio.to_thread.run_sync(chat_store.fail, self.store, turn.message_id, "".join(parts), error, trace.build())
+        )
+        try:
+            await asyncio.shield(job)
+        except asyncio.CancelledError:
+            await job
+
+    async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
+        session = turn.session
+        if not session.enable_rag:
+            return None
+        rag = self.settings.rag
+        params = RetrievalParams(
+            mode=rag.mode,
+            top_k=session.top_k,
+            threshold=session.threshold,
+            candidates=max(4 * session.top_k, 20),
+            rrf_k=rag.rrf_k,
+            vector_weight=rag.vector_weight,
+            keyword_weight=rag.keyword_weight,
+        )
+
+        def search() -> RetrievalResult:
+            return retrieve(self.store, self.embedder(), session.project_id, turn.question, params)
+
+        try:
+            result = await anyio.to_thread.run_sync(search)
+        except (RagchatError, DBAPIError) as exc:
+            reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
+            log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
+            trace.degrade(f"no context: {reason}")
+            return None
+        trace.set_retrieval(result)
+        return result
+
+    def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:
+        sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]
+        prompt = budget.build(
+            model,
+            session_prompt=turn.session.system_prompt,
+            history=turn.history,
+            question=turn.question,
+            sources=sources,
+            rag=turn.session.enable_rag,
+            cite=turn.session.include_citations,
+            answer_reserve=min(self.settings.llm.max_answer_tokens, model.context_window // 2),
+        )
+        for number in prompt.report.chunks_over_budget:
+            kept[number - 1].fate = "over_budget"
+        trace.set_budget(prompt.report)
+        return prompt
+
+    async def _generate(self, model: ChatModel, prompt: budget.Prompt, trace: TraceBuilder) -> AsyncIterator[str]:
+        chat = self.settings.chat
+        options = GenerationOptions(max_tokens=prompt.report.answer_reserve, temperature=self.settings.llm.temperature)
+        stream = model.stream(prompt.messages, options)
+        started = time.perf_counter()
+        deadline = started + chat.total_timeout
+        first = True
+        try:
+            while True:
+                remaining = deadline - time.perf_counter()
+                idle_bound = chat.idle_timeout <= remaining
+                try:
+                    event = await asyncio.wait_for(anext(stream), timeout=max(min(chat.idle_timeout, remaining), 0.001))
+                except StopAsyncIteration:
+                    break
+                except TimeoutError as exc:
+                    what = (
+                        f"no token within {chat.idle_timeout:g} s"
+                        if idle_bound
+                        else (f"the answer did not finish within {chat.total_timeout:g} s")
+                    )
+                    raise ProviderTimeoutError(
+                        f"{model.provider}/{model.model}: {what}", provider=model.provider
+                    ) from exc
+                if isinstance(event, TextDelta) and event.text:
+                    if first:
+                        trace.timing("first_token", (time.perf_counter() - started) * 1000)
+                        first = False
+                    yield event.text
+                elif isinstance(event, Usage):
+                    trace.set_usage(event)
+        finally:
+            await stream.aclose()  # type: ignore[attr-defined]
+            trace.timing("generate", (time.perf_counter() - started) * 1000)
+
+    async def _cite(
+        self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder
+    ) -> tuple[str, list[tuple[SourceRef, str]]]:
+        if not turn.session.include_citations or not sources:
+            trace.set_citations(0, 0, attributed=False)
+            return answer, []
+        with trace.stage("citations"):
+            parsed = citations.parse(answer, len(sources))
+            kind = "model"
+            if not parsed.used:
+                parsed = await anyio.to_thread.run_sync(self._attribute, parsed.text, [s.text for s in sources])
+                kind = "attributed"
+        trace.set_citations(len(parsed.used), parsed.invalid, attributed=kind == "attributed")
+        return parsed.text, [(sources[n - 1], kind) for n in parsed.used]
+
+    def _attribute(self, answer: str, sources: list[str]) -> citations.Parsed:
+        """Attribution by embeddings and words; by words alone when the embedder is unavailable."""
+        try:
+            embedder = self.embedder()
+            return citations.attribute(answer, sources, lambda texts: embedder.embed(texts))
+        except ProviderError as exc:
+            log.warning("attribution without embeddings: %s", exc.message)
+            return citations.attribute(answer, sources, None)
+
+
+def _where(candidate: Candidate) -> str:
+    loc = candidate.location
+    where = f"page {loc.page}" if loc.page else f"lines {loc.line_start}-{loc.line_end}"
+    return f"{where}, {loc.heading_path}" if loc.heading_path else where
+
+
+def _ref(source: prompting.Source, candidate: Candidate) -> SourceRef:
+    return SourceRef(
+        source.number,
+        candidate.chunk_id,
+        candidate.document_id,
+        candidate.document_name,
+        candidate.location,
+        candidate.score,
+        candidate.fused_rank,
+        candidate.text,
+    )

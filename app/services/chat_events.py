@@ -1,0 +1,50 @@
+"""What a chat turn streams to its client, in order: one Retrieval, Tokens, then Done or Error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from app.rag.retrieval import Location
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    number: int
+    chunk_id: int
+    document_id: int
+    document_name: str
+    location: Location
+    score: float | None
+    rank: int
+    text: str
+
+
+@dataclass(frozen=True)
+class RetrievalEvent:
+    message_id: int
+    user_message_id: int
+    sources: list[SourceRef]
+    no_context: bool  # RAG was on and nothing passed the threshold: the answer has no grounding
+    degraded: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TokenEvent:
+    message_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class DoneEvent:
+    message_id: int
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    message_id: int
+    code: str
+    message: str
+    partial: str
+
+
+ChatEvent = RetrievalEvent | TokenEvent | DoneEvent | ErrorEvent

@@ -1,0 +1,164 @@
+"""The chat turn's writes, each one short transaction (called from worker threads)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from app.db.database import Database
+from app.db.models import ChatMessage, ChatSession, Citation, utcnow
+from app.errors import ConflictError, NotFoundError, ValidationError
+from app.llm.base import Message
+from app.services.chat_events import SourceRef
+
+INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """The session's settings as this turn read them (later edits apply to the next turn)."""
+
+    id: int
+    project_id: int
+    system_prompt: str
+    provider: str
+    model: str
+    enable_rag: bool
+    top_k: int
+    threshold: float
+    include_citations: bool
+
+
+@dataclass(frozen=True)
+class Turn:
+    session: SessionSnapshot
+    user_message_id: int
+    message_id: int  # the assistant message being written
+    question: str
+    history: list[Message]
+
+
+def _snapshot(row: ChatSession) -> SessionSnapshot:
+    return SessionSnapshot(
+        row.id,
+        row.project_id,
+        row.system_prompt,
+        row.provider,
+        row.model,
+        row.enable_rag,
+        row.top_k,
+        row.threshold,
+        row.include_citations,
+    )
+
+
+def _history(db: Session, session_id: int, before_id: int, turns: int) -> list[Message]:
+    if turns <= 0:
+        return []
+    rows = db.execute(
+        select(ChatMessage.role, ChatMessage.content)
+        .where(ChatMessage.session_id == session_id, ChatMessage.id < before_id, ChatMessage.status == "complete")
+        .order_by(ChatMessage.id.desc())
+        .limit(turns)
+    ).all()
+    return [Message("user" if role == "user" else "assistant", content) for role, content in reversed(rows)]
+
+
+def begin(store: Database, session_id: int, question: str, history_turns: int) -> Turn:
+    """Store the user's message and a placeholder for the answer, before any model is called."""
+    with store.write() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise NotFoundError("chat session", session_id)
+        user = ChatMessage(session_id=session_id, role="user", content=question, status="complete")
+        answer = ChatMessage(session_id=session_id, role="assistant", content="", status="streaming")
+        db.add_all([user, answer])
+        row.updated_at = utcnow()
+        db.flush()
+        history = _history(db, session_id, user.id, history_turns)
+        return Turn(_snapshot(row), user.id, answer.id, question, history)
+
+
+def begin_regenerate(store: Database, message_id: int, history_turns: int) -> Turn:
+    """Reuse the question an assistant message answered; clear the old answer for the new one."""
+    with store.write() as db:
+        answer = db.get(ChatMessage, message_id)
+        if answer is None:
+            raise NotFoundError("message", message_id)
+        if answer.role != "assistant":
+            raise ValidationError("messageId", "only an assistant message can be regenerated")
+        if answer.status == "streaming":
+            raise ConflictError("this answer is still being generated")
+        user = db.scalar(
+            select(ChatMessage)
+            .where(ChatMessage.session_id == answer.session_id, ChatMessage.id < message_id, ChatMessage.role == "user")
+            .order_by(ChatMessage.id.desc())
+        )
+        if user is None:
+            raise ValidationError("messageId", "there is no question before this answer")
+        session = db.get(ChatSession, answer.session_id)
+        assert session is not None
+        db.execute(delete(Citation).where(Citation.message_id == message_id))
+        answer.content, answer.status, answer.error, answer.trace, answer.completed_at = (
+            "",
+            "streaming",
+            None,
+            None,
+            None,
+        )
+        db.flush()
+        history = _history(db, answer.session_id, user.id, history_turns)
+        return Turn(_snapshot(session), user.id, answer.id, user.content, history)
+
+
+def finish(
+    store: Database,
+    turn: Turn,
+    content: str,
+    trace: dict[str, object],
+    citations: list[tuple[SourceRef, str]],
+) -> None:
+    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction."""
+    with store.write() as db:
+        answer = db.get(ChatMessage, turn.message_id)
+        if answer is None:  # the session was deleted while the answer streamed
+            return
+        answer.content, answer.status, answer.error = content, "complete", None
+        answer.trace, answer.completed_at = trace, utcnow()
+        for source, kind in citations:
+            db.add(
+                Citation(
+                    message_id=turn.message_id,
+                    chunk_id=source.chunk_id,
+                    document_id=source.document_id,
+                    marker=source.number,
+                    kind=kind,
+                    score=source.score if source.score is not None else 0.0,
+                    rank=source.rank,
+                    document_name=source.document_name,
+                    location=vars(source.location),
+                    snippet=source.text[:600],
+                )
+            )
+
+
+def fail(store: Database, message_id: int, partial: str, error: str, trace: dict[str, object] | None) -> None:
+    with store.write() as db:
+        db.execute(
+            update(ChatMessage)
+            .where(ChatMessage.id == message_id)
+            .values(content=partial, status="failed", error=error, trace=trace, completed_at=utcnow())
+        )
+
+
+def recover_interrupted(store: Database) -> int:
+    """Mark answers left 'streaming' by a stopped process as failed, so they can be regenerated."""
+    with store.write() as db:
+        result = db.execute(
+            update(ChatMessage)
+            .where(ChatMessage.status == "streaming")
+            .values(status="failed", error=INTERRUPTED, completed_at=utcnow())
+        )
+        return int(result.rowcount or 0)  # type: ignore[attr-defined]

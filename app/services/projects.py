@@ -1,0 +1,118 @@
+"""Knowledge bases (projects): create, rename, delete, list, look up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.db.database import Database
+from app.db.models import Chunk, Document, EmbeddingSpace, Project
+from app.errors import ConflictError, NotFoundError, ValidationError
+from app.rag import spaces
+
+NAME_MAX = 200
+DESCRIPTION_MAX = 2000
+
+
+@dataclass(frozen=True)
+class ProjectStats:
+    documents: int
+    chunks: int
+    embedding_space: str | None
+
+
+def clean_name(name: str) -> str:
+    cleaned = " ".join(name.split())
+    if not cleaned:
+        raise ValidationError("name", "must not be empty")
+    if len(cleaned) > NAME_MAX:
+        raise ValidationError("name", f"must be at most {NAME_MAX} characters (got {len(cleaned)})")
+    return cleaned
+
+
+def _check_description(description: str) -> str:
+    if len(description) > DESCRIPTION_MAX:
+        raise ValidationError("description", f"must be at most {DESCRIPTION_MAX} characters")
+    return description
+
+
+def _unique(db: Session, name: str, except_id: int | None = None) -> None:
+    clash = db.scalar(select(Project.id).where(func.lower(Project.name) == name.lower()))
+    if clash is not None and clash != except_id:
+        raise ConflictError(f"a knowledge base named {name!r} already exists")
+
+
+def get(db: Session, project_id: int) -> Project:
+    project = db.get(Project, project_id)
+    if project is None:
+        raise NotFoundError("project", project_id)
+    return project
+
+
+def by_name(db: Session, name: str) -> Project | None:
+    return db.scalar(select(Project).where(func.lower(Project.name) == " ".join(name.split()).lower()))
+
+
+def create(store: Database, name: str, description: str = "") -> Project:
+    name, description = clean_name(name), _check_description(description)
+    with store.write() as db:
+        _unique(db, name)
+        project = Project(name=name, description=description)
+        db.add(project)
+        db.flush()
+        return project
+
+
+def get_or_create(store: Database, name: str) -> tuple[Project, bool]:
+    with store.read() as db:
+        found = by_name(db, name)
+    return (found, False) if found is not None else (create(store, name), True)
+
+
+def rename(store: Database, project_id: int, name: str) -> Project:
+    name = clean_name(name)
+    with store.write() as db:
+        project = get(db, project_id)
+        _unique(db, name, except_id=project_id)
+        project.name = name
+        db.flush()
+        return project
+
+
+def delete(store: Database, project_id: int) -> None:
+    """Delete a knowledge base with its documents, chunks, vectors and chat sessions."""
+    with store.write() as db:
+        project = get(db, project_id)
+        spaces.drop_project_spaces(db, project_id)
+        db.delete(project)
+
+
+def list_all(store: Database) -> list[Project]:
+    with store.read() as db:
+        return list(db.scalars(select(Project).order_by(Project.name)).all())
+
+
+def stats(store: Database, project_ids: list[int]) -> dict[int, ProjectStats]:
+    """Document and chunk counts and the active embedding space, for many projects in 3 queries."""
+    with store.read() as db:
+        docs = dict(
+            db.execute(
+                select(Document.project_id, func.count())
+                .where(Document.project_id.in_(project_ids))
+                .group_by(Document.project_id)
+            ).all()
+        )
+        chunks = dict(
+            db.execute(
+                select(Chunk.project_id, func.count())
+                .where(Chunk.project_id.in_(project_ids))
+                .group_by(Chunk.project_id)
+            ).all()
+        )
+        active = db.scalars(
+            select(EmbeddingSpace).where(EmbeddingSpace.project_id.in_(project_ids), EmbeddingSpace.status == "active")
+        ).all()
+        labels = {space.project_id: space.label for space in active}
+    return {pid: ProjectStats(docs.get(pid, 0), chunks.get(pid, 0), labels.get(pid)) for pid in project_ids}

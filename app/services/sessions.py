@@ -1,0 +1,134 @@
+"""Chat sessions: create, update, delete, list, with their RAG settings validated up front.
+
+Settings changes take effect from the next message: each message reads the session's settings
+when it starts, and records in its trace the values it used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import func, select
+
+from app.db.database import Database
+from app.db.models import ChatMessage, ChatSession
+from app.errors import NotFoundError, ValidationError
+from app.services import projects
+from app.settings import Settings
+
+TITLE_MAX = 200
+SYSTEM_PROMPT_MAX = 4000
+TOP_K_RANGE = (1, 50)
+
+
+class ModelValidator(Protocol):
+    def validate(self, provider: str, model: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class SessionChanges:
+    """Fields to set; None means "leave as is" (or "use the default" on create)."""
+
+    title: str | None = None
+    system_prompt: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    enable_rag: bool | None = None
+    top_k: int | None = None
+    threshold: float | None = None
+    include_citations: bool | None = None
+
+
+def _validate(changes: SessionChanges) -> None:
+    if changes.title is not None and not 1 <= len(changes.title.strip()) <= TITLE_MAX:
+        raise ValidationError("title", f"must be 1 to {TITLE_MAX} characters")
+    if changes.system_prompt is not None and len(changes.system_prompt) > SYSTEM_PROMPT_MAX:
+        raise ValidationError("systemPrompt", f"must be at most {SYSTEM_PROMPT_MAX} characters")
+    if changes.top_k is not None and not TOP_K_RANGE[0] <= changes.top_k <= TOP_K_RANGE[1]:
+        raise ValidationError("topK", f"must be between {TOP_K_RANGE[0]} and {TOP_K_RANGE[1]} (got {changes.top_k})")
+    if changes.threshold is not None and not (math.isfinite(changes.threshold) and 0 <= changes.threshold <= 1):
+        raise ValidationError("threshold", f"must be a number between 0 and 1 (got {changes.threshold})")
+
+
+def get(store: Database, session_id: int) -> ChatSession:
+    with store.read() as db:
+        found = db.get(ChatSession, session_id)
+    if found is None:
+        raise NotFoundError("chat session", session_id)
+    return found
+
+
+def create(
+    store: Database, settings: Settings, models: ModelValidator, project_id: int, changes: SessionChanges
+) -> ChatSession:
+    _validate(changes)
+    provider = changes.provider or settings.llm.provider
+    model = changes.model or settings.llm.model
+    models.validate(provider, model)
+    defaults = settings.rag
+    with store.write() as db:
+        projects.get(db, project_id)
+        row = ChatSession(
+            project_id=project_id,
+            title=(changes.title or "New chat").strip(),
+            system_prompt=changes.system_prompt or "",
+            provider=provider,
+            model=model,
+            enable_rag=defaults.enable_rag if changes.enable_rag is None else changes.enable_rag,
+            top_k=changes.top_k or defaults.top_k,
+            threshold=defaults.threshold if changes.threshold is None else changes.threshold,
+            include_citations=defaults.include_citations
+            if changes.include_citations is None
+            else changes.include_citations,
+        )
+        db.add(row)
+        db.flush()
+        return row
+
+
+def update(store: Database, models: ModelValidator, session_id: int, changes: SessionChanges) -> ChatSession:
+    _validate(changes)
+    with store.write() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise NotFoundError("chat session", session_id)
+        if changes.provider is not None or changes.model is not None:
+            models.validate(changes.provider or row.provider, changes.model or row.model)
+        for name, value in vars(changes).items():
+            if value is not None:
+                setattr(row, name, value.strip() if name == "title" else value)
+        db.flush()
+        return row
+
+
+def delete(store: Database, session_id: int) -> None:
+    with store.write() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise NotFoundError("chat session", session_id)
+        db.delete(row)
+
+
+def list_for(store: Database, project_id: int | None, *, limit: int, offset: int = 0) -> list[ChatSession]:
+    with store.read() as db:
+        query = select(ChatSession).order_by(ChatSession.updated_at.desc(), ChatSession.id.desc())
+        if project_id is not None:
+            query = query.where(ChatSession.project_id == project_id)
+        return list(db.scalars(query.limit(limit).offset(offset)))
+
+
+def messages(store: Database, session_id: int, *, limit: int, before_id: int | None = None) -> list[ChatMessage]:
+    """The latest ``limit`` messages (before ``before_id`` if given), oldest first."""
+    with store.read() as db:
+        query = select(ChatMessage).where(ChatMessage.session_id == session_id)
+        if before_id is not None:
+            query = query.where(ChatMessage.id < before_id)
+        rows = list(db.scalars(query.order_by(ChatMessage.id.desc()).limit(limit)))
+    return rows[::-1]
+
+
+def message_count(store: Database, session_id: int) -> int:
+    with store.read() as db:
+        return int(db.scalar(select(func.count()).where(ChatMessage.session_id == session_id)) or 0)

@@ -1,0 +1,123 @@
+"""Retrieval over a real migrated SQLite file: scoping, scores, threshold then top_k, fusion."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from app.container import Container
+from app.errors import ConflictError
+from app.rag import fusion
+from app.rag.ingest import Ingestor, Source
+from app.rag.retrieval import RetrievalParams, retrieve
+from app.services import projects
+from tests.fakes import FakeEmbedder
+
+
+def _ingest(container: Container, embedder: FakeEmbedder, project: str, files: dict[str, str]) -> int:
+    project_id = projects.get_or_create(container.db, project)[0].id
+    summary = Ingestor(container.db, embedder, container.settings.ingest).ingest(
+        project_id, [Source.from_bytes(name, text.encode()) for name, text in files.items()]
+    )
+    assert summary.count("failed") == 0, [f.error for f in summary.files]
+    return project_id
+
+
+def test_rrf_arithmetic() -> None:
+    fused = fusion.rrf([([7, 8, 9], 1.0), ([9, 7], 2.0)], k=60)
+    assert fused[7] == pytest.approx(1 / 61 + 2 / 62)
+    assert fused[8] == pytest.approx(1 / 62)
+    assert fused[9] == pytest.approx(1 / 63 + 2 / 61)
+
+
+def test_search_never_leaves_its_project(container: Container) -> None:
+    embedder = FakeEmbedder()
+    text = {"penguins.txt": "Emperor penguins huddle together through the Antarctic winter."}
+    a = _ingest(container, embedder, "a", text)
+    b = _ingest(container, embedder, "b", text)
+    for mode in ("vector", "keyword", "hybrid"):
+        params = RetrievalParams(mode=mode, top_k=10, threshold=0.0)
+        found_a = retrieve(container.db, embedder, a, "penguins in winter", params)
+        found_b = retrieve(container.db, embedder, b, "penguins in winter", params)
+        assert found_a.kept and found_b.kept
+        ids_a = {c.chunk_id for c in found_a.candidates}
+        ids_b = {c.chunk_id for c in found_b.candidates}
+        assert not ids_a & ids_b
+
+
+def _pinned_project(container: Container) -> tuple[FakeEmbedder, int]:
+    """Three one-chunk documents with exactly known cosine similarities to the query."""
+    embedder = FakeEmbedder(dimensions=4)
+    embedder.pin("query words", [1, 0, 0, 0])
+    embedder.pin("alpha", [1, 0, 0, 0])  # score 1.0
+    embedder.pin("beta query words", [0.5, math.sqrt(0.75), 0, 0])  # score exactly 0.5
+    embedder.pin("gamma", [0, 0, 1, 0])  # score 0.0
+    pid = _ingest(container, embedder, "pinned", {"a.txt": "alpha", "b.txt": "beta query words", "c.txt": "gamma"})
+    return embedder, pid
+
+
+def test_a_chunk_exactly_at_the_threshold_is_kept(container: Container) -> None:
+    embedder, pid = _pinned_project(container)
+    result = retrieve(
+        container.db, embedder, pid, "query words", RetrievalParams(mode="vector", top_k=5, threshold=0.5)
+    )
+    fates = {c.document_name: (c.score, c.fate) for c in result.candidates}
+    assert fates["b.txt"] == (0.5, "kept")
+    assert fates["a.txt"] == (1.0, "kept")
+    assert fates["c.txt"] == (0.0, "below_threshold")
+
+
+def test_threshold_applies_before_top_k(container: Container) -> None:
+    """In hybrid mode keyword matching ranks b first, but its score is under the threshold:
+    it is dropped first, and top_k=1 then keeps the next candidate instead of nothing."""
+    embedder, pid = _pinned_project(container)
+    params = RetrievalParams(mode="hybrid", top_k=1, threshold=0.6, vector_weight=0.1, keyword_weight=5.0)
+    result = retrieve(container.db, embedder, pid, "query words", params)
+    assert result.candidates[0].document_name == "b.txt"
+    assert result.candidates[0].fate == "below_threshold"
+    assert [c.document_name for c in result.kept] == ["a.txt"]
+
+
+def test_keyword_only_candidates_get_a_real_score(container: Container) -> None:
+    embedder, pid = _pinned_project(container)
+    result = retrieve(container.db, embedder, pid, "query words", RetrievalParams(mode="keyword", threshold=0.0))
+    (only,) = result.candidates
+    assert only.document_name == "b.txt" and only.keyword_rank == 1 and only.vector_rank is None
+    assert only.score == 0.5
+
+
+def test_trace_fields_and_ranks(container: Container) -> None:
+    embedder, pid = _pinned_project(container)
+    result = retrieve(container.db, embedder, pid, "query words", RetrievalParams(mode="hybrid", top_k=1, threshold=0))
+    assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
+    assert {c.fate for c in result.candidates} == {"kept", "beyond_top_k"}
+    assert set(result.timings_ms) >= {"embed", "vector", "keyword", "score", "load", "rank"}
+    assert result.space == "fake/hash-words@4"
+    first = result.candidates[0]
+    assert first.location.line_start == 1 and first.location.char_start == 0
+
+
+def test_mixed_embedding_spaces_are_refused(container: Container) -> None:
+    pid = _ingest(container, FakeEmbedder(dimensions=64), "kb", {"a.txt": "some text"})
+    other = FakeEmbedder(dimensions=32)
+    with pytest.raises(ConflictError, match="ragchat reindex"):
+        retrieve(container.db, other, pid, "text", RetrievalParams())
+    with pytest.raises(ConflictError, match="fake/hash-words@64"):
+        Ingestor(container.db, other, container.settings.ingest).ingest(pid, [Source.from_bytes("b.txt", b"more")])
+
+
+def test_empty_project_returns_nothing(container: Container) -> None:
+    pid = projects.create(container.db, "empty").id
+    assert retrieve(container.db, FakeEmbedder(), pid, "anything", RetrievalParams()).candidates == []
+
+
+def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
+    embedder = FakeEmbedder()
+    pid = _ingest(container, embedder, "kb", {"a.txt": "penguins huddle in winter"})
+    with container.db.write() as db:  # break the vector index on purpose
+        db.connection().exec_driver_sql("DROP TABLE vec_space_1")
+    result = retrieve(container.db, embedder, pid, "penguins", RetrievalParams(mode="hybrid", threshold=0.0))
+    assert result.mode == "keyword"
+    assert any("vector search failed" in reason for reason in result.degraded)
+    assert [c.document_name for c in result.kept] == ["a.txt"]
