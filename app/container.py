@@ -8,22 +8,56 @@ never embeds never loads the model; tests pass fakes that implement the same Pro
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from app.db.database import Database
 from app.llm.base import Embedder
 from app.settings import Settings
 
+if TYPE_CHECKING:
+    from app.services.chat import ChatModels, ChatService
+
 
 class Container:
-    def __init__(self, settings: Settings, db: Database, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        *,
+        embedder: Embedder | None = None,
+        chat_models: ChatModels | None = None,
+    ) -> None:
         self.settings = settings
         self.db = db
         self._embedder = embedder
-        self._lock = threading.Lock()
+        self._chat_models = chat_models
+        self._chat: ChatService | None = None
+        self._lock = threading.RLock()
 
     @classmethod
-    def build(cls, settings: Settings, *, embedder: Embedder | None = None) -> Container:
-        return cls(settings, Database.from_url(settings.database_url), embedder=embedder)
+    def build(
+        cls, settings: Settings, *, embedder: Embedder | None = None, chat_models: ChatModels | None = None
+    ) -> Container:
+        return cls(settings, Database.from_url(settings.database_url), embedder=embedder, chat_models=chat_models)
+
+    @property
+    def chat_models(self) -> ChatModels:
+        with self._lock:
+            if self._chat_models is None:
+                from app.llm.chat.registry import ChatModelRegistry
+
+                self._chat_models = ChatModelRegistry(self.settings)
+            return self._chat_models
+
+    @property
+    def chat(self) -> ChatService:
+        """The chat engine; one per process, because it owns the concurrency cap."""
+        with self._lock:
+            if self._chat is None:
+                from app.services.chat import ChatService
+
+                self._chat = ChatService(self.db, self.settings, lambda: self.embedder, self.chat_models)
+            return self._chat
 
     @property
     def embedder(self) -> Embedder:

@@ -1,4 +1,4 @@
-"""The ASGI application: FastAPI + Strawberry GraphQL (GraphiQL at /graphql)."""
+"""The ASGI application: FastAPI + Strawberry GraphQL (GraphiQL at /graphql) + the built frontend."""
 
 from __future__ import annotations
 
@@ -6,16 +6,20 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
-from strawberry.fastapi import GraphQLRouter
+from fastapi.middleware.cors import CORSMiddleware
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app import __version__
 from app.container import Container
 from app.graphql.context import context_getter
+from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
-from app.services import health
+from app.security import ApiKeyMiddleware
+from app.services import chat_store, health
 from app.settings import Settings
+from app.web import BUILT_FRONTEND, SinglePageApp
 
 log = logging.getLogger("ragchat")
 
@@ -24,6 +28,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     """Build the app. The container (store, providers) is made in the lifespan unless one is given,
     in which case the caller owns it (tests inject fakes this way)."""
     slot: list[Container] = [container] if container is not None else []
+    keys = [k.get_secret_value() for k in settings.api.api_keys]
 
     def current() -> Container:
         return slot[0]
@@ -40,6 +45,14 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
                 state.migration_revision,
                 state.head_revision,
             )
+        else:
+            recovered = await anyio.to_thread.run_sync(chat_store.recover_interrupted, current().db)
+            if recovered:
+                log.warning("%d answers were interrupted by the last shutdown; marked failed", recovered)
+        if not keys:
+            log.warning(
+                "no API keys configured: anyone who can reach %s:%s can use this server", settings.host, settings.port
+            )
         try:
             yield
         finally:
@@ -47,11 +60,22 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
                 slot.pop().close()
 
     app = FastAPI(title="ragchat", version=__version__, lifespan=lifespan)
-    graphql = GraphQLRouter(
-        build_schema(),
+    if keys:
+        app.add_middleware(ApiKeyMiddleware, keys=keys)
+    if settings.api.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.api.cors_origins,
+            allow_methods=["GET", "POST", "OPTIONS"],
+            allow_headers=["authorization", "content-type"],
+        )
+    graphql = RagchatGraphQLRouter(
+        build_schema(settings.api),
         context_getter=context_getter(current),
         graphql_ide="graphiql",
         subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+        multipart_uploads_enabled=True,
+        api_keys=keys,
     )
     app.include_router(graphql, prefix="/graphql")
 
@@ -59,4 +83,10 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     def healthz() -> dict[str, object]:
         return vars(health.check(current().db))
 
+    frontend = settings.frontend_dir or BUILT_FRONTEND
+    if (frontend / "index.html").is_file():
+        # Mounted last so that /graphql, /healthz and every other route match first.
+        app.mount("/", SinglePageApp(directory=frontend, html=True), name="frontend")
+    elif settings.frontend_dir is not None:
+        log.warning("no index.html in RAGCHAT_FRONTEND_DIR=%s: serving the API only", frontend)
     return app

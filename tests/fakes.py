@@ -97,6 +97,11 @@ class FakeModels:
         self.validate(provider, model)
         return self.models[model]
 
+    def list_models(self) -> list[object]:
+        from app.llm.chat.registry import ProviderModels
+
+        return [ProviderModels("fake", True, None, tuple(self.models), False, next(iter(self.models)))]
+
     def validate(self, provider: str, model: str) -> None:
         from app.errors import ValidationError
 

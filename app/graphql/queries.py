@@ -1,4 +1,4 @@
-"""Query root."""
+"""Query root: thin resolvers over the services."""
 
 from __future__ import annotations
 
@@ -7,7 +7,21 @@ import strawberry
 
 from app.graphql import types
 from app.graphql.context import Info
-from app.services import health
+from app.graphql.errors import NotFoundError, parse_id
+from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
+from app.graphql.search_types import search_results
+from app.graphql.trace_types import RetrievalMode
+from app.services import documents, health, projects, search, sessions
+
+
+@strawberry.type(description="A chat-model provider and the models it offers.")
+class ProviderInfo:
+    provider: str
+    available: bool
+    reason: str | None = strawberry.field(description="Why it cannot be used, when it cannot.")
+    models: list[str] = strawberry.field(description="Known model names (suggestions when openEnded).")
+    open_ended: bool = strawberry.field(description="Any model name the provider knows is accepted.")
+    default_model: str | None
 
 
 @strawberry.type
@@ -16,3 +30,97 @@ class Query:
     async def health(self, info: Info) -> types.Health:
         found = await anyio.to_thread.run_sync(health.check, info.context.container.db)
         return types.Health(**vars(found))
+
+    @strawberry.field(description="All knowledge bases, by name.")
+    async def projects(self, info: Info) -> list[types.Project]:
+        rows = await anyio.to_thread.run_sync(projects.list_all, info.context.container.db)
+        return [types.Project.of(r) for r in rows]
+
+    @strawberry.field
+    async def project(self, info: Info, id: strawberry.ID) -> ProjectResult:
+        row = await info.context.loaders.project.load(parse_id(id, "id"))
+        return types.Project.of(row) if row else NotFoundError(message=f"project {id} not found", kind="project", id=id)
+
+    @strawberry.field
+    async def document(self, info: Info, id: strawberry.ID) -> DocumentResult:
+        store = info.context.container.db
+        return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))))
+
+    @strawberry.field(description="Chat sessions, most recently active first; optionally of one knowledge base.")
+    async def chat_sessions(
+        self, info: Info, project_id: strawberry.ID | None = None, first: int = 50, offset: int = 0
+    ) -> list[types.ChatSession]:
+        ctx = info.context
+        limit = ctx.page_size(first, "first")
+        pid = parse_id(project_id, "projectId") if project_id is not None else None
+        rows = await anyio.to_thread.run_sync(
+            lambda: sessions.list_for(ctx.container.db, pid, limit=limit, offset=max(offset, 0))
+        )
+        return [types.ChatSession.of(r) for r in rows]
+
+    @strawberry.field
+    async def chat_session(self, info: Info, id: strawberry.ID) -> ChatSessionResult:
+        store = info.context.container.db
+        return await call(lambda: types.ChatSession.of(sessions.get(store, parse_id(id, "id"))))
+
+    @strawberry.field
+    async def message(self, info: Info, id: strawberry.ID) -> MessageResult:
+        store = info.context.container.db
+        return await call(lambda: types.ChatMessage.of(sessions.message(store, parse_id(id, "id"))))
+
+    @strawberry.field(description="Search a knowledge base directly. threshold defaults to the server's.")
+    async def search(
+        self,
+        info: Info,
+        project_id: strawberry.ID,
+        query: str,
+        top_k: int = 5,
+        threshold: float | None = None,
+        mode: RetrievalMode = RetrievalMode.HYBRID,
+    ) -> SearchResult:
+        container = info.context.container
+        return await call(
+            lambda: search_results(
+                search.search(
+                    container,
+                    parse_id(project_id, "projectId"),
+                    query,
+                    top_k=top_k,
+                    threshold=threshold,
+                    mode=mode.value,
+                )
+            )
+        )
+
+    @strawberry.field(
+        description="What a chat session would retrieve for a message right now, without calling a model. "
+        "Pass topK/threshold to try values before saving them to the session."
+    )
+    async def retrieval_preview(
+        self,
+        info: Info,
+        session_id: strawberry.ID,
+        message: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+    ) -> SearchResult:
+        container = info.context.container
+        return await call(
+            lambda: search_results(
+                search.preview(container, parse_id(session_id, "sessionId"), message, top_k=top_k, threshold=threshold)
+            )
+        )
+
+    @strawberry.field(description="Chat-model providers this server can use, and their models.")
+    async def providers(self, info: Info) -> list[ProviderInfo]:
+        return [
+            ProviderInfo(
+                provider=p.provider,
+                available=p.available,
+                reason=p.reason,
+                models=list(p.models),
+                open_ended=p.open_ended,
+                default_model=p.default_model,
+            )
+            for p in info.context.container.chat_models.list_models()
+        ]

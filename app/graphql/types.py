@@ -1,8 +1,20 @@
-"""GraphQL output types."""
+"""GraphQL output types, built from ORM rows. Nested lists resolve through per-request DataLoaders."""
 
 from __future__ import annotations
 
+import enum
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 import strawberry
+
+from app.db import models
+from app.graphql.context import Info
+from app.graphql.trace_types import RetrievalTrace, trace_from_json
+from app.rag.retrieval import Location as RagLocation
+
+if TYPE_CHECKING:
+    pass
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
@@ -13,3 +25,277 @@ class Health:
     sqlite_vec_version: str
     migration_revision: str | None
     head_revision: str
+
+
+@strawberry.type(description="Where a chunk sits in its document.")
+class Location:
+    char_start: int
+    char_end: int
+    line_start: int
+    line_end: int
+    page: int | None
+    heading_path: str
+
+    @classmethod
+    def of(cls, loc: RagLocation | dict[str, object]) -> Location:
+        data = vars(loc) if isinstance(loc, RagLocation) else loc
+        return cls(**{k: data[k] for k in ("char_start", "char_end", "line_start", "line_end", "page", "heading_path")})  # type: ignore[arg-type]
+
+
+@strawberry.type(description="The embedding model a knowledge base's vectors were made with.")
+class EmbeddingSpace:
+    label: str
+
+
+@strawberry.type
+class Chunk:
+    id: strawberry.ID
+    document_id: strawberry.ID
+    ordinal: int
+    text: str
+    token_count: int
+    location: Location
+
+    @classmethod
+    def of(cls, row: models.Chunk) -> Chunk:
+        loc = Location(
+            char_start=row.char_start,
+            char_end=row.char_end,
+            line_start=row.line_start,
+            line_end=row.line_end,
+            page=row.page,
+            heading_path=row.heading_path,
+        )
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            document_id=strawberry.ID(str(row.document_id)),
+            ordinal=row.ordinal,
+            text=row.text,
+            token_count=row.token_count,
+            location=loc,
+        )
+
+
+@strawberry.enum
+class DocumentStatus(enum.Enum):
+    READY = "ready"
+    FAILED = "failed"
+
+
+@strawberry.type
+class Document:
+    id: strawberry.ID
+    project_id: strawberry.ID
+    name: str
+    kind: str
+    size_bytes: int
+    content_hash: str
+    chunk_count: int
+    status: DocumentStatus
+    error: str | None
+    ingested_at: datetime
+
+    @classmethod
+    def of(cls, row: models.Document) -> Document:
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            project_id=strawberry.ID(str(row.project_id)),
+            name=row.name,
+            kind=row.kind,
+            size_bytes=row.size_bytes,
+            content_hash=row.content_hash,
+            chunk_count=row.chunk_count,
+            status=DocumentStatus(row.status),
+            error=row.error,
+            ingested_at=row.ingested_at,
+        )
+
+    @strawberry.field(description="The document's chunks in order (paginated).")
+    async def chunks(self, info: Info, first: int = 50, offset: int = 0) -> list[Chunk]:
+        rows = await info.context.page_chunks(int(self.id), first, offset)
+        return [Chunk.of(r) for r in rows]
+
+
+@strawberry.type(description="A knowledge base.")
+class Project:
+    id: strawberry.ID
+    name: str
+    description: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: models.Project) -> Project:
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            name=row.name,
+            description=row.description,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    @strawberry.field
+    async def document_count(self, info: Info) -> int:
+        return (await info.context.loaders.project_stats.load(int(self.id))).documents
+
+    @strawberry.field
+    async def chunk_count(self, info: Info) -> int:
+        return (await info.context.loaders.project_stats.load(int(self.id))).chunks
+
+    @strawberry.field(description="The space searches use; null until the first document is ingested.")
+    async def embedding_space(self, info: Info) -> EmbeddingSpace | None:
+        label = (await info.context.loaders.project_stats.load(int(self.id))).embedding_space
+        return EmbeddingSpace(label=label) if label else None
+
+    @strawberry.field
+    async def documents(self, info: Info) -> list[Document]:
+        return [Document.of(d) for d in await info.context.loaders.documents_by_project.load(int(self.id))]
+
+
+@strawberry.enum
+class Role(enum.Enum):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@strawberry.enum
+class MessageStatus(enum.Enum):
+    COMPLETE = "complete"
+    STREAMING = "streaming"
+    FAILED = "failed"
+
+
+@strawberry.enum
+class CitationKind(enum.Enum):
+    MODEL = strawberry.enum_value("model", description="The model wrote the [n] marker.")
+    ATTRIBUTED = strawberry.enum_value("attributed", description="ragchat matched the sentence to the source.")
+
+
+@strawberry.type(description="A source an answer relies on, as it was when the answer was written.")
+class Citation:
+    id: strawberry.ID
+    marker: int
+    kind: CitationKind
+    score: float = strawberry.field(description="Cosine similarity of the chunk to the question (0-1).")
+    rank: int = strawberry.field(description="The chunk's rank in retrieval (1 = best).")
+    document_id: strawberry.ID | None
+    chunk_id: strawberry.ID | None
+    document_name: str
+    location: Location
+    snippet: str
+
+    @classmethod
+    def of(cls, row: models.Citation) -> Citation:
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            marker=row.marker,
+            kind=CitationKind(row.kind),
+            score=row.score,
+            rank=row.rank,
+            document_id=strawberry.ID(str(row.document_id)) if row.document_id else None,
+            chunk_id=strawberry.ID(str(row.chunk_id)) if row.chunk_id else None,
+            document_name=row.document_name,
+            location=Location.of(row.location),
+            snippet=row.snippet,
+        )
+
+
+@strawberry.type
+class TokenUsage:
+    prompt: int
+    completion: int
+    context: int
+
+
+@strawberry.type
+class ChatMessage:
+    id: strawberry.ID
+    session_id: strawberry.ID
+    role: Role
+    content: str
+    status: MessageStatus
+    error: str | None
+    created_at: datetime
+    completed_at: datetime | None
+    trace: RetrievalTrace | None = strawberry.field(description="Why this answer is what it is (assistant only).")
+
+    @classmethod
+    def of(cls, row: models.ChatMessage) -> ChatMessage:
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            session_id=strawberry.ID(str(row.session_id)),
+            role=Role(row.role),
+            content=row.content,
+            status=MessageStatus(row.status),
+            error=row.error,
+            created_at=row.created_at,
+            completed_at=row.completed_at,
+            trace=trace_from_json(row.trace) if row.trace else None,
+        )
+
+    @strawberry.field
+    async def citations(self, info: Info) -> list[Citation]:
+        return [Citation.of(c) for c in await info.context.loaders.citations_by_message.load(int(self.id))]
+
+    @strawberry.field(description="True when RAG was on and no source passed the threshold.")
+    def no_context(self) -> bool:
+        return bool(self.trace and self.trace.no_context)
+
+    @strawberry.field(description="Why the answer had less to work with than usual (empty when all went well).")
+    def degraded(self) -> list[str]:
+        return list(self.trace.degraded) if self.trace else []
+
+    @strawberry.field
+    def usage(self) -> TokenUsage | None:
+        if not self.trace or not self.trace.tokens:
+            return None
+        t = self.trace.tokens
+        return TokenUsage(prompt=t.prompt, completion=t.completion, context=t.context)
+
+
+@strawberry.type(description="A conversation over one knowledge base, with its own model and RAG settings.")
+class ChatSession:
+    id: strawberry.ID
+    project_id: strawberry.ID
+    title: str
+    system_prompt: str
+    provider: str
+    model: str
+    enable_rag: bool
+    top_k: int
+    threshold: float
+    include_citations: bool
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: models.ChatSession) -> ChatSession:
+        return cls(
+            id=strawberry.ID(str(row.id)),
+            project_id=strawberry.ID(str(row.project_id)),
+            title=row.title,
+            system_prompt=row.system_prompt,
+            provider=row.provider,
+            model=row.model,
+            enable_rag=row.enable_rag,
+            top_k=row.top_k,
+            threshold=row.threshold,
+            include_citations=row.include_citations,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+
+    @strawberry.field(description="The latest messages, oldest first; `before` pages further back.")
+    async def messages(self, info: Info, last: int = 50, before: strawberry.ID | None = None) -> list[ChatMessage]:
+        rows = await info.context.page_messages(int(self.id), last, before)
+        return [ChatMessage.of(r) for r in rows]
+
+    @strawberry.field
+    async def last_message(self, info: Info) -> ChatMessage | None:
+        row = await info.context.loaders.last_message.load(int(self.id))
+        return ChatMessage.of(row) if row else None
+
+    @strawberry.field
+    async def project(self, info: Info) -> Project | None:
+        row = await info.context.loaders.project.load(int(self.project_id))
+        return Project.of(row) if row else None

@@ -13,8 +13,8 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Protocol
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol
 
 import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
@@ -35,9 +35,13 @@ log = logging.getLogger(__name__)
 
 
 class ChatModels(Protocol):
+    """The registry of chat models (app.llm.chat.registry.ChatModelRegistry, or a test's fake)."""
+
     def get(self, provider: str, model: str) -> ChatModel: ...
 
     def validate(self, provider: str, model: str) -> None: ...
+
+    def list_models(self) -> Sequence[Any]: ...
 
 
 class ChatService:
@@ -93,6 +97,7 @@ class ChatService:
         stored as complete or failed, also when the client goes away mid-stream."""
         trace = TraceBuilder(turn, self.settings)
         parts: list[str] = []
+        stored = False  # once the answer is stored, closing the stream changes nothing
         try:
             model = self.models.get(turn.session.provider, turn.session.model)
             retrieval = await self._retrieve(turn, trace)
@@ -108,17 +113,21 @@ class ChatService:
                 yield TokenEvent(turn.message_id, piece)
             content, cited = await self._cite(turn, "".join(parts), sources, trace)
             await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
+            stored = True
             yield DoneEvent(turn.message_id)
         except RagchatError as exc:
             log.warning("chat turn %s failed: %s", turn.message_id, exc.message)
             await self._fail(turn, parts, exc.message, trace)
+            stored = True
             yield ErrorEvent(turn.message_id, exc.code, exc.message, "".join(parts))
         except (asyncio.CancelledError, GeneratorExit):
-            await self._fail(turn, parts, "cancelled: the client disconnected before the answer finished", trace)
+            if not stored:
+                await self._fail(turn, parts, "cancelled: the client disconnected before the answer finished", trace)
             raise
         except Exception:
             log.exception("chat turn %s failed unexpectedly", turn.message_id)
             await self._fail(turn, parts, "internal error: the answer could not be generated", trace)
+            stored = True
             yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts))
         finally:
             self._release()

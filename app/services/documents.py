@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import Document
-from app.errors import NotFoundError
+from app.errors import IngestError, NotFoundError, ValidationError
+from app.rag.ingest import Ingestor, IngestSummary, Source
+from app.rag.parsing import detect_kind
+from app.services import projects
+
+if TYPE_CHECKING:
+    from app.container import Container
 
 
 def get(store: Database, document_id: int) -> Document:
@@ -29,3 +37,50 @@ def delete(store: Database, document_id: int) -> None:
         if doc is None:
             raise NotFoundError("document", document_id)
         db.delete(doc)
+
+
+MAX_NAME = 255
+
+
+def clean_upload_name(name: str, field: str) -> str:
+    """A document name from a client: the file's base name, never a path."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    if not base or base in {".", ".."}:
+        raise ValidationError(field, "needs a file name")
+    if len(base) > MAX_NAME:
+        raise ValidationError(field, f"file name is longer than {MAX_NAME} characters")
+    return base
+
+
+def check_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[tuple[str, bytes]]:
+    """Reject the whole request (nothing written) when a file is too big, unnamed or of a type no
+    parser reads. Files whose content then fails to parse are reported one by one."""
+    if not files:
+        raise ValidationError("files", "no files were sent")
+    checked: list[tuple[str, bytes]] = []
+    for i, (name, data) in enumerate(files):
+        field = f"files[{i}]"
+        clean = clean_upload_name(name, field)
+        if len(data) > max_bytes:
+            raise ValidationError(field, f"{clean} is {len(data)} bytes; the upload limit is {max_bytes} bytes")
+        try:
+            detect_kind(clean, data[:4096])
+        except IngestError as exc:
+            raise ValidationError(field, f"{clean}: {exc.message}") from None
+        checked.append((clean, data))
+    return checked
+
+
+def ingest(container: Container, project_id: int, files: list[tuple[str, bytes]]) -> IngestSummary:
+    files = check_uploads(files, container.settings.api.max_upload_bytes)
+    with container.db.read() as db:
+        projects.get(db, project_id)
+    ingestor = Ingestor(container.db, container.embedder, container.settings.ingest)
+    return ingestor.ingest(project_id, [Source.from_bytes(name, data) for name, data in files])
+
+
+def get_many(store: Database, ids: list[int]) -> list[Document]:
+    if not ids:
+        return []
+    with store.read() as db:
+        return list(db.scalars(select(Document).where(Document.id.in_(ids))))

@@ -41,7 +41,7 @@ class SessionChanges:
     include_citations: bool | None = None
 
 
-def _validate(changes: SessionChanges) -> None:
+def validate_changes(changes: SessionChanges) -> None:
     if changes.title is not None and not 1 <= len(changes.title.strip()) <= TITLE_MAX:
         raise ValidationError("title", f"must be 1 to {TITLE_MAX} characters")
     if changes.system_prompt is not None and len(changes.system_prompt) > SYSTEM_PROMPT_MAX:
@@ -63,7 +63,7 @@ def get(store: Database, session_id: int) -> ChatSession:
 def create(
     store: Database, settings: Settings, models: ModelValidator, project_id: int, changes: SessionChanges
 ) -> ChatSession:
-    _validate(changes)
+    validate_changes(changes)
     provider = changes.provider or settings.llm.provider
     model = changes.model or settings.llm.model
     models.validate(provider, model)
@@ -89,7 +89,7 @@ def create(
 
 
 def update(store: Database, models: ModelValidator, session_id: int, changes: SessionChanges) -> ChatSession:
-    _validate(changes)
+    validate_changes(changes)
     with store.write() as db:
         row = db.get(ChatSession, session_id)
         if row is None:
@@ -132,3 +132,11 @@ def messages(store: Database, session_id: int, *, limit: int, before_id: int | N
 def message_count(store: Database, session_id: int) -> int:
     with store.read() as db:
         return int(db.scalar(select(func.count()).where(ChatMessage.session_id == session_id)) or 0)
+
+
+def message(store: Database, message_id: int) -> ChatMessage:
+    with store.read() as db:
+        found = db.get(ChatMessage, message_id)
+    if found is None:
+        raise NotFoundError("message", message_id)
+    return found

@@ -38,7 +38,7 @@ def test_add_then_unchanged_is_a_no_op(container: Container) -> None:
 
 
 def test_changed_file_re_embeds_only_changed_chunks(container: Container) -> None:
-    ingestor, embedder, pid = _setup(container)
+    ingestor, _embedder, pid = _setup(container)
     ingestor.ingest(pid, [Source.from_bytes("doc.md", "\n\n".join(PARAGRAPHS).encode())])
     before = _count(container, "SELECT count(*) FROM chunks")
 

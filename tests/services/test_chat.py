@@ -194,7 +194,7 @@ async def test_model_failure_before_streaming_stores_a_failed_answer_and_retry_w
     turn = await rig.service.start_regenerate(error.message_id)
     events = [e async for e in rig.service.run(turn)]
     assert isinstance(events[-1], DoneEvent) and events[-1].message_id == error.message_id
-    stored, cites = rig.message(error.message_id)
+    stored, _ = rig.message(error.message_id)
     assert (stored.status, stored.content, stored.error) == ("complete", "Recovered [1].", None)
     assert len(sessions.messages(rig.container.db, sid, limit=10)) == 2
 
@@ -277,3 +277,15 @@ def test_interrupted_answers_are_marked_failed_on_recovery(rig: Rig) -> None:
     assert chat_store.recover_interrupted(rig.container.db) == 1
     stored, _ = rig.message(turn.message_id)
     assert stored.status == "failed" and "interrupted" in (stored.error or "")
+
+
+async def test_closing_the_stream_after_done_keeps_the_answer(rig: Rig) -> None:
+    rig.model.enqueue("Penguins huddle [1].")
+    turn = await rig.service.start(rig.session(), "penguins")
+    stream = rig.service.run(turn)
+    async for event in stream:
+        if isinstance(event, DoneEvent):
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    stored, _ = rig.message(turn.message_id)
+    assert (stored.status, stored.error) == ("complete", None)

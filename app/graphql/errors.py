@@ -1,0 +1,84 @@
+"""Expected failures as schema types: clients switch on ``__typename``.
+
+Every error type implements ``Error { message }``; unexpected exceptions are not here — they are
+masked by the schema (see schema.py) and logged with a request id.
+"""
+
+from __future__ import annotations
+
+import strawberry
+
+from app import errors
+
+
+@strawberry.interface(description="Something the client can act on.")
+class Error:
+    message: str
+
+
+@strawberry.type
+class NotFoundError(Error):
+    kind: str
+    id: str
+
+
+@strawberry.type
+class FieldError:
+    field: str
+    message: str
+
+
+@strawberry.type(description="The input was rejected; nothing was written.")
+class ValidationError(Error):
+    fields: list[FieldError]
+
+
+@strawberry.type(description="The request contradicts stored state (duplicate name, mixed embedding spaces).")
+class ConflictError(Error):
+    pass
+
+
+@strawberry.type(description="Too many answers are being generated; retry shortly.")
+class BusyError(Error):
+    retry_after_seconds: int
+
+
+@strawberry.type(description="An embedder or chat model failed or is not configured.")
+class ProviderError(Error):
+    code: str
+    provider: str
+
+
+@strawberry.type(description="The database refused a write (disk full, read-only).")
+class StorageError(Error):
+    pass
+
+
+ErrorType = NotFoundError | ValidationError | ConflictError | BusyError | ProviderError | StorageError
+
+
+def to_graphql(exc: errors.RagchatError) -> ErrorType:
+    """Translate a service error into its schema type. Unknown kinds are re-raised (masked)."""
+    if isinstance(exc, errors.NotFoundError):
+        return NotFoundError(message=exc.message, kind=exc.kind, id=str(exc.ident))
+    if isinstance(exc, errors.ValidationError):
+        return ValidationError(message=exc.message, fields=[FieldError(field=exc.field, message=exc.reason)])
+    if isinstance(exc, errors.ConflictError):
+        return ConflictError(message=exc.message)
+    if isinstance(exc, errors.BusyError):
+        return BusyError(message=exc.message, retry_after_seconds=2)
+    if isinstance(exc, errors.ProviderError):
+        return ProviderError(message=exc.message, code=exc.code, provider=exc.provider)
+    if isinstance(exc, errors.StorageError | errors.IngestError):
+        return StorageError(message=exc.message)
+    raise exc
+
+
+def parse_id(value: str | strawberry.ID, field: str) -> int:
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise errors.ValidationError(field, f"{value!r} is not an id") from None
+    if number <= 0 or number > 2**62:
+        raise errors.ValidationError(field, f"{value!r} is not an id")
+    return number

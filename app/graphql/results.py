@@ -1,0 +1,92 @@
+"""Union result types and the helper that turns service errors into them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+import strawberry
+
+from app.errors import RagchatError
+from app.graphql import types
+from app.graphql.errors import (
+    BusyError,
+    ConflictError,
+    NotFoundError,
+    ProviderError,
+    StorageError,
+    ValidationError,
+    to_graphql,
+)
+from app.graphql.search_types import SearchResults
+
+T = TypeVar("T")
+
+
+@strawberry.type(description="The thing was deleted.")
+class Deleted:
+    id: strawberry.ID
+
+
+@strawberry.type
+class FileOutcome:
+    name: str
+    status: str = strawberry.field(description="added, unchanged, updated or failed")
+    document: types.Document | None
+    chunks: int
+    embedded: int
+    error: str | None
+
+
+@strawberry.type(description="What happened to each uploaded file.")
+class UploadReport:
+    files: list[FileOutcome]
+    added: int
+    updated: int
+    unchanged: int
+    failed: int
+    seconds: float
+
+
+ProjectResult = Annotated[types.Project | NotFoundError | ValidationError, strawberry.union("ProjectResult")]
+ProjectMutationResult = Annotated[
+    types.Project | NotFoundError | ValidationError | ConflictError | StorageError,
+    strawberry.union("ProjectMutationResult"),
+]
+DeleteResult = Annotated[Deleted | NotFoundError | ValidationError | StorageError, strawberry.union("DeleteResult")]
+DocumentResult = Annotated[types.Document | NotFoundError | ValidationError, strawberry.union("DocumentResult")]
+UploadResult = Annotated[
+    UploadReport | NotFoundError | ValidationError | ConflictError | ProviderError | StorageError,
+    strawberry.union("UploadResult"),
+]
+ChatSessionResult = Annotated[
+    types.ChatSession | NotFoundError | ValidationError | StorageError, strawberry.union("ChatSessionResult")
+]
+MessageResult = Annotated[
+    types.ChatMessage | NotFoundError | ValidationError | BusyError | ConflictError | StorageError,
+    strawberry.union("MessageResult"),
+]
+SearchResult = Annotated[
+    SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError,
+    strawberry.union("SearchResult"),
+]
+
+
+async def call(fn: Callable[[], T]) -> Any:
+    """Run a blocking service call in a worker thread; expected errors become schema types.
+    (Typed Any: each resolver's union declares which of them it can return.)"""
+    try:
+        return await anyio.to_thread.run_sync(fn)
+    except RagchatError as exc:
+        return to_graphql(exc)
+
+
+def deleting(delete: Callable[[int], None], ident: strawberry.ID, field: str = "id") -> Callable[[], Deleted]:
+    from app.graphql.errors import parse_id
+
+    def run() -> Deleted:
+        delete(parse_id(ident, field))
+        return Deleted(id=ident)
+
+    return run

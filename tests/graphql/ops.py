@@ -1,0 +1,43 @@
+"""GraphQL documents the tests send (the frontend keeps its own in frontend/src/graphql/)."""
+
+CREATE_PROJECT = """mutation($name: String!) { createProject(input: {name: $name}) {
+  __typename ... on Project { id name } ... on Error { message } ... on ValidationError { fields { field message } } } }"""
+
+ADD_DOC = """mutation($p: ID!, $name: String!, $text: String!) { addDocument(projectId: $p, name: $name, text: $text) {
+  __typename ... on UploadReport { added updated unchanged failed files { name status chunks error document { id } } }
+  ... on Error { message } } }"""
+
+UPLOAD = """mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) {
+  __typename ... on UploadReport { added failed files { name status error chunks document { id name kind status } } }
+  ... on Error { message } ... on ValidationError { fields { field message } } } }"""
+
+CREATE_SESSION = """mutation($p: ID!, $input: ChatSessionInput) { createChatSession(projectId: $p, input: $input) {
+  __typename ... on ChatSession { id title provider model enableRag topK threshold includeCitations }
+  ... on Error { message } ... on ValidationError { fields { field message } } } }"""
+
+UPDATE_SESSION = """mutation($id: ID!, $input: ChatSessionInput!) { updateChatSession(id: $id, input: $input) {
+  __typename ... on ChatSession { id topK threshold } ... on ValidationError { message fields { field message } } } }"""
+
+MESSAGE_FIELDS = """id role content status error noContext degraded
+  citations { marker kind score rank documentName snippet location { lineStart lineEnd headingPath } }
+  usage { prompt completion context }
+  trace { query settings { topK threshold mode } candidates { documentName score fate fusedRank vectorRank keywordRank }
+          timings { stage ms } tokens { prompt contextWindow exact } budget { historyDropped } }"""
+
+SEND = (
+    """mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $c) {
+  __typename ... on ChatMessage { """
+    + MESSAGE_FIELDS
+    + """ } ... on Error { message } ... on ValidationError { fields { field message } } } }"""
+)
+
+CHAT = (
+    """subscription($s: ID!, $c: String!) { chat(sessionId: $s, content: $c) {
+  __typename
+  ... on ChatRetrieval { messageId noContext degraded sources { number documentName score text location { lineStart } } }
+  ... on ChatToken { text }
+  ... on ChatDone { answer { """
+    + MESSAGE_FIELDS
+    + """ } }
+  ... on ChatError { code message partial failedMessageId } } }"""
+)

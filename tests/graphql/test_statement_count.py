@@ -1,0 +1,50 @@
+"""DataLoaders keep the number of SQL statements constant however many sessions are listed."""
+
+from __future__ import annotations
+
+from sqlalchemy import event
+
+from app.container import Container
+from tests.graphql.client import Api
+from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION, SEND
+
+LIST = """{ chatSessions(first: 100) { id title topK project { name documentCount }
+  lastMessage { content citations { marker documentName } } } }"""
+
+
+def _statements(container: Container, api: Api) -> int:
+    seen: list[str] = []
+
+    def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        if not statement.startswith(("BEGIN", "PRAGMA")):
+            seen.append(statement)
+
+    event.listen(container.db.engine, "before_cursor_execute", count)
+    try:
+        data = api.run(LIST)
+    finally:
+        event.remove(container.db.engine, "before_cursor_execute", count)
+    assert all(s["lastMessage"]["citations"] for s in data["chatSessions"])
+    return len(seen)
+
+
+def test_listing_sessions_with_last_messages_and_citations_is_constant(
+    api: Api, fake_container: Container, model
+) -> None:  # type: ignore[no-untyped-def]
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="Emperor penguins huddle in the winter.")
+
+    def add_sessions(n: int) -> None:
+        for _ in range(n):
+            sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.0})[
+                "createChatSession"
+            ]["id"]
+            model.enqueue("Penguins huddle [1].")
+            api.run(SEND, s=sid, c="penguins?")
+
+    add_sessions(5)
+    few = _statements(fake_container, api)
+    add_sessions(45)
+    many = _statements(fake_container, api)
+    # sessions, projects, 3 for project stats, last messages, citations
+    assert many == few <= 7, (few, many)

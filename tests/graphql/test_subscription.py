@@ -1,0 +1,88 @@
+"""The chat subscription over a real websocket speaking graphql-transport-ws."""
+
+from __future__ import annotations
+
+import time
+
+from app.container import Container
+from tests.fakes import FakeChatModel
+from tests.graphql.client import Api
+from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
+
+
+def _session(api: Api, **settings: object) -> str:
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle in the winter.")
+    base = {"provider": "fake", "model": "scripted", "threshold": 0.1, **settings}
+    return api.run(CREATE_SESSION, p=pid, input=base)["createChatSession"]["id"]
+
+
+def test_sources_arrive_before_tokens_then_the_stored_message(api: Api, model: FakeChatModel) -> None:
+    sid = _session(api)
+    model.enqueue("Penguins huddle together [1].")
+    with api.websocket() as ws:
+        events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="How do penguins keep warm?")]
+    kinds = [e["__typename"] for e in events]
+    assert kinds[0] == "ChatRetrieval" and kinds[-1] == "ChatDone"
+    assert set(kinds[1:-1]) == {"ChatToken"} and len(kinds) > 3
+    assert events[0]["sources"][0]["documentName"] == "penguins.md" and events[0]["noContext"] is False
+    assert "".join(e["text"] for e in events[1:-1]) == "Penguins huddle together [1]."
+    done = events[-1]["answer"]
+    assert done["status"] == "COMPLETE" and done["citations"][0]["marker"] == 1
+    assert done["trace"]["candidates"][0]["documentName"] == "penguins.md"
+
+
+def test_start_errors_and_model_failures_are_events(api: Api, model: FakeChatModel, fake_container: Container) -> None:
+    with api.websocket() as ws:
+        (missing,) = [e["data"]["chat"] for e in ws.subscribe(CHAT, s="404", c="hi")]
+        assert missing == {
+            "__typename": "ChatError",
+            "code": "not_found",
+            "message": "chat session 404 not found",
+            "partial": "",
+            "failedMessageId": None,
+        }
+        sid = _session(api)
+        model.enqueue("Penguins <FAIL> more")
+        events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins?")]
+        assert events[-1]["__typename"] == "ChatError" and events[-1]["partial"] == "Penguins "
+        assert events[-1]["failedMessageId"] is not None
+
+
+def test_busy_is_reported_at_once(api: Api, model: FakeChatModel, fake_container: Container) -> None:
+    fake_container.settings.chat.max_concurrent_generations = 1
+    sid = _session(api)
+    model.token_delay = 0.05
+    model.enqueue("a b c d e f g h i j k l m n o p")
+    with api.websocket() as first, api.websocket() as second:
+        slow = first.subscribe(CHAT, s=sid, c="penguins one")
+        next(slow)  # retrieval: the slot is taken
+        (busy,) = [e["data"]["chat"] for e in second.subscribe(CHAT, s=sid, c="penguins two")]
+        assert busy["__typename"] == "ChatError" and busy["code"] == "busy"
+        assert [e["data"]["chat"]["__typename"] for e in slow][-1] == "ChatDone"
+
+
+def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
+    api: Api, model: FakeChatModel, fake_container: Container
+) -> None:
+    sid = _session(api)
+    model.token_delay = 0.05
+    model.enqueue(" ".join(["word"] * 200))
+    with api.websocket() as ws:
+        stream = ws.subscribe(CHAT, s=sid, c="penguins?")
+        retrieval = next(stream)["data"]["chat"]
+        next(stream)
+    message_id = int(retrieval["messageId"])
+    deadline = time.monotonic() + 10
+    while True:
+        with fake_container.db.read() as db:
+            status, error = (
+                db.connection()
+                .exec_driver_sql("SELECT status, error FROM chat_messages WHERE id = ?", (message_id,))
+                .one()
+            )
+        if status != "streaming" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert status == "failed" and "disconnected" in error
+    assert fake_container.chat._active == 0
