@@ -59,8 +59,9 @@ def export_schema() -> None:
 
 
 def main() -> None:
-    from app import cli_bench, cli_ingest
+    from app import cli_bench, cli_chat, cli_ingest
 
     cli_ingest.register(cli, settings_or_exit)
+    cli_chat.register(cli, settings_or_exit)
     cli_bench.register(cli, settings_or_exit)
     cli()

@@ -94,10 +94,32 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         raise typer.Exit(1 if summary.count("failed") else 0)
 
     @cli.command()
+    def reindex(
+        project: str = typer.Option(..., "--project", "-p", help="Knowledge base name."),
+    ) -> None:
+        """Re-embed a knowledge base with the configured embedder; searches use the old vectors
+        until the new ones are complete."""
+        from app.rag.reindex import reindex as run_reindex
+
+        container = Container.build(settings_or_exit())  # type: ignore[operator]
+        try:
+            with container.db.read() as db:
+                found = projects.by_name(db, project)
+            if found is None:
+                raise typer.BadParameter(f"no knowledge base named {project!r}")
+            with Progress(TextColumn("[bold]re-embedding"), MofNCompleteColumn(), console=console) as bar:
+                task = bar.add_task("chunks", total=projects.stats(container.db, [found.id])[found.id].chunks)
+                label = run_reindex(container.db, found.id, container.embedder, lambda n: bar.advance(task, n))
+            console.print(f"{found.name} now searches {label}")
+        finally:
+            container.close()
+
+    @cli.command()
     def demo() -> None:
         """Load the demo knowledge base (ragchat's own documentation) if it is not there yet."""
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
+            summary = ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
         finally:
             container.close()
+        raise typer.Exit(1 if summary.count("failed") else 0)
