@@ -56,14 +56,37 @@ test: install frontend-deps
 	$(VENV)/bin/python -m pytest -q
 	@if [ -f frontend/package.json ]; then $(MAKE) test-frontend; fi
 
-test-frontend:
-	@true
+# Frontend: npm packages (reinstalled when package-lock.json changes), Debian's Chromium for the
+# browser tests (playwright-core drives it; no browser download), and the Vite build in frontend/dist.
+FRONTEND := frontend
+NPM_STAMP := $(FRONTEND)/node_modules/.npm-ci.stamp
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+FRONTEND_SOURCES = $(shell find $(FRONTEND)/src $(FRONTEND)/public $(FRONTEND)/scripts -type f -not -path '$(FRONTEND)/src/gql/*' 2>/dev/null) \
+	$(wildcard $(FRONTEND)/index.html $(FRONTEND)/*.ts $(FRONTEND)/*.json) schema.graphql
+.PHONY: frontend-deps
 
-frontend-deps:
-	@true
+test-frontend: install frontend-deps frontend
+	cd $(FRONTEND) && npm run --silent check:graphql
+	cd $(FRONTEND) && npm run --silent test:unit
+	cd $(FRONTEND) && npm run --silent test:e2e
 
-frontend:
-	@true
+frontend-deps: $(NPM_STAMP) | $(CHROMIUM)
+
+$(CHROMIUM):
+	@echo ">> installing Debian's chromium for the browser tests"
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+
+$(NPM_STAMP): $(FRONTEND)/package-lock.json
+	cd $(FRONTEND) && npm ci --no-audit --no-fund
+	@touch $@
+
+frontend: $(FRONTEND)/dist/index.html
+
+$(FRONTEND)/dist/index.html: $(NPM_STAMP) $(FRONTEND_SOURCES)
+	cd $(FRONTEND) && npm run --silent build
+	@touch $@
 
 lint: install
 	$(VENV)/bin/ruff check app tests migrations benchmarks examples

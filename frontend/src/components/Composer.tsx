@@ -1,0 +1,70 @@
+import { type FormEvent, type KeyboardEvent, useLayoutEffect, useRef, useState } from "react";
+import { SendIcon } from "./icons";
+
+const MAX_HEIGHT_PX = 240;
+
+export interface ComposerProps {
+  /** Called with the trimmed message; the box empties afterwards. */
+  onSend: (text: string) => void;
+  /** While true (e.g. an answer is streaming) the text can be edited but not sent. */
+  busy?: boolean;
+  disabled?: boolean;
+  placeholder?: string;
+}
+
+/** The message box: Enter sends, Shift+Enter starts a new line, and it grows with its text. */
+export function Composer({ onSend, busy = false, disabled = false, placeholder = "Ask a question…" }: ComposerProps) {
+  const [text, setText] = useState("");
+  const box = useRef<HTMLTextAreaElement>(null);
+  const canSend = !busy && !disabled && text.trim().length > 0;
+
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    el.style.height = "auto";
+    el.style.height = `${Math.min(el.scrollHeight, MAX_HEIGHT_PX)}px`;
+  }, [text]);
+
+  function send() {
+    if (!canSend) return;
+    onSend(text.trim());
+    setText("");
+  }
+
+  function onKeyDown(event: KeyboardEvent<HTMLTextAreaElement>) {
+    // isComposing: Enter that confirms an IME candidate (Japanese, Chinese…) must not send.
+    if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  }
+
+  function onSubmit(event: FormEvent) {
+    event.preventDefault();
+    send();
+  }
+
+  return (
+    <form className="composer" onSubmit={onSubmit} aria-label="Message">
+      <div className="composer__box">
+        <textarea
+          ref={box}
+          className="composer__input"
+          rows={1}
+          value={text}
+          placeholder={placeholder}
+          aria-label="Message"
+          disabled={disabled}
+          onChange={(event) => setText(event.target.value)}
+          onKeyDown={onKeyDown}
+        />
+        <button type="submit" className="composer__send" disabled={!canSend} aria-label="Send">
+          <SendIcon width={18} height={18} />
+        </button>
+      </div>
+      <p className="composer__hint">
+        <kbd>Enter</kbd> to send · <kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line
+      </p>
+    </form>
+  );
+}

@@ -1,0 +1,15 @@
+import { defineConfig, mergeConfig } from "vitest/config";
+import viteConfig from "./vite.config.ts";
+
+// Component tests only; the browser tests in e2e/ run under node's test runner against a real server.
+export default mergeConfig(
+  viteConfig,
+  defineConfig({
+    test: {
+      environment: "happy-dom",
+      include: ["src/**/*.test.{ts,tsx}", "scripts/**/*.test.mjs"],
+      setupFiles: ["src/test/setup.ts"],
+      restoreMocks: true,
+    },
+  }),
+);
