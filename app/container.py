@@ -71,3 +71,10 @@ class Container:
 
     def close(self) -> None:
         self.db.dispose()
+
+    async def aclose(self) -> None:
+        """Close provider HTTP clients, then the database."""
+        aclose = getattr(self._chat_models, "aclose", None)
+        if aclose is not None:
+            await aclose()
+        self.close()

@@ -57,7 +57,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
             yield
         finally:
             if owned:
-                slot.pop().close()
+                await slot.pop().aclose()
 
     app = FastAPI(title="ragchat", version=__version__, lifespan=lifespan)
     if keys:

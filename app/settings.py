@@ -17,7 +17,7 @@ from app.errors import SettingsError
 ENV_PREFIX = "RAGCHAT_"
 ENV_NESTED = "__"
 
-ProviderName = Literal["local", "openai", "ollama", "fake"]
+ProviderName = Literal["local", "openai", "ollama", "scripted", "fake"]
 
 
 class RagDefaults(BaseModel):
@@ -50,6 +50,9 @@ class ChatModelSettings(BaseModel):
     context_window: int = Field(2048, ge=256, le=1_048_576)
     max_answer_tokens: int = Field(384, ge=16, le=32_768)
     temperature: float = Field(0.2, ge=0.0, le=2.0, allow_inf_nan=False)
+    # End-to-end tests and UI demos: a JSON list of scripted answers enables the "scripted" provider.
+    script: Path | None = None
+    token_delay_ms: int = Field(0, ge=0, le=10_000)
 
 
 class OpenAISettings(BaseModel):

@@ -102,8 +102,8 @@ class ChatService:
             model = self.models.get(turn.session.provider, turn.session.model)
             retrieval = await self._retrieve(turn, trace)
             candidates = retrieval.kept if retrieval else []
-            with trace.stage("budget"):
-                prompt = self._prompt(turn, model, candidates, trace)
+            with trace.stage("budget"):  # tokenizing is CPU work (and may load a local model): off the loop
+                prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
             sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
             no_context = turn.session.enable_rag and not sources
             trace.set_sources(sources, no_context)

@@ -1,0 +1,22 @@
+"""Chat models behind :class:`app.llm.base.ChatModel`, and the registry that picks one.
+
+- :class:`LocalChatModel`: a GGUF model in-process (llama-cpp-python), offline.
+- :class:`OpenAIChatModel`: OpenAI or any OpenAI-compatible server.
+- :class:`OllamaChatModel`: a model served by Ollama.
+- :class:`ChatModelRegistry`: validates ``(provider, model)`` and shares one instance of each.
+"""
+
+from app.llm.chat.local import LocalChatModel, shipped_models
+from app.llm.chat.ollama import OllamaChatModel
+from app.llm.chat.openai import OpenAIChatModel
+from app.llm.chat.registry import ChatModelRegistry, ChatProvider, ProviderModels
+
+__all__ = [
+    "ChatModelRegistry",
+    "ChatProvider",
+    "LocalChatModel",
+    "OllamaChatModel",
+    "OpenAIChatModel",
+    "ProviderModels",
+    "shipped_models",
+]

@@ -1,0 +1,107 @@
+"""Chat through the official ``ollama`` client: ``POST /api/chat`` streaming NDJSON.
+
+Each line carries a piece of the answer; the last one (``"done": true``) carries
+``prompt_eval_count`` and ``eval_count``, which become :class:`Usage`. Ollama exposes no
+tokenizer, so token counts before generation are estimates (:class:`EstimateTokenizer`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+
+from app.errors import ProviderError
+from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
+from app.llm.chat.common import EventStream, templated_token_count, wire_messages
+from app.llm.chat.errors import Vendor, display_url
+from app.llm.tokenizers import EstimateTokenizer
+from app.settings import OllamaSettings
+
+
+class OllamaChatModel:
+    """A model served by Ollama. Close with :meth:`aclose`."""
+
+    provider = "ollama"
+
+    def __init__(self, model: str, settings: OllamaSettings, *, context_window: int) -> None:
+        self.model = model
+        self.context_window = context_window
+        self.tokenizer: Tokenizer = EstimateTokenizer()
+        self._vendor = Vendor(
+            provider=self.provider,
+            label=f"Ollama at {display_url(settings.host)}",
+            auth_hint="Ollama itself has no keys: check the proxy in front of it (OLLAMA_API_KEY)",
+            model_hint="run `ollama pull {model}` on the Ollama host, or pick a model `ollama list` shows",
+            timeout=settings.timeout,
+        )
+        self._client = ollama.AsyncClient(host=settings.host, timeout=settings.timeout)
+
+    def count_message_tokens(self, messages: Sequence[Message]) -> int:
+        # Typical Ollama templates wrap each message in a start marker, role and end marker.
+        return templated_token_count(self.tokenizer, messages, per_message=4, per_reply=3)
+
+    async def stream(self, messages: Sequence[Message], options: GenerationOptions) -> EventStream:
+        final: ollama.ChatResponse | None = None
+        parts: list[str] = []
+        try:
+            responses = await self._client.chat(
+                model=self.model, messages=wire_messages(messages), stream=True, options=self._options(options)
+            )
+            try:
+                async for response in responses:
+                    content = response.message.content
+                    if content:
+                        parts.append(content)
+                        yield TextDelta(content)
+                    if response.done:
+                        final = response
+            finally:
+                # The client's generator holds the HTTP response open until it is closed.
+                aclose = getattr(responses, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except ollama.ResponseError as exc:
+            raise self._response_error(exc) from exc
+        except (httpx.ConnectError, ConnectionError) as exc:  # the client re-raises ConnectError as ConnectionError
+            raise self._vendor.unreachable_error(str(exc)) from exc
+        except httpx.TimeoutException as exc:
+            raise self._vendor.timeout_error(self.model) from exc
+        except (httpx.RequestError, json.JSONDecodeError, pydantic.ValidationError) as exc:
+            raise self._vendor.dropped_error(self.model, str(exc) or type(exc).__name__) from exc
+        if final is None:
+            raise self._vendor.dropped_error(self.model, "the stream ended without its final message")
+        # Ollama leaves prompt_eval_count out when the whole prompt came from its cache.
+        prompt_tokens = final.prompt_eval_count
+        completion_tokens = final.eval_count
+        yield Usage(
+            prompt_tokens=self.count_message_tokens(messages) if prompt_tokens is None else prompt_tokens,
+            completion_tokens=self.tokenizer.count("".join(parts)) if completion_tokens is None else completion_tokens,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    def _options(self, options: GenerationOptions) -> dict[str, Any]:
+        # num_ctx: Ollama's own default window is small and it truncates longer prompts silently;
+        # asking for ours keeps the chat service's token budget true.
+        sent: dict[str, Any] = {
+            "num_predict": options.max_tokens,
+            "temperature": options.temperature,
+            "num_ctx": self.context_window,
+        }
+        if options.stop:
+            sent["stop"] = list(options.stop)
+        return sent
+
+    def _response_error(self, exc: ollama.ResponseError) -> ProviderError:
+        if exc.status_code == -1:  # an {"error": ...} line inside a 200 stream
+            if "not found" in str(exc.error).lower():
+                return self._vendor.status_error(404, self.model, str(exc.error))
+            return self._vendor.dropped_error(self.model, str(exc.error))
+        return self._vendor.status_error(exc.status_code, self.model, str(exc.error))

@@ -1,0 +1,144 @@
+"""Chat through the official ``openai`` SDK: OpenAI itself or any OpenAI-compatible server.
+
+Streams ``/v1/chat/completions`` and asks for usage in the last chunk
+(``stream_options.include_usage``). Compatible servers often ignore that option (llama.cpp's
+Python server does), so when no usage arrives we count with the tokenizer instead: exact for
+OpenAI's own models, an estimate for anything else behind a ``base_url``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
+import openai
+
+from app.errors import ProviderError
+from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
+from app.llm.chat.common import EventStream, templated_token_count, wire_messages
+from app.llm.chat.errors import Vendor, display_url
+from app.llm.tokenizers import TiktokenTokenizer
+from app.settings import OpenAISettings
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+# Sent when only a base_url is configured: the SDK insists on some key, and keyless servers ignore it.
+NO_KEY = "no-key"
+
+# Context windows of OpenAI's chat models (prompt + answer), by name or dated-snapshot prefix.
+KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-3.5-turbo": 16_385,
+    "gpt-4": 8_192,
+    "gpt-4-turbo": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4o-mini": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "gpt-5": 400_000,
+    "gpt-5-mini": 400_000,
+    "gpt-5-nano": 400_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+}
+
+
+def context_window_for(model: str, default: int) -> int:
+    """The known window of ``model`` (longest matching name, so ``gpt-4o-2024-08-06`` is gpt-4o),
+    else ``default``."""
+    matches = [name for name in KNOWN_CONTEXT_WINDOWS if model == name or model.startswith(name + "-")]
+    return KNOWN_CONTEXT_WINDOWS[max(matches, key=len)] if matches else default
+
+
+class OpenAIChatModel:
+    """A chat model behind an OpenAI-compatible API. Close with :meth:`aclose`."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        settings: OpenAISettings,
+        *,
+        context_window: int,
+        max_retries: int = 2,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        self.model = model
+        self.context_window = context_window
+        self.tokenizer: Tokenizer = tokenizer or TiktokenTokenizer()
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        base_url = settings.base_url or OPENAI_BASE_URL
+        self._vendor = Vendor(
+            provider=self.provider,
+            label="OpenAI" if settings.base_url is None else f"the OpenAI-compatible server at {display_url(base_url)}",
+            auth_hint="check RAGCHAT_OPENAI__API_KEY",
+            model_hint="check the model name (and that RAGCHAT_OPENAI__BASE_URL ends in /v1)",
+            timeout=settings.timeout,
+            secret=key,
+        )
+        # Everything explicit: the SDK would otherwise fill gaps from OPENAI_* environment variables.
+        # The SDK retries connection errors, 429 and 5xx before the stream starts, never mid-stream.
+        self._client = openai.AsyncOpenAI(
+            api_key=key or NO_KEY, base_url=base_url, timeout=settings.timeout, max_retries=max_retries
+        )
+
+    def count_message_tokens(self, messages: Sequence[Message]) -> int:
+        return templated_token_count(self.tokenizer, messages, per_message=3, per_reply=3)
+
+    async def stream(self, messages: Sequence[Message], options: GenerationOptions) -> EventStream:
+        parts: list[str] = []
+        usage: Usage | None = None
+        try:
+            chunks = await self._client.chat.completions.create(
+                model=self.model,
+                messages=cast("list[ChatCompletionMessageParam]", wire_messages(messages)),
+                max_tokens=options.max_tokens,
+                temperature=options.temperature,
+                stop=list(options.stop) if options.stop else openai.omit,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async with chunks:  # closes the response when the consumer stops early
+                async for chunk in chunks:
+                    if chunk.usage is not None:
+                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+                    for choice in chunk.choices:
+                        if choice.index == 0 and choice.delta is not None and choice.delta.content:
+                            parts.append(choice.delta.content)
+                            yield TextDelta(choice.delta.content)
+        except openai.APIError as exc:
+            raise self._translate(exc) from exc
+        if usage is None:
+            usage = Usage(self.count_message_tokens(messages), self.tokenizer.count("".join(parts)))
+        yield usage
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    def _translate(self, exc: openai.APIError) -> ProviderError:
+        vendor = self._vendor
+        if isinstance(exc, openai.APITimeoutError):
+            return vendor.timeout_error(self.model)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            if cause is not None and type(cause).__name__ == "ConnectError":
+                return vendor.unreachable_error(str(cause))
+            return vendor.dropped_error(self.model, str(cause or exc.message))
+        if isinstance(exc, openai.APIStatusError):
+            return vendor.status_error(exc.status_code, self.model, _said(exc))
+        # An error event inside a 200 stream: the server gave up after it had started answering.
+        return vendor.dropped_error(self.model, _said(exc))
+
+
+def _said(exc: openai.APIError) -> str:
+    """The server's own words: ``error.message`` of OpenAI's error body, else the SDK's summary."""
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else exc.message
