@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import SettingsError
@@ -71,6 +71,12 @@ class IngestSettings(BaseModel):
     chunk_tokens: int = Field(200, ge=16, le=8192)
     overlap_tokens: int = Field(32, ge=0, le=4096)
     max_file_bytes: int = Field(50 * 1024 * 1024, ge=1, le=2 * 1024**3)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> IngestSettings:
+        if self.overlap_tokens >= self.chunk_tokens:
+            raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be below chunk_tokens ({self.chunk_tokens})")
+        return self
 
 
 class ChatSettings(BaseModel):

@@ -1,0 +1,66 @@
+"""PDF: text page by page with pypdf; pages joined by a blank line, each page's start recorded."""
+
+from __future__ import annotations
+
+import io
+
+from pypdf import PdfReader
+from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+
+from app.errors import IngestError
+from app.rag.parsers.text import normalise
+from app.rag.types import ParsedDocument
+
+PAGE_SEPARATOR = "\n\n"
+
+
+def parse_pdf(data: bytes) -> ParsedDocument:
+    """Extract each page's text. Raises :class:`IngestError` for an empty, broken, password-protected
+    or textless (scanned) PDF."""
+    if not data.strip():
+        raise IngestError("the file is empty")
+    if b"%PDF-" not in data[:1024]:
+        raise IngestError("this is not a PDF (it has no %PDF header)")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        _unlock(reader)
+        pages = [_page_text(page.extract_text()) for page in reader.pages]
+        title = _title(reader)
+    except IngestError:
+        raise
+    # pypdf raises its own errors for most damage, but plain ValueError/KeyError/... for some.
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        raise IngestError(f"this is a damaged PDF that cannot be read ({exc})") from exc
+    if not any(page.strip() for page in pages):
+        raise IngestError("the PDF has no extractable text (a scanned PDF needs OCR first)")
+    page_starts = []
+    offset = 0
+    for page in pages:
+        page_starts.append(offset)
+        offset += len(page) + len(PAGE_SEPARATOR)
+    return ParsedDocument(text=PAGE_SEPARATOR.join(pages), kind="pdf", title=title, page_starts=tuple(page_starts))
+
+
+def _unlock(reader: PdfReader) -> None:
+    if not reader.is_encrypted:
+        return
+    # Many PDFs are "encrypted" with an empty user password only to restrict printing or editing.
+    try:
+        unlocked = reader.decrypt("")
+    except (DependencyError, FileNotDecryptedError, NotImplementedError) as exc:
+        raise IngestError(f"this is an encrypted PDF that cannot be opened ({exc})") from exc
+    if not unlocked:
+        raise IngestError("the PDF is password-protected; upload an unprotected copy")
+
+
+def _page_text(raw: str) -> str:
+    # Trailing whitespace would only push the next page's start further away.
+    return normalise(raw).rstrip()
+
+
+def _title(reader: PdfReader) -> str | None:
+    metadata = reader.metadata
+    title = metadata.title if metadata is not None else None
+    if not isinstance(title, str) or not title.strip():
+        return None
+    return title.strip()

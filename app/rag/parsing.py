@@ -1,0 +1,95 @@
+"""Turn an uploaded file into a :class:`ParsedDocument`: plain text plus the structure that chunking
+and citations need (headings, page starts).
+
+Offsets in the result point into ``ParsedDocument.text``. For text, Markdown and code that text is
+the file itself with line endings normalised to ``\\n`` and NULs dropped, so what a citation shows
+is what the file says. HTML and PDF text is extracted, so offsets point into the extracted text.
+
+Every failure is an :class:`app.errors.IngestError` whose message says what is wrong with the file,
+without its name (callers show the name next to it).
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from app.errors import IngestError
+from app.rag.parsers.code import code_headings
+from app.rag.parsers.html import parse_html
+from app.rag.parsers.markdown import parse_markdown
+from app.rag.parsers.pdf import parse_pdf
+from app.rag.parsers.text import decode_text
+from app.rag.types import ParsedDocument
+
+__all__ = ["CODE_EXTENSIONS", "KINDS_BY_EXTENSION", "detect_kind", "parse"]
+
+TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log", ".csv", ".tsv", ".adoc", ".org", ".tex", ".srt"})
+MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdown", ".mkd"})
+HTML_EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
+CODE_EXTENSIONS = frozenset(
+    {".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".go", ".rs", ".java", ".c", ".h", ".cpp"}
+    | {".cc", ".hpp", ".cs", ".rb", ".php", ".sh", ".bash", ".sql", ".yaml", ".yml", ".toml", ".json", ".ini"}
+    | {".cfg", ".css", ".scss", ".kt", ".swift", ".scala", ".lua", ".xml", ".graphql", ".proto", ".r", ".dart"}
+)
+KINDS_BY_EXTENSION: dict[str, str] = {
+    **dict.fromkeys(TEXT_EXTENSIONS, "text"),
+    **dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"),
+    **dict.fromkeys(HTML_EXTENSIONS, "html"),
+    **dict.fromkeys(CODE_EXTENSIONS, "code"),
+    ".pdf": "pdf",
+}
+# Well-known files that carry no extension.
+_KINDS_BY_NAME = {
+    "makefile": "code",
+    "dockerfile": "code",
+    "readme": "text",
+    "license": "text",
+    "copying": "text",
+    "changelog": "text",
+    "authors": "text",
+    "notice": "text",
+}
+
+
+def detect_kind(filename: str, data: bytes) -> str:
+    """``"text" | "markdown" | "html" | "pdf" | "code"``, from the extension (case-insensitive).
+
+    A file without an extension is sniffed: a PDF header, an HTML document, else text. Raises
+    :class:`IngestError` for an extension no parser handles.
+    """
+    path = PurePosixPath(filename.replace("\\", "/"))
+    suffix = path.suffix.lower()
+    if suffix in KINDS_BY_EXTENSION:
+        return KINDS_BY_EXTENSION[suffix]
+    if path.name.lower() in _KINDS_BY_NAME:
+        return _KINDS_BY_NAME[path.name.lower()]
+    if not suffix:
+        head = data[:1024].lstrip().lower()
+        if head.startswith(b"%pdf-"):
+            return "pdf"
+        if head.startswith((b"<!doctype html", b"<html")):
+            return "html"
+        return "text"
+    # The full list is KINDS_BY_EXTENSION, for a UI to show; the message stays readable.
+    raise IngestError(f"files of type {suffix} are not supported; upload text, Markdown, HTML, PDF or source code")
+
+
+def parse(data: bytes, filename: str) -> ParsedDocument:
+    """Parse an uploaded file by its kind (see :func:`detect_kind`).
+
+    Raises :class:`IngestError` for an empty file, an unsupported type, a binary file posing as
+    text, undecodable bytes, or a PDF that is damaged, password-protected or has no text.
+    """
+    kind = detect_kind(filename, data)
+    if not data.strip():
+        raise IngestError("the file is empty")
+    if kind == "pdf":
+        return parse_pdf(data)
+    if kind == "html":
+        return parse_html(data)
+    text = decode_text(data)
+    if kind == "markdown":
+        return parse_markdown(text)
+    if kind == "code":
+        return ParsedDocument(text=text, kind="code", headings=code_headings(text, PurePosixPath(filename).suffix))
+    return ParsedDocument(text=text, kind="text")
