@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import strawberry
 
@@ -12,9 +11,6 @@ from app.db import models
 from app.graphql.context import Info
 from app.graphql.trace_types import RetrievalTrace, trace_from_json
 from app.rag.retrieval import Location as RagLocation
-
-if TYPE_CHECKING:
-    pass
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
