@@ -9,10 +9,12 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app import __version__
 from app.container import Container
+from app.errors import StorageError
 from app.graphql.context import context_getter
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
@@ -22,6 +24,27 @@ from app.settings import Settings
 from app.web import BUILT_FRONTEND, SinglePageApp
 
 log = logging.getLogger("ragchat")
+
+
+async def _open_store(container: Container) -> None:
+    """Check the migration state and mark answers a stopped process left unfinished. A database that
+    cannot be opened or written is logged, not fatal: a crash here would only become a restart loop,
+    while a running server says what is wrong on every request and recovers once the storage does."""
+    try:
+        state = await anyio.to_thread.run_sync(health.check, container.db)
+        if not state.ok:
+            log.warning(
+                "database is at revision %s, the code expects %s: run `ragchat migrate`",
+                state.migration_revision,
+                state.head_revision,
+            )
+            return
+        recovered = await anyio.to_thread.run_sync(chat_store.recover_interrupted, container.db)
+    except StorageError as exc:
+        log.error("%s (%s); requests will fail until it can be used", exc.message, container.settings.database_url)
+        return
+    if recovered:
+        log.warning("%d answers were interrupted by the last shutdown; marked failed", recovered)
 
 
 def create_app(settings: Settings, container: Container | None = None) -> FastAPI:
@@ -38,17 +61,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         owned = not slot
         if owned:
             slot.append(Container.build(settings))
-        state = health.check(current().db)
-        if not state.ok:
-            log.warning(
-                "database is at revision %s, the code expects %s: run `ragchat migrate`",
-                state.migration_revision,
-                state.head_revision,
-            )
-        else:
-            recovered = await anyio.to_thread.run_sync(chat_store.recover_interrupted, current().db)
-            if recovered:
-                log.warning("%d answers were interrupted by the last shutdown; marked failed", recovered)
+        await _open_store(current())
         if not keys:
             log.warning(
                 "no API keys configured: anyone who can reach %s:%s can use this server", settings.host, settings.port
@@ -80,8 +93,11 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app.include_router(graphql, prefix="/graphql")
 
     @app.get("/healthz")
-    def healthz() -> dict[str, object]:
-        return vars(health.check(current().db))
+    def healthz() -> JSONResponse:
+        try:
+            return JSONResponse(vars(health.check(current().db)))
+        except StorageError as exc:
+            return JSONResponse({"ok": False, "error": exc.message}, status_code=503)
 
     frontend = settings.frontend_dir or BUILT_FRONTEND
     if (frontend / "index.html").is_file():

@@ -40,8 +40,14 @@ class Database:
     def read(self) -> Iterator[Session]:
         # Closing (not rolling back) ends the transaction without expiring loaded objects, so
         # callers can keep using what they read after the block.
-        with self._reader() as db:
-            yield db
+        try:
+            with self._reader() as db:
+                yield db
+        except OperationalError as exc:
+            error = _storage_error(exc, "the database cannot be read")
+            if error is exc:
+                raise
+            raise error from exc
 
     @contextmanager
     def write(self) -> Iterator[Session]:
@@ -52,7 +58,10 @@ class Database:
                 db.commit()
             except OperationalError as exc:
                 db.rollback()
-                raise _storage_error(exc) from exc
+                error = _storage_error(exc, "the database refused the write")
+                if error is exc:
+                    raise
+                raise error from exc
             except BaseException:
                 db.rollback()
                 raise
@@ -61,8 +70,9 @@ class Database:
         self.engine.dispose()
 
 
-def _storage_error(exc: OperationalError) -> Exception:
+def _storage_error(exc: OperationalError, what: str) -> Exception:
+    """A StorageError when the storage itself is the problem (full, read-only, unreachable), else ``exc``."""
     text = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
     if any(hint in text for hint in _STORAGE_HINTS):
-        return StorageError(f"the database refused the write: {exc.orig}")
+        return StorageError(f"{what}: {exc.orig}")
     return exc

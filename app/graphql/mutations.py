@@ -50,13 +50,16 @@ async def _read_uploads(files: list[Upload], limit: int) -> list[tuple[str, byte
     read: list[tuple[str, bytes]] = []
     try:
         for i, upload in enumerate(files):
+            if not callable(getattr(upload, "read", None)):  # a string or number written where a file goes
+                raise ValidationError(f"files[{i}]", "must be a file sent as a part of a multipart request")
             data = await upload.read(limit + 1)  # type: ignore[attr-defined]
             if len(data) > limit:
                 raise ValidationError(f"files[{i}]", f"the upload limit is {limit} bytes")
             read.append((getattr(upload, "filename", None) or f"upload-{i}", data))
     finally:
         for upload in files:  # spooled temporary files: release them now, not at garbage collection
-            await upload.close()  # type: ignore[attr-defined]
+            if callable(getattr(upload, "close", None)):
+                await upload.close()  # type: ignore[attr-defined]
     return read
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio.to_thread
 import strawberry
 
+from app.errors import StorageError
 from app.graphql import types
 from app.graphql.context import Info
 from app.graphql.errors import NotFoundError, parse_id
@@ -12,6 +13,9 @@ from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult
 from app.graphql.search_types import search_results
 from app.graphql.trace_types import RetrievalMode
 from app.services import documents, health, projects, search, sessions
+
+# Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
+UNREADABLE = (StorageError,)
 
 
 @strawberry.type(description="A chat-model provider and the models it offers.")
@@ -44,7 +48,7 @@ class Query:
     @strawberry.field
     async def document(self, info: Info, id: strawberry.ID) -> DocumentResult:
         store = info.context.container.db
-        return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))))
+        return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
     @strawberry.field(description="Chat sessions, most recently active first; optionally of one knowledge base.")
     async def chat_sessions(
@@ -89,7 +93,8 @@ class Query:
                     threshold=threshold,
                     mode=mode.value,
                 )
-            )
+            ),
+            raising=UNREADABLE,
         )
 
     @strawberry.field(
@@ -108,7 +113,8 @@ class Query:
         return await call(
             lambda: search_results(
                 search.preview(container, parse_id(session_id, "sessionId"), message, top_k=top_k, threshold=threshold)
-            )
+            ),
+            raising=UNREADABLE,
         )
 
     @strawberry.field(description="Chat-model providers this server can use, and their models.")

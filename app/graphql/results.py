@@ -73,11 +73,14 @@ SearchResult = Annotated[
 ]
 
 
-async def call(fn: Callable[[], T]) -> Any:
+async def call(fn: Callable[[], T], *, raising: tuple[type[RagchatError], ...] = ()) -> Any:
     """Run a blocking service call in a worker thread; expected errors become schema types.
-    (Typed Any: each resolver's union declares which of them it can return.)"""
+    (Typed Any: each resolver's union declares which of them it can return.) Errors in ``raising``
+    are ones the resolver's union has no member for: they stay GraphQL errors, message and all."""
     try:
         return await anyio.to_thread.run_sync(fn)
+    except raising:
+        raise
     except RagchatError as exc:
         return to_graphql(exc)
 

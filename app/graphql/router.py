@@ -1,17 +1,23 @@
-"""The GraphQL router: GraphiQL with an example operation, and API-key checks on websockets."""
+"""The GraphQL router: GraphiQL with an example operation, API-key checks on websockets, and HTTP-level
+errors (malformed JSON or multipart bodies) answered as GraphQL errors in JSON, with their 4xx status."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from fastapi import Request
-from fastapi.responses import HTMLResponse
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
+from fastapi import Request, WebSocket
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.fastapi import GraphQLRouter
-from strawberry.types.unset import UnsetType
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.types.unset import UNSET, UnsetType
 
+from app.graphql import json_body
 from app.graphql.context import Context
+from app.graphql.uploads import place_files
 from app.security import key_matches
 
 EXAMPLE_OPERATION = """# Welcome to ragchat. Press the run button to try this.
@@ -25,7 +31,16 @@ query KnowledgeBases {
 """
 
 
+class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    def forget_id(self, id: str) -> None:
+        # A client's "complete" can race the end of its stream: both forget the operation, and
+        # strawberry's ``del`` raised KeyError in the second (a traceback per race, under load).
+        self.operations.pop(id, None)
+
+
 class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
+    graphql_transport_ws_handler_class = TransportWSHandler
+
     def __init__(self, *args: Any, api_keys: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._api_keys = api_keys
@@ -35,6 +50,38 @@ class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
             "fetcher: fetcher,", f"fetcher: fetcher, defaultQuery: {json.dumps(EXAMPLE_OPERATION)},", 1
         )
         return HTMLResponse(html)
+
+    async def run(  # type: ignore[override]
+        self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
+    ) -> Response | WebSocket:
+        try:
+            return await super().run(request, context, root_value)
+        except HTTPException as exc:
+            return JSONResponse({"errors": [{"message": exc.reason}]}, status_code=exc.status_code)
+        finally:
+            if isinstance(request, Request):
+                # Uploaded files are spooled to temporary files; a request refused before a resolver
+                # read them (a bad map, say) would otherwise leave them open.
+                await request.close()
+
+    def parse_json(self, data: str | bytes) -> Any:
+        value = super().parse_json(data)
+        if not isinstance(value, dict | list):  # strawberry would call .get() on it: a 500
+            raise HTTPException(400, "The request must be a JSON object (or a list of them for a batch)")
+        return value
+
+    def decode_json(self, data: str | bytes) -> object:
+        return json_body.decode(data)  # HTTP bodies, multipart operations and websocket messages alike
+
+    async def parse_multipart(self, request: AsyncHTTPRequestAdapter) -> dict[str, str]:
+        try:
+            form = await request.get_form_data()
+        except (ValueError, StarletteHTTPException) as exc:  # starlette: no boundary, too many parts
+            detail = getattr(exc, "detail", "") or "unreadable body"
+            raise HTTPException(400, f"Unable to parse the multipart body: {detail}") from exc
+        operations = self.parse_json(form.form.get("operations", "{}"))
+        files_map = self.parse_json(form.form.get("map", "{}"))
+        return place_files(operations, files_map, form.files)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         if not self._api_keys:

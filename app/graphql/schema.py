@@ -7,8 +7,17 @@ from collections.abc import Iterator
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter, SchemaExtension
+from strawberry.extensions import (
+    AddValidationRules,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    SchemaExtension,
+    ValidationCache,
+)
 from strawberry.printer import print_schema
+from strawberry.types.graphql import OperationType
 
 from app.errors import RagchatError
 from app.graphql.mutations import Mutation
@@ -17,6 +26,7 @@ from app.graphql.subscriptions import Subscription
 from app.settings import ApiSettings, Settings
 
 log = logging.getLogger("ragchat.graphql")
+SUBSCRIPTIONS_NEED_A_WEBSOCKET = "subscriptions are served over a websocket at /graphql (graphql-transport-ws)"
 
 
 class MaskUnexpectedErrors(SchemaExtension):
@@ -27,6 +37,11 @@ class MaskUnexpectedErrors(SchemaExtension):
         yield
         result = self.execution_context.result
         if result is None or not getattr(result, "errors", None):
+            return
+        if self.execution_context.operation_type is OperationType.SUBSCRIPTION:
+            # A stream reports its errors as events; a subscription ending up here came over plain
+            # HTTP, where strawberry runs it as a query and fails with a confusing null error.
+            result.errors = [GraphQLError(SUBSCRIPTIONS_NEED_A_WEBSOCKET)]
             return
         context = self.execution_context.context
         request_id = getattr(context, "request_id", "-")
@@ -47,17 +62,29 @@ class MaskUnexpectedErrors(SchemaExtension):
         )
 
 
+# Bounded: distinct documents beyond this just miss the cache (clients send a handful of documents).
+DOCUMENT_CACHE_SIZE = 256
+
+
 def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
     api = api or Settings().api
+    # The limits' rule classes are made once, so every request validates with the same rules and
+    # the validation of a document already seen is a cache hit. Validation is pure Python and costly:
+    # under load, re-validating each chat subscription took most of the event loop's time.
+    rules = [
+        *QueryDepthLimiter(max_depth=api.max_query_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=api.max_aliases).validation_rules,
+    ]
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         extensions=[
             # Factories: strawberry builds fresh extension instances for each request.
-            lambda: QueryDepthLimiter(max_depth=api.max_query_depth),
-            lambda: MaxAliasesLimiter(max_alias_count=api.max_aliases),
             lambda: MaxTokensLimiter(max_token_count=api.max_tokens),
+            lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
+            lambda: AddValidationRules(rules),
+            lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
             MaskUnexpectedErrors,
         ],
     )

@@ -7,19 +7,22 @@ generator is closed, which cancels generation; the answer is stored as failed ("
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 from typing import Annotated
 
 import anyio.to_thread
 import strawberry
 
-from app.errors import RagchatError
+from app.errors import NotFoundError, RagchatError
 from app.graphql import types
 from app.graphql.context import Info
 from app.graphql.errors import parse_id
 from app.services import sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.chat_store import Turn
+
+log = logging.getLogger(__name__)
 
 
 @strawberry.type(description="A source the answer will be written from.")
@@ -74,6 +77,13 @@ async def _events(info: Info, start: object) -> AsyncGenerator[ChatEventType, No
     except RagchatError as exc:
         yield ChatError(failed_message_id=None, code=exc.code, message=exc.message, partial="")
         return
+    except Exception:
+        # The schema's error masking does not reach errors raised inside a stream: mask them here.
+        request_id = info.context.request_id
+        log.exception("request %s: the chat turn could not start", request_id)
+        masked = f"Unexpected error (request {request_id}); it has been logged."
+        yield ChatError(failed_message_id=None, code="internal", message=masked, partial="")
+        return
     stream = service.run(turn)
     try:
         async for event in stream:
@@ -107,11 +117,15 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
         )
     if isinstance(event, DoneEvent):
         store = info.context.container.db
-        row = await anyio.to_thread.run_sync(sessions.message, store, event.message_id)
+        try:
+            row = await anyio.to_thread.run_sync(sessions.message, store, event.message_id)
+        except NotFoundError:  # stored, then deleted with its session before it could be sent
+            gone = "the chat session was deleted right after this answer was stored"
+            return ChatError(failed_message_id=None, code=NotFoundError.code, message=gone, partial="")
         return ChatDone(answer=types.ChatMessage.of(row))
     assert isinstance(event, ErrorEvent)
     return ChatError(
-        failed_message_id=strawberry.ID(str(event.message_id)),
+        failed_message_id=strawberry.ID(str(event.message_id)) if event.stored else None,
         code=event.code,
         message=event.message,
         partial=event.partial,

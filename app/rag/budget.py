@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from app.errors import ValidationError
 from app.llm.base import ChatModel, Message
 from app.rag.prompting import Source, format_source, system_message, user_turn
+from app.rag.sanitize import strip_control
 
 PER_MESSAGE_OVERHEAD = 8  # role markers of a chat template, before the exact recount
 
@@ -72,7 +73,9 @@ def build(
         kept.append(source)
         available -= cost
         report.context_tokens += cost
-    turns = _fit_history(history, available, tok.count, report)
+    # Stored answers are model output, which may echo a document's control tokens: clean them too.
+    cleaned = [Message(m.role, strip_control(m.content)) for m in history]
+    turns = _fit_history(cleaned, available, tok.count, report)
     return _finalise(model, system, turns, question, kept, rag, cite, report)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from sqlalchemy import delete, select, update
@@ -99,6 +100,7 @@ class Ingestor:
         started = time.perf_counter()
         summary = IngestSummary()
         batch: list[_Plan] = []
+        failed: list[Callable[[], FileResult]] = []
         pending_chunks = 0
         order: dict[str, int] = {}
         for index, source in enumerate(sources):
@@ -107,12 +109,15 @@ class Ingestor:
             if isinstance(outcome, FileResult):
                 self._record(summary, outcome, progress)
                 continue
-            batch.append(outcome)
-            pending_chunks += len(outcome.new)
-            if len(batch) >= BATCH_FILES or pending_chunks >= BATCH_NEW_CHUNKS:
-                self._flush(project_id, batch, summary, progress)
-                batch, pending_chunks = [], 0
-        self._flush(project_id, batch, summary, progress)
+            if isinstance(outcome, _Plan):
+                batch.append(outcome)
+                pending_chunks += len(outcome.new)
+            else:
+                failed.append(outcome)
+            if len(batch) + len(failed) >= BATCH_FILES or pending_chunks >= BATCH_NEW_CHUNKS:
+                self._flush(project_id, batch, failed, summary, progress)
+                batch, failed, pending_chunks = [], [], 0
+        self._flush(project_id, batch, failed, summary, progress)
         summary.files.sort(key=lambda result: order[result.name])  # failures are known before the batch is written
         summary.seconds = time.perf_counter() - started
         return summary
@@ -124,14 +129,15 @@ class Ingestor:
         if progress is not None:
             progress(result)
 
-    def _plan(self, project_id: int, source: Source) -> _Plan | FileResult:
+    def _plan(self, project_id: int, source: Source) -> _Plan | FileResult | Callable[[], FileResult]:
+        """What to write for ``source``: a plan, a result needing no write, or a failure to record."""
         try:
             data = source.read()
         except OSError as exc:
             return FileResult(source.name, "failed", error=f"cannot read the file: {exc.strerror or exc}")
         if len(data) > self.settings.max_file_bytes:
-            limit = self.settings.max_file_bytes
-            return self._fail(project_id, source.name, data, f"file is {len(data)} bytes; the limit is {limit}")
+            too_big = f"file is {len(data)} bytes; the limit is {self.settings.max_file_bytes}"
+            return partial(self._fail, project_id, source.name, data, too_big)
         content_hash = sha256(data)
         with self.db.read() as db:
             existing = _document(db, project_id, source.name)
@@ -149,20 +155,23 @@ class Ingestor:
             if not specs:
                 raise IngestError("the file contains no text to index")
         except IngestError as exc:
-            return self._fail(project_id, source.name, data, exc.message, existing)
+            return partial(self._fail, project_id, source.name, data, exc.message, existing)
         return _diff(source, data, content_hash, parsed.kind, specs, existing, old_chunks)
 
     def _flush(
         self,
         project_id: int,
         batch: list[_Plan],
+        failed: list[Callable[[], FileResult]],
         summary: IngestSummary,
         progress: Callable[[FileResult], None] | None,
     ) -> None:
-        if not batch:
-            return
         texts = [spec.text for plan in batch for spec in plan.new]
         vectors = self.embedder.embed(texts) if texts else None
+        # Failures are recorded only once the batch's embedding worked: a batch the embedder
+        # refuses writes nothing, not even the record of a file that could not be parsed.
+        for record_failure in failed:
+            self._record(summary, record_failure(), progress)
         offset = 0
         for plan in batch:
             count = len(plan.new)

@@ -38,7 +38,8 @@ def system_message(session_prompt: str) -> Message:
 def format_source(source: Source) -> str:
     body = strip_control(source.text).strip()
     name = strip_control(source.document).replace('"', "'")
-    return f'<source id="{source.number}" document="{name}" location="{source.location}">\n{body}\n</source>'
+    location = strip_control(source.location).replace('"', "'")  # headings come from the document too
+    return f'<source id="{source.number}" document="{name}" location="{location}">\n{body}\n</source>'
 
 
 def user_turn(question: str, sources: list[Source], *, rag: bool, cite: bool) -> Message:

@@ -25,8 +25,15 @@ _KEEP = {"\n", "\t"}
 
 
 def strip_control(text: str) -> str:
-    cleaned = CONTROL_TOKENS.sub("", text)
-    return "".join(ch for ch in cleaned if ch in _KEEP or unicodedata.category(ch) not in _INVISIBLE | {"Cc"})
+    # Invisible characters go first: "<|im\u200b_start|>" would otherwise become a token once they
+    # are gone. Then tokens, until none is left: removing "<|x|>" from "<|im_<|x|>start|>" joins
+    # a new one. Each pass shortens the text, so this ends.
+    cleaned = "".join(ch for ch in text if ch in _KEEP or unicodedata.category(ch) not in _INVISIBLE | {"Cc"})
+    while True:
+        shorter = CONTROL_TOKENS.sub("", cleaned)
+        if shorter == cleaned:
+            return cleaned
+        cleaned = shorter
 
 
 def clean_message(content: str, max_chars: int) -> str:

@@ -20,7 +20,7 @@ import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
 
 from app.db.database import Database
-from app.errors import BusyError, ProviderError, ProviderTimeoutError, RagchatError
+from app.errors import BusyError, ProviderError, ProviderTimeoutError, RagchatError, StorageError
 from app.llm.base import ChatModel, Embedder, GenerationOptions, TextDelta, Usage
 from app.rag import budget, citations, prompting
 from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, retrieve
@@ -112,9 +112,13 @@ class ChatService:
                 parts.append(piece)
                 yield TokenEvent(turn.message_id, piece)
             content, cited = await self._cite(turn, "".join(parts), sources, trace)
-            await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
+            kept = await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
             stored = True
-            yield DoneEvent(turn.message_id)
+            if kept:
+                yield DoneEvent(turn.message_id)
+            else:
+                gone = "the chat session was deleted while this answer was being written; it was not kept"
+                yield ErrorEvent(turn.message_id, "not_found", gone, content, stored=False)
         except RagchatError as exc:
             log.warning("chat turn %s failed: %s", turn.message_id, exc.message)
             await self._fail(turn, parts, exc.message, trace)
@@ -135,12 +139,24 @@ class ChatService:
     async def _fail(self, turn: Turn, parts: list[str], error: str, trace: TraceBuilder) -> None:
         # Shielded: this must reach the database even while the turn is being cancelled.
         job = asyncio.ensure_future(
-            anyio.to_thread.run_sync(chat_store.fail, self.store, turn.message_id, "".join(parts), error, trace.build())
+            anyio.to_thread.run_sync(self._store_failure, turn.message_id, "".join(parts), error, trace.build())
         )
         try:
             await asyncio.shield(job)
         except asyncio.CancelledError:
             await job
+
+    def _store_failure(self, message_id: int, partial: str, error: str, trace: dict[str, object]) -> None:
+        """Store the failure; on a full disk, without the text and trace (a smaller write), and failing
+        that, leave the answer 'streaming' for the next start to mark it interrupted."""
+        try:
+            chat_store.fail(self.store, message_id, partial, error, trace)
+        except StorageError as exc:
+            log.error("answer %s: the failure could not be stored (%s); retrying without its text", message_id, exc)
+            try:
+                chat_store.fail(self.store, message_id, "", error, None)
+            except StorageError:
+                log.error("answer %s stays 'streaming' until the next start marks it interrupted", message_id)
 
     async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
         session = turn.session

@@ -45,6 +45,7 @@ class ErrorEvent:
     code: str
     message: str
     partial: str
+    stored: bool = True  # False when the answer could not be kept (its session was deleted meanwhile)
 
 
 ChatEvent = RetrievalEvent | TokenEvent | DoneEvent | ErrorEvent

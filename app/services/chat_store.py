@@ -8,7 +8,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
-from app.db.models import ChatMessage, ChatSession, Citation, utcnow
+from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
 from app.services.chat_events import SourceRef
@@ -119,20 +119,27 @@ def finish(
     content: str,
     trace: dict[str, object],
     citations: list[tuple[SourceRef, str]],
-) -> None:
-    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction."""
+) -> bool:
+    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction.
+    False when there is nothing to store it in: the session was deleted while the answer streamed."""
     with store.write() as db:
         answer = db.get(ChatMessage, turn.message_id)
-        if answer is None:  # the session was deleted while the answer streamed
-            return
+        if answer is None:
+            return False
         answer.content, answer.status, answer.error = content, "complete", None
         answer.trace, answer.completed_at = trace, utcnow()
+        # A cited chunk (or its document) may have been deleted or re-ingested while the answer
+        # streamed; the citation keeps its name, location and snippet, and loses only the link.
+        chunk_ids = {s.chunk_id for s, _ in citations}
+        live_chunks = set(db.scalars(select(Chunk.id).where(Chunk.id.in_(chunk_ids)))) if chunk_ids else set()
+        doc_ids = {s.document_id for s, _ in citations}
+        live_docs = set(db.scalars(select(Document.id).where(Document.id.in_(doc_ids)))) if doc_ids else set()
         for source, kind in citations:
             db.add(
                 Citation(
                     message_id=turn.message_id,
-                    chunk_id=source.chunk_id,
-                    document_id=source.document_id,
+                    chunk_id=source.chunk_id if source.chunk_id in live_chunks else None,
+                    document_id=source.document_id if source.document_id in live_docs else None,
                     marker=source.number,
                     kind=kind,
                     score=source.score if source.score is not None else 0.0,
@@ -142,6 +149,7 @@ def finish(
                     snippet=source.text[:600],
                 )
             )
+    return True
 
 
 def fail(store: Database, message_id: int, partial: str, error: str, trace: dict[str, object] | None) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError
+
 from app import __version__
 from app.db import migrate
 from app.db.database import Database
 from app.db.engine import versions
+from app.errors import StorageError
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,12 @@ class Health:
 
 
 def check(db: Database) -> Health:
-    found = versions(db.engine)
-    current = migrate.current_revision(db.engine)
+    """Raises :class:`StorageError` when the database cannot be opened."""
+    try:
+        found = versions(db.engine)
+        current = migrate.current_revision(db.engine)
+    except DBAPIError as exc:
+        raise StorageError(f"the database cannot be opened: {exc.orig}") from exc
     head = migrate.head_revision()
     return Health(
         ok=current == head,

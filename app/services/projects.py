@@ -39,7 +39,9 @@ def _check_description(description: str) -> str:
 
 
 def _unique(db: Session, name: str, except_id: int | None = None) -> None:
-    clash = db.scalar(select(Project.id).where(func.lower(Project.name) == name.lower()))
+    # Both sides lowered by SQLite: Python's lower() folds non-ASCII letters that SQLite's does not,
+    # so "Æ" passed this check as "æ" and then hit the UNIQUE constraint as an internal error.
+    clash = db.scalar(select(Project.id).where(func.lower(Project.name) == func.lower(name)))
     if clash is not None and clash != except_id:
         raise ConflictError(f"a knowledge base named {name!r} already exists")
 
@@ -52,7 +54,7 @@ def get(db: Session, project_id: int) -> Project:
 
 
 def by_name(db: Session, name: str) -> Project | None:
-    return db.scalar(select(Project).where(func.lower(Project.name) == " ".join(name.split()).lower()))
+    return db.scalar(select(Project).where(func.lower(Project.name) == func.lower(" ".join(name.split()))))
 
 
 def create(store: Database, name: str, description: str = "") -> Project:

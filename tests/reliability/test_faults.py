@@ -1,0 +1,135 @@
+"""Faults in a live server: the chat model failing before and during a stream, the embedder failing,
+clients leaving mid-stream. Every accepted question ends with a stored answer or a stored failure,
+the generation slot is released, and a refused request writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app.container import Container
+from app.errors import ProviderUnavailableError
+from tests.fakes import FakeChatModel, FakeEmbedder
+from tests.graphql.client import Api
+from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
+from tests.reliability.helpers import row_counts, wait_for
+
+MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { status content error degraded } } }"""
+REGENERATE = (
+    """mutation($id: ID!) { regenerateMessage(messageId: $id) { __typename ... on ChatMessage { status content } } }"""
+)
+SEARCH = """query($p: ID!) { search(projectId: $p, query: "penguins") { __typename ... on ProviderError { code message } } }"""
+
+
+def _session(api: Api) -> tuple[str, str]:
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle in the winter.")
+    sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.1})
+    return pid, sid["createChatSession"]["id"]
+
+
+def _stored(api: Api, message_id: str) -> dict[str, object]:
+    return dict(api.run(MESSAGE, id=message_id)["message"])
+
+
+def test_model_failing_before_the_first_token_stores_a_failure(api: Api, model: FakeChatModel, rig: Container) -> None:
+    _, sid = _session(api)
+    model.enqueue(ProviderUnavailableError("upstream is down", provider="fake"))
+    with api.websocket() as ws:
+        events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins?")]
+    assert [e["__typename"] for e in events] == ["ChatRetrieval", "ChatError"]
+    error = events[-1]
+    assert (error["code"], error["message"], error["partial"]) == ("provider_unavailable", "upstream is down", "")
+    stored = _stored(api, error["failedMessageId"])
+    assert stored == {
+        "__typename": "ChatMessage",
+        "status": "FAILED",
+        "content": "",
+        "error": "upstream is down",
+        "degraded": [],
+    }
+
+    model.enqueue(ProviderUnavailableError("still down", provider="fake"))
+    sent = api.run(SEND, s=sid, c="penguins again?")["sendMessage"]
+    assert (sent["status"], sent["error"]) == ("FAILED", "still down")
+    assert rig.chat._active == 0
+
+
+def test_model_failing_mid_stream_keeps_what_streamed_and_can_be_regenerated(
+    api: Api, model: FakeChatModel, rig: Container
+) -> None:
+    _, sid = _session(api)
+    model.enqueue("Emperor penguins <FAIL> huddle", "Emperor penguins huddle [1].")
+    with api.websocket() as ws:
+        events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins?")]
+    error = events[-1]
+    assert [e["__typename"] for e in events] == ["ChatRetrieval", "ChatToken", "ChatToken", "ChatError"]
+    assert (error["code"], error["partial"]) == ("provider", "Emperor penguins ")
+    stored = _stored(api, error["failedMessageId"])
+    assert (stored["status"], stored["content"], stored["error"]) == (
+        "FAILED",
+        "Emperor penguins ",
+        "the fake model failed mid-stream",
+    )
+
+    again = api.run(REGENERATE, id=error["failedMessageId"])["regenerateMessage"]
+    assert again == {"__typename": "ChatMessage", "status": "COMPLETE", "content": "Emperor penguins huddle [1]."}
+    assert rig.chat._active == 0
+
+
+def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
+    api: Api, model: FakeChatModel, embedder: FakeEmbedder, rig: Container
+) -> None:
+    pid, sid = _session(api)
+    before = row_counts(rig.db)
+    embedder.fail_with = ProviderUnavailableError("the embedding server is unreachable", provider="fake")
+
+    added = api.run(ADD_DOC, p=pid, name="owls.md", text="Barn owls hunt at night.")["addDocument"]
+    assert added == {"__typename": "ProviderError", "message": "the embedding server is unreachable"}
+    uploaded = api.upload(
+        "mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) { __typename } }",
+        {
+            "variables.files.0": ("tea.md", b"Green tea is steamed."),
+            "variables.files.1": ("broken.pdf", b"%PDF-1.7 junk"),
+        },
+        {"p": pid},
+    )
+    assert uploaded["data"]["uploadDocuments"]["__typename"] == "ProviderError"
+    assert api.run(SEARCH, p=pid)["search"]["code"] == "provider_unavailable"
+    assert row_counts(rig.db) == before  # nothing half-ingested, not even the unparseable file's record
+
+    # Chat still answers, without context, and says why.
+    model.enqueue("I cannot see your documents right now.")
+    sent = api.run(SEND, s=sid, c="penguins?")["sendMessage"]
+    assert sent["status"] == "COMPLETE" and sent["citations"] == []
+    assert sent["degraded"] == ["no context: the embedding server is unreachable"]
+    assert "<source" not in model.history[-1][-1].content
+
+    embedder.fail_with = None
+    assert api.run(ADD_DOC, p=pid, name="owls.md", text="Barn owls hunt at night.")["addDocument"]["added"] == 1
+
+
+@pytest.mark.parametrize("leave", ["close_after_retrieval", "complete_after_a_token", "close_at_once"])
+def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
+    api: Api, model: FakeChatModel, rig: Container, leave: str
+) -> None:
+    _, sid = _session(api)
+    model.token_delay = 0.02
+    model.enqueue(" ".join(["word"] * 300))
+    with api.websocket() as ws:
+        if leave == "close_at_once":
+            payload = {"query": CHAT, "variables": {"s": sid, "c": "penguins?"}}
+            ws.ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+        else:
+            stream = ws.subscribe(CHAT, s=sid, c="penguins?")
+            next(stream)  # the retrieval
+            if leave == "complete_after_a_token":
+                next(stream)
+                ws.stop("1")
+    # Whatever the timing, the turn ends: not started (nothing stored) or stored as failed.
+    wait_for(lambda: rig.chat._active == 0, what="the generation slot to be released")
+    with rig.db.read() as db:
+        rows = db.connection().exec_driver_sql("SELECT status, error FROM chat_messages WHERE role = 'assistant'").all()
+    assert all(status == "failed" and "cancelled" in error for status, error in rows), rows
+    assert len(rows) == (0 if leave == "close_at_once" and not model.history else 1)

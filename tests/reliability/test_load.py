@@ -1,0 +1,22 @@
+"""A short run of benchmarks/load.py (the long one is `python -m benchmarks.load`): a real server
+subprocess with 20 concurrent chat subscriptions while documents are ingested and sessions come and
+go; afterwards the audit must find nothing lost and nothing inconsistent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.load import load
+from tests.reliability.helpers import CASES
+
+
+def test_a_short_load_holds_and_loses_nothing(tmp_path: Path) -> None:
+    report = load(tmp_path, seconds=4, chats=20, ingesters=2, max_generations=8)
+    assert report["problems"] == [], report
+    operations = report["operations"]
+    for name in ("chat", "addDocument", "uploadDocuments", "createChatSession", "deleteChatSession", "read"):
+        assert operations[name]["ok"] > 0, (name, operations[name])
+    assert report["accepted_answers"] > 0
+    assert report["audit"]["messages"].get("lost", 0) == 0
+    assert report["audit"]["integrity_check"] == "ok"
+    CASES["load: requests completed in the short run"] += report["completed"]

@@ -1,0 +1,74 @@
+"""Schemathesis against the live server: queries and mutations generated from the schema the server
+itself serves (introspection), each checked like the hand-written hostile cases."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, cast
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.container import Container
+from app.db import migrate
+from app.settings import Settings
+from tests.graphql.client import live_api
+from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
+from tests.reliability.helpers import CASES, check, fake_container, row_counts
+
+EXAMPLES_PER_OPERATION = 15
+# A file cannot be written inline in GraphQL: whatever a client puts there (a string, a number)
+# must be refused clearly, not reach the resolver as something that is not a file.
+schemathesis.graphql.scalar(
+    "Upload",
+    st.one_of(
+        st.text(max_size=20).map(schemathesis.graphql.nodes.String), st.integers().map(schemathesis.graphql.nodes.Int)
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Container]]:
+    folder = tmp_path_factory.mktemp("schemathesis")
+    built = Settings(database_url=f"sqlite:///{folder / 'ragchat.db'}")
+    migrate.upgrade(built.database_url, default_threshold=built.rag.threshold)
+    container = fake_container(built)
+    with live_api(container) as api:
+        pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+        api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle in the winter.")
+        api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.1})
+        yield f"{api.base}/graphql", container
+    container.close()
+
+
+def test_every_generated_operation_gets_a_clear_answer(target: tuple[str, Container]) -> None:
+    url, container = target
+    schema = schemathesis.graphql.from_url(url)
+    operations = [cast(Any, result).ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 20  # every query and mutation field of the schema
+
+    for operation in operations:
+        _cases(operation, container)()
+
+
+def _cases(operation: Any, container: Container) -> Callable[[], None]:
+    """A hypothesis test over one operation's generated cases."""
+    kind = operation.label.split(".")[0].lower()
+
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy())
+    def run(case: schemathesis.Case) -> None:
+        before = row_counts(container.db)
+        response = case.call(timeout=30)
+        check(response, before, row_counts(container.db))  # type: ignore[arg-type]
+        CASES[f"schemathesis: {kind} cases"] += 1
+
+    return run
