@@ -10,6 +10,9 @@ export default mergeConfig(
       include: ["src/**/*.test.{ts,tsx}", "scripts/**/*.test.mjs"],
       setupFiles: ["src/test/setup.ts"],
       restoreMocks: true,
+      // One happy-dom per worker instead of one per file: about 4x faster on 2 cores. Tests clean
+      // up after themselves (src/test/setup.ts unmounts; stores are made per test).
+      isolate: false,
     },
   }),
 );

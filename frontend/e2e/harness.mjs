@@ -139,7 +139,12 @@ export async function openPage(browser, server, { path = "/", viewport = VIEWPOR
   page.problems = [];
   page.on("console", (msg) => msg.type() === "error" && page.problems.push(`console: ${msg.text()}`));
   page.on("pageerror", (error) => page.problems.push(`page error: ${error.message}`));
-  page.on("requestfailed", (req) => page.problems.push(`request failed: ${req.url()} ${req.failure()?.errorText}`));
+  page.on("requestfailed", (req) => {
+    // ERR_ABORTED is the app cancelling a request it no longer needs (a query whose screen was
+    // left, an upload cancelled), not a failure.
+    const error = req.failure()?.errorText ?? "";
+    if (!error.includes("ERR_ABORTED")) page.problems.push(`request failed: ${req.url()} ${error}`);
+  });
   page.setDefaultTimeout(10_000);
   await page.goto(new URL(path, server.url).href);
   return page;
@@ -176,7 +181,8 @@ async function waitForHealth(url, exited, timeoutMs) {
     if (died) throw new Error("ragchat serve exited before answering /healthz");
     try {
       const response = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return;
+      // 401: up, but API keys are configured (RAGCHAT_API__API_KEYS) and /healthz wants one.
+      if (response.ok || response.status === 401) return;
     } catch {
       // not listening yet
     }

@@ -3,15 +3,24 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { VIEWPORTS, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { gql, scriptedEnv } from "./helpers.mjs";
 
 describe("app shell on a migrated server", () => {
   let server;
   let browser;
   let health;
+  let sessionPath;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer(), launchBrowser()]);
+    [server, browser] = await Promise.all([startServer({ env: scriptedEnv("chat-script.json", { tokenDelayMs: 0 }) }), launchBrowser()]);
     health = await (await fetch(`${server.url}/healthz`)).json();
+    const { createProject } = await gql(server, 'mutation { createProject(input: { name: "Demo" }) { ... on Project { id } } }');
+    const { createChatSession } = await gql(
+      server,
+      "mutation ($p: ID!) { createChatSession(projectId: $p) { ... on ChatSession { id } } }",
+      { p: createProject.id },
+    );
+    sessionPath = `/sessions/${createChatSession.id}`;
   });
 
   after(async () => {
@@ -39,7 +48,7 @@ describe("app shell on a migrated server", () => {
   });
 
   test("composer: Enter sends, Shift+Enter adds a line", async () => {
-    const page = await openPage(browser, server);
+    const page = await openPage(browser, server, { path: sessionPath });
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("first line");
     await box.press("Shift+Enter");
@@ -47,13 +56,16 @@ describe("app shell on a migrated server", () => {
     assert.equal(await box.inputValue(), "first line\nsecond line");
     await box.press("Enter");
     assert.equal(await box.inputValue(), "");
+    assert.equal(await page.getByTestId("user-message").textContent(), "first line\nsecond line");
+    await page.locator('[data-testid="assistant-message"][data-status="COMPLETE"]').waitFor();
+    assert.deepEqual(page.problems, []);
     await page.context().close();
   });
 
   test("on a phone the sidebar is a drawer", async () => {
     const page = await openPage(browser, server, { viewport: VIEWPORTS.mobile });
     const sidebarRight = () => page.evaluate(() => document.querySelector("#sidebar").getBoundingClientRect().right);
-    await page.getByRole("textbox", { name: "Message" }).waitFor();
+    await page.getByRole("heading", { name: "Your knowledge bases" }).waitFor();
     assert.ok((await sidebarRight()) <= 0, "the drawer starts closed");
     await screenshot(page, "app-shell-mobile");
 

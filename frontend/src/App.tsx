@@ -1,21 +1,31 @@
+import { ApiKeyDialog } from "./components/ApiKeyDialog";
 import { AppShell } from "./components/AppShell";
-import { Composer } from "./components/Composer";
-import { ServerStatus } from "./components/ServerStatus";
-import { Sidebar } from "./components/Sidebar";
-import { Welcome } from "./components/Welcome";
+import { AppSidebar } from "./components/AppSidebar";
+import { EmptyState } from "./components/States";
+import { ChatPage } from "./pages/ChatPage";
+import { HomePage } from "./pages/HomePage";
+import { ProjectPage } from "./pages/ProjectPage";
+import { Link, paths, useRoute } from "./lib/router";
 
 export function App() {
+  const route = useRoute();
   return (
-    <AppShell title="New chat" sidebar={<Sidebar footer={<ServerStatus />} />}>
-      <div className="chat">
-        <div className="chat__scroll">
-          <Welcome />
-        </div>
-        <div className="chat__composer">
-          {/* Wired to the `chat` subscription once the schema has it. */}
-          <Composer onSend={() => {}} />
-        </div>
-      </div>
-    </AppShell>
+    <>
+      {route.name === "home" && <HomePage />}
+      {route.name === "project" && <ProjectPage key={route.projectId} projectId={route.projectId} />}
+      {route.name === "session" && <ChatPage key={route.sessionId} sessionId={route.sessionId} />}
+      {route.name === "notFound" && (
+        <AppShell title="Not found" sidebar={<AppSidebar />}>
+          <div className="page">
+            <div className="page__inner">
+              <EmptyState title="Nothing here" action={<Link to={paths.home()} className="button">Go home</Link>}>
+                No page at <code>{route.path}</code>.
+              </EmptyState>
+            </div>
+          </div>
+        </AppShell>
+      )}
+      <ApiKeyDialog />
+    </>
   );
 }

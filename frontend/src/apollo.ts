@@ -1,8 +1,10 @@
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache } from "@apollo/client";
-import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
-import { OperationTypeNode } from "graphql";
-import { createClient } from "graphql-ws";
+import { CombinedGraphQLErrors } from "@apollo/client/errors";
+import { OperationTypeNode, print } from "graphql";
+import { type Client, createClient } from "graphql-ws";
+import { Observable } from "rxjs";
 import schemaTypes from "./gql/possible-types";
+import type { ApiKeyStore } from "./lib/apiKey";
 
 export interface Endpoints {
   /** Queries and mutations, over HTTP POST. */
@@ -20,19 +22,105 @@ export function endpointsFor(location: Pick<Location, "protocol" | "host">): End
   };
 }
 
+/** fetch that sends the API key and asks for one when the server answers 401. */
+export function authFetch(keys: ApiKeyStore, base: typeof fetch = (...args) => fetch(...args)): typeof fetch {
+  return async (input, init) => {
+    const headers = new Headers(init?.headers);
+    const authorization = keys.authorization();
+    if (authorization) headers.set("Authorization", authorization);
+    const response = await base(input, { ...init, headers });
+    if (response.status === 401) keys.requestKey();
+    return response;
+  };
+}
+
+// Strawberry closes the socket with 4403 when connection_init carries no valid key.
+const FORBIDDEN = 4403;
+
+function closeCode(value: unknown): number | null {
+  return typeof value === "object" && value !== null && "code" in value && typeof value.code === "number" ? value.code : null;
+}
+
+/**
+ * Subscriptions over graphql-ws. The client is rebuilt when the API key changes, because the key
+ * travels in connection_init (once per socket); operations already running finish on the old one.
+ */
+export class AuthWsLink extends ApolloLink {
+  private client: Client;
+
+  constructor(
+    private readonly url: string,
+    private readonly keys: ApiKeyStore,
+  ) {
+    super();
+    this.client = this.build();
+    keys.onKeyChange(() => {
+      const old = this.client;
+      this.client = this.build();
+      void old.dispose();
+    });
+  }
+
+  private build(): Client {
+    return createClient({
+      url: this.url,
+      // graphql-ws is lazy: the socket opens with the first subscription and closes when idle.
+      lazy: true,
+      connectionParams: () => {
+        const authorization = this.keys.authorization();
+        return authorization ? { authorization } : {};
+      },
+      retryAttempts: 3,
+      // Retry dropped connections, never a refused key or a protocol error.
+      shouldRetry: (event) => {
+        const code = closeCode(event);
+        return code === null || code < 4000;
+      },
+    });
+  }
+
+  override request(operation: ApolloLink.Operation): Observable<ApolloLink.Result> {
+    const client = this.client;
+    return new Observable((observer) =>
+      client.subscribe(
+        { query: print(operation.query), variables: operation.variables, operationName: operation.operationName },
+        {
+          next: (value) => observer.next(value as ApolloLink.Result),
+          complete: () => observer.complete(),
+          error: (error: unknown) => {
+            const code = closeCode(error);
+            if (code === FORBIDDEN) this.keys.requestKey();
+            if (error instanceof Error) observer.error(error);
+            else if (code !== null) {
+              const reason = (error as { reason?: string }).reason;
+              observer.error(new Error(code === FORBIDDEN ? "an API key is required" : `connection closed (${code}${reason ? ` ${reason}` : ""})`));
+            } else if (Array.isArray(error)) observer.error(new CombinedGraphQLErrors({ errors: error }));
+            else observer.error(new Error("the connection to the server was lost"));
+          },
+        },
+      ),
+    );
+  }
+}
+
+export function createCache(): InMemoryCache {
+  return new InMemoryCache({
+    possibleTypes: schemaTypes.possibleTypes,
+    typePolicies: {
+      // Objects without ids hang off their parent; replace them whole when they change.
+      ChatMessage: { fields: { trace: { merge: false }, citations: { merge: false } } },
+      Project: { fields: { documents: { merge: false }, embeddingSpace: { merge: false } } },
+      ChatSession: { fields: { messages: { merge: false } } },
+    },
+  });
+}
+
 /** Subscriptions (the streamed `chat` answer) go over the websocket; everything else over HTTP. */
-export function createApolloClient(endpoints: Endpoints): ApolloClient {
-  const http = new HttpLink({ uri: endpoints.httpUrl });
-  // graphql-ws is lazy: the socket opens with the first subscription and closes when idle.
-  const ws = new GraphQLWsLink(
-    createClient({
-      url: endpoints.wsUrl,
-      retryAttempts: 5,
-      shouldRetry: () => true,
-    }),
-  );
+export function createApolloClient(endpoints: Endpoints, keys: ApiKeyStore): ApolloClient {
+  const http = new HttpLink({ uri: endpoints.httpUrl, fetch: authFetch(keys) });
+  const ws = new AuthWsLink(endpoints.wsUrl, keys);
   return new ApolloClient({
     link: ApolloLink.split(({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION, ws, http),
-    cache: new InMemoryCache({ possibleTypes: schemaTypes.possibleTypes }),
+    cache: createCache(),
   });
 }

@@ -1,4 +1,5 @@
 import { type ReactNode, useEffect, useState } from "react";
+import { usePathname } from "../lib/router";
 import { CloseIcon, MenuIcon } from "./icons";
 
 export interface AppShellProps {
@@ -16,6 +17,10 @@ export interface AppShellProps {
  */
 export function AppShell({ sidebar, title, actions, children }: AppShellProps) {
   const [drawerOpen, setDrawerOpen] = useState(false);
+  const pathname = usePathname();
+
+  // Following a link in the drawer closes it.
+  useEffect(() => setDrawerOpen(false), [pathname]);
 
   useEffect(() => {
     if (!drawerOpen) return;

@@ -1,5 +1,5 @@
 import { type FormEvent, type KeyboardEvent, useLayoutEffect, useRef, useState } from "react";
-import { SendIcon } from "./icons";
+import { SendIcon, StopIcon } from "./icons";
 
 const MAX_HEIGHT_PX = 240;
 
@@ -10,10 +10,12 @@ export interface ComposerProps {
   busy?: boolean;
   disabled?: boolean;
   placeholder?: string;
+  /** While busy, the send button becomes a stop button calling this. */
+  onStop?: () => void;
 }
 
 /** The message box: Enter sends, Shift+Enter starts a new line, and it grows with its text. */
-export function Composer({ onSend, busy = false, disabled = false, placeholder = "Ask a question…" }: ComposerProps) {
+export function Composer({ onSend, busy = false, disabled = false, placeholder = "Ask a question…", onStop }: ComposerProps) {
   const [text, setText] = useState("");
   const box = useRef<HTMLTextAreaElement>(null);
   const canSend = !busy && !disabled && text.trim().length > 0;
@@ -58,9 +60,15 @@ export function Composer({ onSend, busy = false, disabled = false, placeholder =
           onChange={(event) => setText(event.target.value)}
           onKeyDown={onKeyDown}
         />
-        <button type="submit" className="composer__send" disabled={!canSend} aria-label="Send">
-          <SendIcon width={18} height={18} />
-        </button>
+        {busy && onStop ? (
+          <button type="button" className="composer__send composer__send--stop" onClick={onStop} aria-label="Stop generating">
+            <StopIcon width={18} height={18} />
+          </button>
+        ) : (
+          <button type="submit" className="composer__send" disabled={!canSend} aria-label="Send">
+            <SendIcon width={18} height={18} />
+          </button>
+        )}
       </div>
       <p className="composer__hint">
         <kbd>Enter</kbd> to send · <kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line

@@ -1,7 +1,8 @@
-import type { ComponentPropsWithoutRef } from "react";
+import { type ComponentPropsWithoutRef, useMemo } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import rehypeSanitize, { defaultSchema } from "rehype-sanitize";
 import remarkGfm from "remark-gfm";
+import { rehypeCitationMarkers } from "../lib/citationMarkers";
 
 // Model output and document text are untrusted. Three layers keep them inert:
 // raw HTML in the markdown is never parsed into elements (no rehype-raw), rehype-sanitize's
@@ -18,18 +19,59 @@ function Link({ node: _node, ...props }: ComponentPropsWithoutRef<"a"> & { node?
   return external ? <a {...props} target="_blank" rel="noopener noreferrer nofollow" /> : <a {...props} />;
 }
 
-const components: Components = { a: Link };
+export interface MarkdownCitations {
+  /** Source numbers that exist: their `[n]` markers become buttons. */
+  numbers: readonly number[];
+  onCite: (n: number) => void;
+  /** Accessible name of marker n, e.g. "Source 2: handbook.md". */
+  label?: (n: number) => string;
+  /** The marker currently highlighted (its source is in view). */
+  active?: number | null;
+}
 
 export interface MarkdownProps {
   children: string;
   className?: string;
+  citations?: MarkdownCitations;
 }
 
-/** Renders untrusted Markdown (GitHub flavoured) safely. */
-export function Markdown({ children, className }: MarkdownProps) {
+/** Renders untrusted Markdown (GitHub flavoured) safely; optionally links `[n]` citation markers. */
+export function Markdown({ children, className, citations }: MarkdownProps) {
+  const numbersKey = citations?.numbers.join(",") ?? "";
+  const rehypePlugins = useMemo(() => {
+    const numbers = new Set(numbersKey ? numbersKey.split(",").map(Number) : []);
+    return numbers.size > 0
+      ? [[rehypeSanitize, schema] as const, [rehypeCitationMarkers, { numbers }] as const]
+      : [[rehypeSanitize, schema] as const];
+  }, [numbersKey]);
+
+  const components = useMemo<Components>(
+    () => ({
+      a: Link,
+      // Only rehypeCitationMarkers makes buttons (sanitize drops any other), and only with a number.
+      button: ({ node }) => {
+        const n = Number((node?.properties as Record<string, unknown> | undefined)?.dataCitation);
+        if (!citations || !Number.isInteger(n)) return null;
+        return (
+          <button
+            type="button"
+            className="citation-marker"
+            data-citation={n}
+            data-active={citations.active === n || undefined}
+            aria-label={citations.label?.(n) ?? `Source ${n}`}
+            onClick={() => citations.onCite(n)}
+          >
+            {n}
+          </button>
+        );
+      },
+    }),
+    [citations],
+  );
+
   return (
     <div className={className ? `markdown ${className}` : "markdown"}>
-      <ReactMarkdown remarkPlugins={[remarkGfm]} rehypePlugins={[[rehypeSanitize, schema]]} components={components}>
+      <ReactMarkdown remarkPlugins={[remarkGfm]} rehypePlugins={rehypePlugins as never} components={components}>
         {children}
       </ReactMarkdown>
     </div>

@@ -1,4 +1,5 @@
 import type { ReactNode } from "react";
+import { Link } from "../lib/router";
 import { LogoMark } from "./icons";
 
 export interface SidebarProps {
@@ -11,12 +12,12 @@ export interface SidebarProps {
 export function Sidebar({ children, footer }: SidebarProps) {
   return (
     <div className="sidebar">
-      <a className="sidebar__brand" href="/" aria-label="ragchat home">
+      <Link className="sidebar__brand" to="/" aria-label="ragchat home">
         <span className="sidebar__logo">
           <LogoMark width={18} height={18} />
         </span>
         <span className="sidebar__name">ragchat</span>
-      </a>
+      </Link>
       <nav className="sidebar__nav" aria-label="Knowledge bases and chats">
         {children}
       </nav>

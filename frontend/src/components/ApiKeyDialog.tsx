@@ -1,0 +1,87 @@
+import { useApolloClient } from "@apollo/client/react";
+import { type FormEvent, useEffect, useState } from "react";
+import { useApiKeyState, useServices } from "../lib/services";
+import { Dialog } from "./Dialog";
+import { Field } from "./Field";
+
+/**
+ * Asks for the server's API key when a request was refused (HTTP 401, websocket 4403), or when
+ * opened from the sidebar. The key is kept in this browser's localStorage.
+ */
+export function ApiKeyDialog() {
+  const client = useApolloClient();
+  const { keys } = useServices();
+  const { key, needed } = useApiKeyState();
+  const [value, setValue] = useState("");
+  const [error, setError] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (needed) {
+      setValue("");
+      setError(null);
+    }
+  }, [needed]);
+
+  function save(event: FormEvent) {
+    event.preventDefault();
+    if (!value.trim()) {
+      setError("Paste the key the server was configured with.");
+      return;
+    }
+    keys.setKey(value);
+    // Everything that failed for want of the key is asked again.
+    void client.refetchQueries({ include: "active" });
+  }
+
+  function forget() {
+    keys.setKey(null);
+    void client.refetchQueries({ include: "active" });
+  }
+
+  return (
+    <Dialog
+      open={needed !== null}
+      onClose={() => keys.dismiss()}
+      title="API key"
+      size="sm"
+      testId="api-key-dialog"
+      description={
+        needed === "rejected" && key
+          ? "The server refused the saved key, or you want to change it. Enter a valid key."
+          : "This server requires an API key. Ask whoever runs it for one."
+      }
+      footer={
+        <>
+          {key && (
+            <button type="button" className="button button--ghost" onClick={forget}>
+              Forget key
+            </button>
+          )}
+          <button type="button" className="button" onClick={() => keys.dismiss()}>
+            Cancel
+          </button>
+          <button type="submit" form="api-key-form" className="button button--primary">
+            Save key
+          </button>
+        </>
+      }
+    >
+      <form id="api-key-form" className="form" onSubmit={save} noValidate>
+        <Field label="Key" error={error} hint="Stored in this browser only; sent as a Bearer token.">
+          <input
+            className="input mono"
+            type="password"
+            autoComplete="off"
+            spellCheck={false}
+            value={value}
+            data-autofocus
+            onChange={(e) => {
+              setValue(e.target.value);
+              setError(null);
+            }}
+          />
+        </Field>
+      </form>
+    </Dialog>
+  );
+}

@@ -1,0 +1,211 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import type { ChatItem } from "../../lib/chatReducer";
+import { Markdown, type MarkdownCitations } from "../Markdown";
+import { AlertIcon, InfoIcon, LayersIcon, LogoMark, RefreshIcon, SlidersIcon } from "../icons";
+import { describeTurnError } from "./describeError";
+import { SourceList } from "./SourceList";
+
+export interface AssistantMessageProps {
+  item: ChatItem;
+  /** Another answer is streaming: retry/regenerate wait. */
+  busy: boolean;
+  onRetry: (key: string) => void;
+  onOpenTrace: (key: string) => void;
+  onOpenSettings: () => void;
+}
+
+const prefersReducedMotion = () => typeof window !== "undefined" && window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
+
+/** An answer: Markdown with linked `[n]` markers, notices, its sources, and what went wrong if it did. */
+export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSettings }: AssistantMessageProps) {
+  const [active, setActive] = useState<number | null>(null);
+  const clear = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  const idPrefix = `source-${item.key}`;
+  useEffect(() => () => clearTimeout(clear.current), []);
+
+  const cite = useCallback(
+    (n: number) => {
+      setActive(n);
+      clearTimeout(clear.current);
+      clear.current = setTimeout(() => setActive(null), 4000);
+      const target = document.getElementById(`${idPrefix}-${n}`);
+      target?.scrollIntoView({ block: "nearest", behavior: prefersReducedMotion() ? "auto" : "smooth" });
+      target?.focus({ preventScroll: true });
+    },
+    [idPrefix],
+  );
+
+  const numbers = useMemo(() => item.sources.map((s) => s.number), [item.sources]);
+  const citations = useMemo<MarkdownCitations>(
+    () => ({
+      numbers,
+      onCite: cite,
+      active,
+      label: (n) => `Source ${n}: ${item.sources.find((s) => s.number === n)?.documentName ?? ""}`.trim(),
+    }),
+    [numbers, cite, active, item.sources],
+  );
+
+  const pending = item.status === "PENDING";
+  const streaming = item.status === "STREAMING";
+  const failed = item.error !== null;
+  const error = item.error && describeTurnError(item.error);
+  const sourcesTitle = item.cited ? "Cited sources" : streaming || pending ? "Sources" : "Sources given to the model";
+
+  return (
+    <article
+      className={`message message--assistant${streaming ? " message--streaming" : ""}${failed ? " message--failed" : ""}`}
+      data-status={item.status}
+      data-testid="assistant-message"
+      aria-busy={pending || streaming}
+    >
+      <span className="message__avatar" aria-hidden="true">
+        <LogoMark width={16} height={16} />
+      </span>
+      <div className="message__body">
+        {item.noContext && (
+          <div className="notice notice--info" role="note" data-testid="no-context">
+            <InfoIcon width={16} height={16} />
+            <div>
+              <strong>No relevant context found.</strong> Nothing in the knowledge base passed the similarity threshold
+              {item.trace ? ` (${item.trace.settings.threshold.toFixed(2)})` : ""}, so this answer is not grounded in your documents.{" "}
+              <button type="button" className="link-button" onClick={onOpenSettings}>
+                Adjust retrieval
+              </button>
+            </div>
+          </div>
+        )}
+        {item.degraded.length > 0 && (
+          <div className="notice notice--warning" role="note" data-testid="degraded">
+            <AlertIcon width={16} height={16} />
+            <div>
+              <strong>Answered with reduced retrieval.</strong>
+              <ul>
+                {item.degraded.map((reason) => (
+                  <li key={reason}>{reason}</li>
+                ))}
+              </ul>
+            </div>
+          </div>
+        )}
+        {pending && !item.content && (
+          <p className="message__pending" role="status">
+            <span className="typing" aria-hidden="true">
+              <span />
+              <span />
+              <span />
+            </span>
+            {item.previous ? "Generating the answer again…" : "Searching your documents…"}
+          </p>
+        )}
+        {item.content && (
+          <Markdown className={failed ? "message__content message__content--partial" : "message__content"} citations={citations}>
+            {item.content}
+          </Markdown>
+        )}
+        {streaming && !item.content && (
+          <p className="message__pending" role="status">
+            <span className="typing" aria-hidden="true">
+              <span />
+              <span />
+              <span />
+            </span>
+            Writing…
+          </p>
+        )}
+        {error && (
+          <div className="notice notice--danger" role="alert" data-testid="message-error" data-code={item.error?.code}>
+            <AlertIcon width={16} height={16} />
+            <div className="notice__main">
+              <strong>{error.title}</strong>
+              <p>{error.detail}</p>
+              {item.content && <p className="muted">The text above is what arrived before it failed.</p>}
+            </div>
+            {item.id && (
+              <button type="button" className="button button--small" onClick={() => onRetry(item.key)} disabled={busy || pending}>
+                <RefreshIcon width={14} height={14} /> Retry
+              </button>
+            )}
+          </div>
+        )}
+        <SourceList sources={item.sources} idPrefix={idPrefix} active={active} title={sourcesTitle} compact={pending || streaming} />
+        {(item.trace || (item.status === "COMPLETE" && item.id)) && (
+          <div className="message__actions">
+            {item.trace && (
+              <button type="button" className="button button--ghost button--small" onClick={() => onOpenTrace(item.key)}>
+                <LayersIcon width={15} height={15} /> Why this answer
+              </button>
+            )}
+            {item.status === "COMPLETE" && item.id && (
+              <button type="button" className="button button--ghost button--small" onClick={() => onRetry(item.key)} disabled={busy}>
+                <RefreshIcon width={14} height={14} /> Regenerate
+              </button>
+            )}
+          </div>
+        )}
+      </div>
+    </article>
+  );
+}
+
+export interface UserMessageProps {
+  item: ChatItem;
+  busy: boolean;
+  onResend: (key: string) => void;
+  onDiscard: (key: string) => void;
+}
+
+export function UserMessage({ item, busy, onResend, onDiscard }: UserMessageProps) {
+  const error = item.error && describeTurnError(item.error);
+  return (
+    <article className="message message--user" data-testid="user-message" data-unsent={item.unsent || undefined}>
+      <div className="message__bubble">{item.content}</div>
+      {item.unsent && error && (
+        <div className="notice notice--danger notice--compact" role="alert" data-testid="message-error" data-code={item.error?.code}>
+          <AlertIcon width={16} height={16} />
+          <div className="notice__main">
+            <strong>{error.title}</strong>
+            <p>{error.detail}</p>
+          </div>
+          <div className="notice__actions">
+            <button type="button" className="button button--small" onClick={() => onResend(item.key)} disabled={busy}>
+              <RefreshIcon width={14} height={14} /> Retry
+            </button>
+            <button type="button" className="button button--ghost button--small" onClick={() => onDiscard(item.key)}>
+              Discard
+            </button>
+          </div>
+        </div>
+      )}
+    </article>
+  );
+}
+
+export function SettingsSummary({
+  session,
+  onOpen,
+}: {
+  session: { enableRag: boolean; topK: number; threshold: number; includeCitations: boolean; provider: string; model: string };
+  onOpen: () => void;
+}) {
+  return (
+    <button type="button" className="settings-summary" onClick={onOpen} title="Change the chat settings" data-testid="settings-summary">
+      <SlidersIcon width={15} height={15} />
+      {session.enableRag ? (
+        <>
+          <span>top {session.topK}</span>
+          <span aria-hidden="true">·</span>
+          <span>threshold {session.threshold.toFixed(2)}</span>
+          <span aria-hidden="true">·</span>
+          <span>{session.includeCitations ? "citations" : "no citations"}</span>
+        </>
+      ) : (
+        <span>RAG off</span>
+      )}
+      <span aria-hidden="true">·</span>
+      <span className="settings-summary__model">
+        {session.provider}/{session.model}
+      </span>
+    </button>
+  );
+}

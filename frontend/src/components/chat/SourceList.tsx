@@ -1,0 +1,69 @@
+import { useState } from "react";
+import type { SourceView } from "../../lib/chatReducer";
+import { formatHeadingPath, formatPlace, formatScore } from "../../lib/format";
+import { FileIcon } from "../icons";
+
+export interface SourceListProps {
+  sources: readonly SourceView[];
+  /** Element ids are `${idPrefix}-${number}`, the targets of the answer's `[n]` markers. */
+  idPrefix: string;
+  active: number | null;
+  title: string;
+  /** Only document and place (while the answer streams, so the text stays in view). */
+  compact?: boolean;
+}
+
+/** The sources under an answer: document, where in it, similarity, and the cited text. */
+export function SourceList({ sources, idPrefix, active, title, compact = false }: SourceListProps) {
+  if (sources.length === 0) return null;
+  return (
+    <section className={`sources${compact ? " sources--compact" : ""}`} aria-label={title}>
+      <h4 className="sources__title">
+        {title} <span className="muted">({sources.length})</span>
+      </h4>
+      <ol className="sources__list">
+        {[...sources]
+          .sort((a, b) => a.number - b.number)
+          .map((source) => (
+            <SourceItem key={source.number} source={source} id={`${idPrefix}-${source.number}`} active={active === source.number} compact={compact} />
+          ))}
+      </ol>
+    </section>
+  );
+}
+
+function SourceItem({ source, id, active, compact }: { source: SourceView; id: string; active: boolean; compact: boolean }) {
+  const [expanded, setExpanded] = useState(false);
+  const heading = formatHeadingPath(source.location.headingPath);
+  const long = source.text.length > 280;
+  return (
+    <li id={id} className="source" data-active={active || undefined} tabIndex={-1} data-testid="source" data-number={source.number}>
+      <div className="source__head">
+        <span className="source__number" aria-label={`Source ${source.number}`}>
+          {source.number}
+        </span>
+        <FileIcon width={15} height={15} aria-hidden="true" />
+        <span className="source__doc" title={source.documentName}>
+          {source.documentName}
+        </span>
+        <span className="source__place">{formatPlace(source.location)}</span>
+        <span className="source__score" title="Cosine similarity to the question (0–1)">
+          score {formatScore(source.score)}
+        </span>
+        {source.kind === "ATTRIBUTED" && (
+          <span className="badge badge--soft" title="The model wrote no marker here; ragchat matched the sentence to this source">
+            attributed
+          </span>
+        )}
+      </div>
+      {!compact && heading && <p className="source__heading">{heading}</p>}
+      {/* Plain text: React escapes it, so document content can never become markup. */}
+      {!compact && <blockquote className={`source__snippet${long && !expanded ? " source__snippet--clamped" : ""}`}>{source.text}</blockquote>}
+      {!compact && long && (
+        <button type="button" className="link-button" onClick={() => setExpanded((v) => !v)} aria-expanded={expanded}>
+          {expanded ? "Show less" : "Show more"}
+        </button>
+      )}
+    </li>
+  );
+}

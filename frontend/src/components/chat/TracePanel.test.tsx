@@ -1,0 +1,90 @@
+import { render, screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it, vi } from "vitest";
+import type { TraceFieldsFragment } from "../../gql/graphql";
+import { TracePanel } from "./TracePanel";
+
+const where = { page: null, lineStart: 1, lineEnd: 5, headingPath: "" };
+
+function candidate(n: number, fate: TraceFieldsFragment["candidates"][number]["fate"], score: number | null) {
+  return { chunkId: String(n), documentId: "1", documentName: `doc-${n}.md`, score, vectorRank: score === null ? null : n, keywordRank: n + 1, fusedRank: n, fusedScore: 0.03, fate, location: where };
+}
+
+const trace: TraceFieldsFragment = {
+  query: "How do I install it?",
+  provider: "scripted",
+  model: "scripted",
+  effectiveMode: "KEYWORD",
+  embeddingSpace: "local/all-MiniLM-L6-v2-int8@384",
+  noContext: false,
+  degraded: ["vector search failed; used keyword search only"],
+  settings: { enableRag: true, topK: 2, threshold: 0.4, includeCitations: true, mode: "HYBRID" },
+  candidates: [candidate(1, "KEPT", 0.8), candidate(2, "OVER_BUDGET", 0.7), candidate(3, "BEYOND_TOP_K", 0.6), candidate(4, "BELOW_THRESHOLD", 0.2), candidate(5, "BELOW_THRESHOLD", null)],
+  timings: [
+    { stage: "retrieval_embed", ms: 12.5 },
+    { stage: "generate", ms: 1530 },
+  ],
+  tokens: { prompt: 812, context: 540, completion: 64, answerReserve: 384, contextWindow: 2048, tokenizer: "estimate", exact: false },
+  budget: { chunksOverBudget: [2], historyDropped: 1 },
+  citations: { valid: 1, invalidRemoved: 2, attributed: false },
+};
+
+function renderPanel(onClose = vi.fn()) {
+  render(<TracePanel trace={trace} open onClose={onClose} />);
+  return screen.getByRole("dialog", { name: "Why this answer" });
+}
+
+describe("TracePanel", () => {
+  it("lists every candidate with its scores, ranks and a distinct fate", () => {
+    const panel = renderPanel();
+    const rows = within(panel).getAllByTestId("trace-candidate");
+    expect(rows.map((r) => r.dataset.fate)).toEqual(["KEPT", "OVER_BUDGET", "BEYOND_TOP_K", "BELOW_THRESHOLD", "BELOW_THRESHOLD"]);
+    expect(rows.map((r) => r.className)).toEqual([
+      expect.stringContaining("trace-row--kept"),
+      expect.stringContaining("trace-row--over_budget"),
+      expect.stringContaining("trace-row--beyond_top_k"),
+      expect.stringContaining("trace-row--below_threshold"),
+      expect.stringContaining("trace-row--below_threshold"),
+    ]);
+    expect(within(rows[0]!).getByText("Kept")).toHaveClass("fate--kept");
+    expect(within(rows[1]!).getByText("Over budget")).toHaveClass("fate--over_budget");
+    expect(rows[1]).toHaveTextContent("cut to fit the model's context window");
+    expect(rows[2]).toHaveTextContent("Beyond top K");
+    expect(rows[2]).toHaveTextContent("top K is 2");
+    expect(rows[3]).toHaveTextContent("score 0.20 < threshold 0.40");
+    // A keyword-only hit has no similarity and no vector rank.
+    expect(within(rows[4]!).getAllByText("—")).toHaveLength(2);
+    expect(within(panel).getByTestId("fate-count-BELOW_THRESHOLD")).toHaveTextContent("2");
+    expect(within(panel).getByTestId("fate-count-KEPT")).toHaveTextContent("1");
+  });
+
+  it("shows the settings used, the degradation, timings and token counts", () => {
+    const panel = renderPanel();
+    const settings = within(panel).getByTestId("trace-settings");
+    expect(settings).toHaveTextContent("scripted/scripted");
+    expect(settings).toHaveTextContent("Top K2");
+    expect(settings).toHaveTextContent("Threshold0.40");
+    expect(settings).toHaveTextContent("ran as keyword");
+    expect(panel).toHaveTextContent("vector search failed; used keyword search only");
+    const timings = within(panel).getByTestId("trace-timings");
+    expect(timings).toHaveTextContent("retrieval · embed");
+    expect(timings).toHaveTextContent("12.5 ms");
+    expect(timings).toHaveTextContent("1.53 s");
+    const tokens = within(panel).getByTestId("trace-tokens");
+    expect(tokens).toHaveTextContent("Prompt≈812");
+    expect(tokens).toHaveTextContent("of which context≈540");
+    expect(tokens).toHaveTextContent("Context window2048");
+    expect(tokens).toHaveTextContent("Answer reserve384");
+    expect(tokens).toHaveTextContent("estimate");
+    expect(tokens).toHaveTextContent("sources 2");
+    expect(within(panel).getByText("estimated")).toBeInTheDocument();
+    expect(panel).toHaveTextContent("2 invalid markers removed");
+  });
+
+  it("closes with Escape", async () => {
+    const onClose = vi.fn();
+    renderPanel(onClose);
+    await userEvent.keyboard("{Escape}");
+    expect(onClose).toHaveBeenCalled();
+  });
+});

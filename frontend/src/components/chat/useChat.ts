@@ -1,0 +1,111 @@
+import { useApolloClient } from "@apollo/client/react";
+import { useCallback, useEffect, useReducer, useRef } from "react";
+import type { Subscription } from "rxjs";
+import { type ChatEventFieldsFragment, ChatDocument, type MessageFieldsFragment, RegenerateDocument } from "../../gql/graphql";
+import { chatReducer, initialChatState } from "../../lib/chatReducer";
+
+let turnCounter = 0;
+
+/**
+ * One chat's conversation: the stored messages plus the answer streaming over the `chat` (or
+ * `regenerate`) subscription. Unsubscribing (stop, leaving the chat) makes the server cancel the
+ * generation and store the answer as failed, so it can be regenerated later.
+ */
+export function useChat(sessionId: string, initial: readonly MessageFieldsFragment[] | undefined, onSettled?: () => void) {
+  const client = useApolloClient();
+  const [state, dispatch] = useReducer(chatReducer, initialChatState);
+  const current = useRef<{ key: string; subscription: Subscription } | null>(null);
+  const loadedFor = useRef<string | null>(null);
+  const settled = useRef(onSettled);
+  settled.current = onSettled;
+
+  useEffect(() => {
+    if (initial && loadedFor.current !== sessionId) {
+      loadedFor.current = sessionId;
+      dispatch({ type: "loaded", messages: initial });
+    }
+  }, [initial, sessionId]);
+
+  useEffect(() => () => current.current?.subscription.unsubscribe(), []);
+
+  const follow = useCallback(
+    (key: string, source: ReturnType<typeof client.subscribe<Record<string, ChatEventFieldsFragment>>>) => {
+      current.current?.subscription.unsubscribe();
+      let finished = false;
+      const finish = () => {
+        if (finished) return;
+        finished = true;
+        if (current.current?.key === key) current.current = null;
+        settled.current?.();
+      };
+      const subscription = source.subscribe({
+        next: (result) => {
+          const event = result.data && Object.values(result.data)[0];
+          if (event) {
+            dispatch({ type: "event", key, event });
+            if (event.__typename === "ChatDone" || event.__typename === "ChatError") finish();
+          } else if (result.error) {
+            dispatch({ type: "streamFailed", key, message: result.error.message });
+            finish();
+          }
+        },
+        error: (error: unknown) => {
+          dispatch({ type: "streamFailed", key, message: error instanceof Error ? error.message : String(error) });
+          finish();
+        },
+        complete: () => {
+          dispatch({ type: "streamFailed", key, message: "the answer stream ended before the answer was complete" });
+          finish();
+        },
+      });
+      if (!finished) current.current = { key, subscription };
+    },
+    [client],
+  );
+
+  const send = useCallback(
+    (content: string) => {
+      const key = `t${++turnCounter}`;
+      dispatch({ type: "sent", key, content });
+      follow(key, client.subscribe({ query: ChatDocument, variables: { sessionId, content }, fetchPolicy: "no-cache" }));
+    },
+    [client, follow, sessionId],
+  );
+
+  /** Generate an assistant message again (Retry after a failure); streams the replacement. */
+  const regenerate = useCallback(
+    (key: string) => {
+      const item = state.items.find((i) => i.key === key);
+      if (!item?.id || item.role !== "ASSISTANT") return;
+      dispatch({ type: "regenerating", key });
+      follow(key, client.subscribe({ query: RegenerateDocument, variables: { messageId: item.id }, fetchPolicy: "no-cache" }));
+    },
+    [client, follow, state.items],
+  );
+
+  /** Send again a question the server never took (busy, connection lost before it started). */
+  const resend = useCallback(
+    (key: string) => {
+      const item = state.items.find((i) => i.key === key);
+      if (!item?.unsent) return;
+      dispatch({ type: "discard", key });
+      send(item.content);
+    },
+    [send, state.items],
+  );
+
+  const discard = useCallback((key: string) => dispatch({ type: "discard", key }), []);
+
+  const stop = useCallback(() => {
+    const active = current.current;
+    if (!active) return;
+    active.subscription.unsubscribe();
+    current.current = null;
+    dispatch({ type: "streamFailed", key: active.key, code: "cancelled", message: "you stopped this answer" });
+    settled.current?.();
+  }, []);
+
+  const prepend = useCallback((messages: readonly MessageFieldsFragment[]) => dispatch({ type: "prepended", messages }), []);
+
+  return { state, busy: state.activeKey !== null, send, regenerate, resend, discard, stop, prepend };
+}

@@ -1,0 +1,107 @@
+import { useMutation } from "@apollo/client/react";
+import { type FormEvent, useEffect, useState } from "react";
+import { CreateProjectDocument, RenameProjectDocument } from "../../gql/graphql";
+import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
+import { navigate, paths } from "../../lib/router";
+import { Dialog } from "../Dialog";
+import { Field } from "../Field";
+
+export interface ProjectFormDialogProps {
+  open: boolean;
+  onClose: () => void;
+  /** Rename this knowledge base; without it the dialog creates one. */
+  project?: { id: string; name: string } | null;
+}
+
+/** Create a knowledge base (name + description) or rename one. */
+export function ProjectFormDialog({ open, onClose, project = null }: ProjectFormDialogProps) {
+  const [name, setName] = useState("");
+  const [description, setDescription] = useState("");
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [createProject, creating] = useMutation(CreateProjectDocument, { refetchQueries: ["Projects"] });
+  const [renameProject, renaming] = useMutation(RenameProjectDocument);
+  const busy = creating.loading || renaming.loading;
+
+  useEffect(() => {
+    if (!open) return;
+    setName(project?.name ?? "");
+    setDescription("");
+    setErrors({});
+  }, [open, project]);
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    const trimmed = name.trim();
+    if (!trimmed) {
+      setErrors({ name: "Give the knowledge base a name." });
+      return;
+    }
+    try {
+      if (project) {
+        const { data } = await renameProject({ variables: { id: project.id, name: trimmed } });
+        const result = data?.renameProject;
+        if (result?.__typename === "Project") return onClose();
+        setErrors(problemsOf(result));
+      } else {
+        const { data } = await createProject({ variables: { input: { name: trimmed, description: description.trim() } } });
+        const result = data?.createProject;
+        if (result?.__typename === "Project") {
+          onClose();
+          navigate(paths.project(result.id));
+          return;
+        }
+        setErrors(problemsOf(result));
+      }
+    } catch (err) {
+      setErrors({ _form: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  const formId = project ? "rename-project" : "create-project";
+  return (
+    <Dialog
+      open={open}
+      onClose={onClose}
+      title={project ? "Rename knowledge base" : "New knowledge base"}
+      description={project ? undefined : "A collection of documents your chats answer from."}
+      size="sm"
+      footer={
+        <>
+          <button type="button" className="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" form={formId} className="button button--primary" disabled={busy}>
+            {project ? "Rename" : "Create"}
+          </button>
+        </>
+      }
+    >
+      <form id={formId} className="form" onSubmit={(event) => void submit(event)} noValidate>
+        <Field label="Name" error={errors.name}>
+          <input className="input" value={name} maxLength={200} data-autofocus onChange={(e) => setName(e.target.value)} />
+        </Field>
+        {!project && (
+          <Field label="Description" hint="Optional: what is in it.">
+            <textarea className="input" rows={3} value={description} onChange={(e) => setDescription(e.target.value)} />
+          </Field>
+        )}
+        {errors._form && (
+          <p className="form-error" role="alert">
+            {errors._form}
+          </p>
+        )}
+      </form>
+    </Dialog>
+  );
+}
+
+function problemsOf(result: { __typename: string; message?: string; fields?: { field: string; message: string }[] } | undefined): FieldErrors {
+  if (!result) return { _form: "No answer from the server." };
+  if (result.__typename === "ValidationError") {
+    const fields = fieldErrorsOf(result);
+    return Object.keys(fields).length ? { name: fields.name ?? Object.values(fields)[0]! } : { _form: result.message ?? "Invalid." };
+  }
+  // A duplicate name is a ConflictError: it belongs next to the name.
+  if (result.__typename === "ConflictError") return { name: result.message ?? "That name is taken." };
+  return { _form: result.message ?? "It did not work." };
+}

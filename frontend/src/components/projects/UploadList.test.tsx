@@ -1,0 +1,48 @@
+import { render, screen, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it, vi } from "vitest";
+import { UploadList } from "./UploadList";
+import type { UploadItem } from "./useUploads";
+
+const base: UploadItem = { id: "u1", name: "a.md", size: 2048, phase: "queued", progress: 0, outcome: null, chunks: 0, error: null };
+
+const items: UploadItem[] = [
+  { ...base, id: "u1", name: "handbook.md", phase: "uploading", progress: 0.42 },
+  { ...base, id: "u2", name: "big.pdf", size: 3 * 1024 * 1024, phase: "processing", progress: 1 },
+  { ...base, id: "u3", name: "faq.txt", phase: "done", progress: 1, outcome: "added", chunks: 3 },
+  { ...base, id: "u4", name: "same.txt", phase: "done", progress: 1, outcome: "unchanged", chunks: 2 },
+  { ...base, id: "u5", name: "scan.pdf", phase: "failed", outcome: "failed", error: "the PDF has no text" },
+  { ...base, id: "u6", name: "next.md" },
+];
+
+describe("UploadList", () => {
+  it("shows per-file progress while uploading and each file's result", () => {
+    render(<UploadList items={items} />);
+    const rows = screen.getAllByTestId("upload-item");
+    expect(rows.map((r) => r.dataset.phase)).toEqual(["uploading", "processing", "done", "done", "failed", "queued"]);
+
+    const uploading = within(rows[0]!).getByRole("progressbar", { name: "Uploading handbook.md" });
+    expect(uploading).toHaveAttribute("aria-valuenow", "42");
+    expect(rows[0]).toHaveTextContent("Uploading 42%");
+    expect(rows[0]).toHaveTextContent("2.0 KB");
+    expect(within(rows[1]!).getByRole("progressbar")).toHaveAttribute("data-indeterminate", "true");
+    expect(rows[1]).toHaveTextContent("Reading and embedding…");
+    expect(rows[1]).toHaveTextContent("3.0 MB");
+    expect(rows[2]).toHaveTextContent("Added · 3 chunks");
+    expect(within(rows[2]!).queryByRole("progressbar")).toBeNull();
+    expect(rows[3]).toHaveTextContent("Unchanged: already up to date");
+    expect(rows[4]).toHaveTextContent("Failed");
+    expect(rows[4]).toHaveTextContent("the PDF has no text");
+    expect(rows[5]).toHaveTextContent("Waiting…");
+    expect(screen.getByText("3/6 finished")).toBeInTheDocument();
+  });
+
+  it("clears finished rows on request, and renders nothing without uploads", async () => {
+    const onClear = vi.fn();
+    const { container, rerender } = render(<UploadList items={items} onClear={onClear} />);
+    await userEvent.click(screen.getByRole("button", { name: "Clear finished" }));
+    expect(onClear).toHaveBeenCalled();
+    rerender(<UploadList items={[]} />);
+    expect(container).toBeEmptyDOMElement();
+  });
+});

@@ -1,0 +1,102 @@
+import { render, screen } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it, vi } from "vitest";
+import type { SessionFieldsFragment } from "../../gql/graphql";
+import { SessionSettingsForm } from "./SessionSettingsForm";
+
+const session: SessionFieldsFragment = {
+  id: "7",
+  projectId: "1",
+  title: "Install questions",
+  systemPrompt: "",
+  provider: "scripted",
+  model: "scripted",
+  enableRag: true,
+  topK: 5,
+  threshold: 0.25,
+  includeCitations: true,
+  createdAt: "2025-01-01T10:00:00",
+  updatedAt: "2025-01-01T10:00:00",
+};
+
+const providers = [
+  { provider: "scripted", available: true, reason: null, models: ["scripted"], openEnded: false, defaultModel: "scripted" },
+  { provider: "openai", available: false, reason: "set RAGCHAT_OPENAI__API_KEY", models: ["gpt-4o"], openEnded: true, defaultModel: null },
+];
+
+function setup(onSubmit = vi.fn().mockResolvedValue(null)) {
+  render(
+    <>
+      <SessionSettingsForm session={session} providers={providers} onSubmit={onSubmit} />
+      <button type="submit" form="session-settings">
+        Save
+      </button>
+    </>,
+  );
+  return { onSubmit, user: userEvent.setup() };
+}
+
+/** The message an input points at with aria-describedby. */
+function describedError(input: HTMLElement): string | null {
+  const ids = input.getAttribute("aria-describedby")?.split(" ") ?? [];
+  return ids.map((id) => document.getElementById(id)).find((el) => el?.classList.contains("field__error"))?.textContent ?? null;
+}
+
+describe("SessionSettingsForm", () => {
+  it("shows the session's values", () => {
+    setup();
+    expect(screen.getByLabelText("Top K")).toHaveValue(5);
+    expect(screen.getByLabelText("Threshold")).toHaveValue(0.25);
+    expect(screen.getByRole("switch", { name: "Answer from the knowledge base (RAG)" })).toBeChecked();
+    expect(screen.getByRole("option", { name: "openai (unavailable)" })).toBeDisabled();
+  });
+
+  it("flags out-of-range values next to their input and does not submit them", async () => {
+    const { user, onSubmit } = setup();
+    const topK = screen.getByLabelText("Top K");
+    await user.clear(topK);
+    await user.type(topK, "60");
+    expect(topK).toHaveAttribute("aria-invalid", "true");
+    expect(describedError(topK)).toBe("A whole number from 1 to 50.");
+    const threshold = screen.getByLabelText("Threshold");
+    await user.clear(threshold);
+    await user.type(threshold, "1.5");
+    expect(describedError(threshold)).toBe("A number from 0 to 1, e.g. 0.25.");
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).not.toHaveBeenCalled();
+  });
+
+  it("sends only the changed fields", async () => {
+    const { user, onSubmit } = setup();
+    const threshold = screen.getByLabelText("Threshold");
+    await user.clear(threshold);
+    await user.type(threshold, "0.4");
+    await user.click(screen.getByRole("switch", { name: "Cite sources" }));
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenCalledExactlyOnceWith({ threshold: 0.4, includeCitations: false });
+  });
+
+  it("shows the server's ValidationError fields next to the right inputs", async () => {
+    const onSubmit = vi.fn().mockResolvedValue({ topK: "must be between 1 and 50 (got 0)", model: "scripted has no model 'x'" });
+    const { user } = setup(onSubmit);
+    await user.clear(screen.getByLabelText("Top K"));
+    await user.type(screen.getByLabelText("Top K"), "7");
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(describedError(screen.getByLabelText("Top K"))).toBe("must be between 1 and 50 (got 0)");
+    expect(describedError(screen.getByLabelText("Model"))).toBe("scripted has no model 'x'");
+    expect(describedError(screen.getByLabelText("Threshold"))).toBeNull();
+
+    // Editing the field clears the server's verdict on it.
+    await user.clear(screen.getByLabelText("Top K"));
+    await user.type(screen.getByLabelText("Top K"), "8");
+    expect(describedError(screen.getByLabelText("Top K"))).toBeNull();
+    expect(describedError(screen.getByLabelText("Model"))).toBe("scripted has no model 'x'");
+  });
+
+  it("shows an error for no particular field above the buttons", async () => {
+    const { user } = setup(vi.fn().mockResolvedValue({ _form: "The database refused the write" }));
+    await user.click(screen.getByRole("switch", { name: "Cite sources" }));
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(screen.getByRole("alert")).toHaveTextContent("The database refused the write");
+  });
+});

@@ -1,0 +1,185 @@
+import { type FormEvent, type ReactNode, useEffect, useState } from "react";
+import type { ChatSessionInput, ProvidersQuery, SessionFieldsFragment } from "../../gql/graphql";
+import type { FieldErrors } from "../../lib/results";
+import { Field, Switch } from "../Field";
+import { type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
+
+type Provider = ProvidersQuery["providers"][number];
+
+export interface SessionSettingsFormProps {
+  session: SessionFieldsFragment;
+  providers: readonly Provider[] | undefined;
+  /** Save the changes; resolve to field errors (from a ValidationError) or null when saved. */
+  onSubmit: (input: ChatSessionInput) => Promise<FieldErrors | null>;
+  /** Every edit, so a preview can follow the draft before it is saved. */
+  onDraftChange?: (draft: SettingsDraft) => void;
+  /** Shown under the retrieval settings (the retrieval preview). */
+  retrievalExtra?: ReactNode;
+  formId?: string;
+}
+
+/** A chat's title, model and RAG settings; errors show next to their input. */
+export function SessionSettingsForm({ session, providers, onSubmit, onDraftChange, retrievalExtra, formId = "session-settings" }: SessionSettingsFormProps) {
+  const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [touched, setTouched] = useState<Set<keyof SettingsDraft>>(new Set());
+
+  useEffect(() => onDraftChange?.(draft), [draft, onDraftChange]);
+
+  function set<K extends keyof SettingsDraft>(key: K, value: SettingsDraft[K]) {
+    setDraft((d) => ({ ...d, [key]: value }));
+    setTouched((t) => new Set(t).add(key));
+    // A server error belongs to the value it judged; editing the field clears it.
+    setErrors((e) => {
+      if (!(key in e) && !("_form" in e)) return e;
+      const { [key]: _gone, _form: _f, ...rest } = e;
+      return rest;
+    });
+  }
+
+  // Client-side checks show once a field was edited (or on submit).
+  const clientErrors = validateDraft(draft);
+  const shown = (key: keyof SettingsDraft) => errors[key] ?? (touched.has(key) ? clientErrors[key] : undefined);
+
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    if (Object.keys(clientErrors).length > 0) {
+      setErrors(clientErrors);
+      return;
+    }
+    const problems = await onSubmit(changesOf(session, draft));
+    setErrors(problems ?? {});
+  }
+
+  const provider = providers?.find((p) => p.provider === draft.provider);
+  const providerOptions = providers ? [...providers] : [];
+  if (!providerOptions.some((p) => p.provider === draft.provider)) {
+    providerOptions.push({ provider: draft.provider, available: true, reason: null, models: [draft.model], openEnded: true, defaultModel: null });
+  }
+  const models = provider ? [...new Set([...(provider.models ?? []), ...(draft.provider === session.provider ? [session.model] : [])])] : [draft.model];
+
+  function chooseProvider(name: string) {
+    const next = providers?.find((p) => p.provider === name);
+    set("provider", name);
+    setDraft((d) => ({ ...d, provider: name, model: name === session.provider ? session.model : (next?.defaultModel ?? next?.models[0] ?? "") }));
+    setTouched((t) => new Set(t).add("model"));
+  }
+
+  const topK = parseTopK(draft.topK);
+  const threshold = parseThreshold(draft.threshold);
+
+  return (
+    <form id={formId} className="form settings-form" onSubmit={(event) => void submit(event)} noValidate>
+      <Field label="Title" error={shown("title")}>
+        <input className="input" value={draft.title} maxLength={240} onChange={(e) => set("title", e.target.value)} />
+      </Field>
+
+      <fieldset className="fieldset">
+        <legend className="fieldset__legend">Retrieval</legend>
+        <Switch
+          label="Answer from the knowledge base (RAG)"
+          checked={draft.enableRag}
+          onChange={(v) => set("enableRag", v)}
+          hint="Off: the model answers from its own knowledge, without your documents."
+        />
+        <div className="field-row">
+          <Field
+            label="Top K"
+            error={shown("topK")}
+            hint={`Passages given to the model (${TOP_K_RANGE[0]}–${TOP_K_RANGE[1]}).`}
+            aside={
+              <input
+                type="range"
+                className="range"
+                min={TOP_K_RANGE[0]}
+                max={TOP_K_RANGE[1]}
+                step={1}
+                value={topK ?? session.topK}
+                onChange={(e) => set("topK", e.target.value)}
+                disabled={!draft.enableRag}
+                tabIndex={-1}
+                aria-hidden="true"
+              />
+            }
+          >
+            <input className="input input--number" type="number" inputMode="numeric" min={TOP_K_RANGE[0]} max={TOP_K_RANGE[1]} step={1} value={draft.topK} disabled={!draft.enableRag} onChange={(e) => set("topK", e.target.value)} />
+          </Field>
+          <Field
+            label="Threshold"
+            error={shown("threshold")}
+            hint="Minimum similarity (0–1) a passage needs."
+            aside={
+              <input
+                type="range"
+                className="range"
+                min={0}
+                max={1}
+                step={0.01}
+                value={threshold ?? session.threshold}
+                onChange={(e) => set("threshold", e.target.value)}
+                disabled={!draft.enableRag}
+                tabIndex={-1}
+                aria-hidden="true"
+              />
+            }
+          >
+            <input className="input input--number" type="number" inputMode="decimal" min={0} max={1} step={0.01} value={draft.threshold} disabled={!draft.enableRag} onChange={(e) => set("threshold", e.target.value)} />
+          </Field>
+        </div>
+        <Switch
+          label="Cite sources"
+          checked={draft.includeCitations}
+          onChange={(v) => set("includeCitations", v)}
+          hint="Ask for [n] markers and keep the cited passages with the answer."
+          disabled={!draft.enableRag}
+        />
+        {retrievalExtra}
+      </fieldset>
+
+      <fieldset className="fieldset">
+        <legend className="fieldset__legend">Model</legend>
+        <div className="field-row">
+          <Field label="Provider" error={shown("provider")} hint={provider && !provider.available ? provider.reason : undefined}>
+            <select className="input" value={draft.provider} onChange={(e) => chooseProvider(e.target.value)}>
+              {providerOptions.map((p) => (
+                <option key={p.provider} value={p.provider} disabled={!p.available && p.provider !== session.provider}>
+                  {p.provider}
+                  {p.available ? "" : " (unavailable)"}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label="Model" error={shown("model")}>
+            {provider?.openEnded || models.length === 0 ? (
+              <input className="input" value={draft.model} list="model-suggestions" onChange={(e) => set("model", e.target.value)} />
+            ) : (
+              <select className="input" value={draft.model} onChange={(e) => set("model", e.target.value)}>
+                {models.map((m) => (
+                  <option key={m} value={m}>
+                    {m}
+                  </option>
+                ))}
+              </select>
+            )}
+          </Field>
+          {provider?.openEnded && (
+            <datalist id="model-suggestions">
+              {models.map((m) => (
+                <option key={m} value={m} />
+              ))}
+            </datalist>
+          )}
+        </div>
+        <Field label="System prompt" error={shown("systemPrompt")} hint="Optional instructions added to every question in this chat.">
+          <textarea className="input" rows={3} value={draft.systemPrompt} onChange={(e) => set("systemPrompt", e.target.value)} />
+        </Field>
+      </fieldset>
+
+      {errors._form && (
+        <p className="form-error" role="alert">
+          {errors._form}
+        </p>
+      )}
+    </form>
+  );
+}

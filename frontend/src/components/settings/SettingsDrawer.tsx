@@ -1,0 +1,91 @@
+import { useMutation, useQuery } from "@apollo/client/react";
+import { useCallback, useState } from "react";
+import { type ChatSessionInput, ProvidersDocument, type SessionFieldsFragment, UpdateChatSessionDocument } from "../../gql/graphql";
+import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
+import { Dialog } from "../Dialog";
+import { RetrievalPreview } from "./RetrievalPreview";
+import { SessionSettingsForm } from "./SessionSettingsForm";
+import { type SettingsDraft, draftOf, parseThreshold, parseTopK } from "./settingsDraft";
+
+export interface SettingsDrawerProps {
+  session: SessionFieldsFragment;
+  open: boolean;
+  onClose: () => void;
+  /** Called after a successful save. */
+  onSaved?: () => void;
+  /** For the preview: the chat's last question. */
+  lastQuestion?: string;
+  /** A chat just created: say so, and name the button accordingly. */
+  isNew?: boolean;
+}
+
+/** Edit a chat's settings at any time; they apply from the next message. */
+export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, isNew = false }: SettingsDrawerProps) {
+  const providers = useQuery(ProvidersDocument, { skip: !open });
+  const [update, { loading }] = useMutation(UpdateChatSessionDocument);
+  const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
+  const onDraftChange = useCallback((d: SettingsDraft) => setDraft(d), []);
+
+  async function save(input: ChatSessionInput): Promise<FieldErrors | null> {
+    if (Object.keys(input).length === 0) {
+      onClose();
+      return null;
+    }
+    try {
+      const { data } = await update({ variables: { id: session.id, input } });
+      const result = data?.updateChatSession;
+      if (result?.__typename === "ChatSession") {
+        onSaved?.();
+        onClose();
+        return null;
+      }
+      if (result?.__typename === "ValidationError") {
+        const fields = fieldErrorsOf(result);
+        return Object.keys(fields).length ? fields : { _form: result.message };
+      }
+      return { _form: result && "message" in result ? result.message : "The settings could not be saved." };
+    } catch (err) {
+      return { _form: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  return (
+    <Dialog
+      open={open}
+      onClose={onClose}
+      variant="drawer"
+      size="md"
+      title={isNew ? "Set up this chat" : "Chat settings"}
+      description={isNew ? "Tune retrieval before you ask; you can change it at any time." : "Changes apply from the next message."}
+      testId="settings-drawer"
+      footer={
+        <>
+          <button type="button" className="button" onClick={onClose}>
+            {isNew ? "Use defaults" : "Cancel"}
+          </button>
+          <button type="submit" form="session-settings" className="button button--primary" disabled={loading}>
+            {loading ? "Saving…" : "Save settings"}
+          </button>
+        </>
+      }
+    >
+      {providers.error && <p className="form-error">Could not load the model list: {providers.error.message}</p>}
+      <SessionSettingsForm
+        key={session.id}
+        session={session}
+        providers={providers.data?.providers}
+        onSubmit={save}
+        onDraftChange={onDraftChange}
+        retrievalExtra={
+          <RetrievalPreview
+            sessionId={session.id}
+            topK={parseTopK(draft.topK)}
+            threshold={parseThreshold(draft.threshold)}
+            enabled={draft.enableRag}
+            initialQuestion={lastQuestion}
+          />
+        }
+      />
+    </Dialog>
+  );
+}

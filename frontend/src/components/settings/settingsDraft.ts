@@ -1,0 +1,71 @@
+import type { ChatSessionInput, SessionFieldsFragment } from "../../gql/graphql";
+import type { FieldErrors } from "../../lib/results";
+
+/** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
+export interface SettingsDraft {
+  title: string;
+  systemPrompt: string;
+  provider: string;
+  model: string;
+  enableRag: boolean;
+  topK: string;
+  threshold: string;
+  includeCitations: boolean;
+}
+
+export const TOP_K_RANGE = [1, 50] as const;
+
+export function draftOf(session: SessionFieldsFragment): SettingsDraft {
+  return {
+    title: session.title,
+    systemPrompt: session.systemPrompt,
+    provider: session.provider,
+    model: session.model,
+    enableRag: session.enableRag,
+    topK: String(session.topK),
+    threshold: String(session.threshold),
+    includeCitations: session.includeCitations,
+  };
+}
+
+export function parseTopK(text: string): number | null {
+  if (!/^\s*\d+\s*$/.test(text)) return null;
+  const n = Number(text);
+  return n >= TOP_K_RANGE[0] && n <= TOP_K_RANGE[1] ? n : null;
+}
+
+export function parseThreshold(text: string): number | null {
+  if (!/^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(text)) return null;
+  const n = Number(text);
+  return Number.isFinite(n) && n >= 0 && n <= 1 ? n : null;
+}
+
+/** The same rules the server applies (app/services/sessions.py), checked before sending. */
+export function validateDraft(draft: SettingsDraft): FieldErrors {
+  const errors: FieldErrors = {};
+  const title = draft.title.trim();
+  if (!title) errors.title = "Give the chat a title.";
+  else if (title.length > 200) errors.title = "At most 200 characters.";
+  if (draft.systemPrompt.length > 4000) errors.systemPrompt = "At most 4000 characters.";
+  if (!draft.provider) errors.provider = "Choose a provider.";
+  if (!draft.model.trim()) errors.model = "Choose a model.";
+  if (parseTopK(draft.topK) === null) errors.topK = `A whole number from ${TOP_K_RANGE[0]} to ${TOP_K_RANGE[1]}.`;
+  if (parseThreshold(draft.threshold) === null) errors.threshold = "A number from 0 to 1, e.g. 0.25.";
+  return errors;
+}
+
+/** Only what changed, so a save never overwrites a field the user did not touch. */
+export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft): ChatSessionInput {
+  const input: ChatSessionInput = {};
+  if (draft.title.trim() !== session.title) input.title = draft.title.trim();
+  if (draft.systemPrompt !== session.systemPrompt) input.systemPrompt = draft.systemPrompt;
+  if (draft.provider !== session.provider) input.provider = draft.provider;
+  if (draft.model.trim() !== session.model || draft.provider !== session.provider) input.model = draft.model.trim();
+  if (draft.enableRag !== session.enableRag) input.enableRag = draft.enableRag;
+  const topK = parseTopK(draft.topK);
+  if (topK !== null && topK !== session.topK) input.topK = topK;
+  const threshold = parseThreshold(draft.threshold);
+  if (threshold !== null && threshold !== session.threshold) input.threshold = threshold;
+  if (draft.includeCitations !== session.includeCitations) input.includeCitations = draft.includeCitations;
+  return input;
+}

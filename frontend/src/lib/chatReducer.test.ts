@@ -1,0 +1,152 @@
+import { describe, expect, it } from "vitest";
+import type { ChatEventFieldsFragment, MessageFieldsFragment } from "../gql/graphql";
+import { type ChatAction, type ChatState, chatReducer, initialChatState, questionKey } from "./chatReducer";
+
+const location = { page: null, lineStart: 3, lineEnd: 9, headingPath: "Guide > Install" };
+
+function message(overrides: Partial<MessageFieldsFragment> = {}): MessageFieldsFragment {
+  return {
+    id: "2",
+    sessionId: "1",
+    role: "ASSISTANT",
+    content: "Run the installer [1].",
+    status: "COMPLETE",
+    error: null,
+    createdAt: "2025-01-01T10:00:00",
+    completedAt: "2025-01-01T10:00:02",
+    noContext: false,
+    degraded: [],
+    citations: [
+      { id: "9", marker: 1, kind: "MODEL", score: 0.71, rank: 1, documentId: "4", chunkId: "40", documentName: "guide.md", snippet: "Run the installer.", location },
+    ],
+    trace: null,
+    ...overrides,
+  };
+}
+
+const retrieval: ChatEventFieldsFragment = {
+  __typename: "ChatRetrieval",
+  messageId: "2",
+  userMessageId: "1",
+  noContext: false,
+  degraded: ["vector search failed; used keyword search only"],
+  sources: [
+    { number: 1, chunkId: "40", documentId: "4", documentName: "guide.md", score: 0.71, rank: 1, text: "Run the installer.", location },
+    { number: 2, chunkId: "41", documentId: "4", documentName: "guide.md", score: null, rank: 2, text: "Then reboot.", location },
+  ],
+};
+const token = (text: string): ChatEventFieldsFragment => ({ __typename: "ChatToken", messageId: "2", text });
+
+function run(...actions: ChatAction[]): ChatState {
+  return actions.reduce(chatReducer, initialChatState);
+}
+
+const ev = (event: ChatEventFieldsFragment, key = "t1"): ChatAction => ({ type: "event", key, event });
+
+describe("chatReducer", () => {
+  it("loads stored messages with their citations as sources", () => {
+    const state = run({ type: "loaded", messages: [message({ id: "1", role: "USER", content: "How?", citations: [] }), message()] });
+    expect(state.items.map((i) => [i.key, i.role, i.status])).toEqual([
+      ["m1", "USER", "COMPLETE"],
+      ["m2", "ASSISTANT", "COMPLETE"],
+    ]);
+    expect(state.items[1]!.sources).toEqual([expect.objectContaining({ number: 1, documentName: "guide.md", score: 0.71, kind: "MODEL", text: "Run the installer." })]);
+    expect(state.activeKey).toBeNull();
+  });
+
+  it("adds the question and an answer placeholder when a message is sent", () => {
+    const state = run({ type: "sent", key: "t1", content: "How do I install it?" });
+    expect(state.items).toHaveLength(2);
+    expect(state.items[0]).toMatchObject({ key: questionKey("t1"), role: "USER", content: "How do I install it?", status: "PENDING" });
+    expect(state.items[1]).toMatchObject({ key: "t1", role: "ASSISTANT", content: "", status: "PENDING", id: null });
+    expect(state.activeKey).toBe("t1");
+  });
+
+  it("turns retrieval, tokens and done into a streamed then stored answer", () => {
+    let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval));
+    expect(state.items[0]).toMatchObject({ id: "1", status: "COMPLETE" });
+    expect(state.items[1]).toMatchObject({ id: "2", status: "STREAMING", content: "", cited: false, degraded: retrieval.degraded });
+    expect(state.items[1]!.sources.map((s) => s.number)).toEqual([1, 2]);
+
+    state = [token("Run "), token("the "), token("installer [1].")].reduce((s, t) => chatReducer(s, ev(t)), state);
+    expect(state.items[1]).toMatchObject({ status: "STREAMING", content: "Run the installer [1]." });
+    expect(state.activeKey).toBe("t1");
+
+    state = chatReducer(state, ev({ __typename: "ChatDone", answer: message() }));
+    expect(state.items[1]).toMatchObject({ key: "t1", id: "2", status: "COMPLETE", cited: true, content: "Run the installer [1]." });
+    expect(state.items[1]!.sources.map((s) => s.number)).toEqual([1]);
+    expect(state.activeKey).toBeNull();
+  });
+
+  it("keeps the retrieved sources when the stored answer has no citations", () => {
+    const state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval), ev({ __typename: "ChatDone", answer: message({ citations: [] }) }));
+    expect(state.items[1]!.sources).toHaveLength(2);
+    expect(state.items[1]!.cited).toBe(false);
+  });
+
+  it("marks a failed answer with its partial text and error, and the question as stored", () => {
+    const state = run(
+      { type: "sent", key: "t1", content: "How?" },
+      ev(retrieval),
+      ev(token("Run the")),
+      ev({ __typename: "ChatError", failedMessageId: "2", code: "provider_unavailable", message: "the model failed mid-stream", partial: "Run the" }),
+    );
+    expect(state.items[0]!.status).toBe("COMPLETE");
+    expect(state.items[1]).toMatchObject({ id: "2", status: "FAILED", content: "Run the", error: { code: "provider_unavailable", message: "the model failed mid-stream" } });
+    expect(state.activeKey).toBeNull();
+  });
+
+  it("keeps a question the server refused (busy) as unsent, without an empty answer", () => {
+    const state = run(
+      { type: "sent", key: "t1", content: "How?" },
+      ev({ __typename: "ChatError", failedMessageId: null, code: "busy", message: "3 answers are being generated", partial: "" }),
+    );
+    expect(state.items).toHaveLength(1);
+    expect(state.items[0]).toMatchObject({ role: "USER", unsent: true, status: "FAILED", error: { code: "busy" } });
+    expect(chatReducer(state, { type: "discard", key: questionKey("t1") }).items).toEqual([]);
+  });
+
+  it("regenerates a failed answer in place", () => {
+    const failed = message({ status: "FAILED", content: "Run", error: "the model failed", citations: [] });
+    let state = run({ type: "loaded", messages: [failed] }, { type: "regenerating", key: "m2" });
+    expect(state.items[0]).toMatchObject({ status: "PENDING", content: "Run", error: null });
+    expect(state.activeKey).toBe("m2");
+
+    state = chatReducer(state, ev(retrieval, "m2"));
+    expect(state.items[0]).toMatchObject({ status: "STREAMING", content: "", previous: null });
+    state = chatReducer(state, ev({ __typename: "ChatDone", answer: message() }, "m2"));
+    expect(state.items).toHaveLength(1);
+    expect(state.items[0]).toMatchObject({ key: "m2", status: "COMPLETE", error: null });
+  });
+
+  it("restores the old answer, with the error, when a regeneration cannot start", () => {
+    const failed = message({ status: "FAILED", content: "Run", error: "the model failed", citations: [] });
+    const state = run(
+      { type: "loaded", messages: [failed] },
+      { type: "regenerating", key: "m2" },
+      ev({ __typename: "ChatError", failedMessageId: null, code: "busy", message: "busy", partial: "" }, "m2"),
+    );
+    expect(state.items[0]).toMatchObject({ status: "FAILED", content: "Run", error: { code: "busy" }, previous: null });
+    expect(state.activeKey).toBeNull();
+  });
+
+  it("fails a streaming answer when the connection drops, and ignores a late end of stream", () => {
+    let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval), ev(token("Run")), { type: "streamFailed", key: "t1", message: "socket closed" });
+    expect(state.items[1]).toMatchObject({ status: "FAILED", content: "Run", error: { code: "connection", message: "socket closed" } });
+    const again = chatReducer(state, { type: "streamFailed", key: "t1", message: "ended" });
+    expect(again.items).toEqual(state.items);
+
+    state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval), ev({ __typename: "ChatDone", answer: message() }), { type: "streamFailed", key: "t1", message: "ended" });
+    expect(state.items[1]!.status).toBe("COMPLETE");
+  });
+
+  it("reads the cause of stored failures", () => {
+    const state = run({ type: "loaded", messages: [message({ status: "FAILED", error: "interrupted: the server stopped" })] });
+    expect(state.items[0]!.error).toEqual({ code: "interrupted", message: "interrupted: the server stopped" });
+  });
+
+  it("prepends earlier messages without duplicates", () => {
+    const state = run({ type: "loaded", messages: [message({ id: "5" })] }, { type: "prepended", messages: [message({ id: "3" }), message({ id: "5" })] });
+    expect(state.items.map((i) => i.id)).toEqual(["3", "5"]);
+  });
+});

@@ -1,0 +1,246 @@
+// The conversation as the chat screen shows it: stored messages plus the answer being streamed.
+// Subscription events (ChatRetrieval -> ChatToken* -> ChatDone | ChatError) arrive for one item,
+// identified by a client key, because the first event to carry the server's message id is
+// ChatRetrieval and a turn can fail before it.
+
+import type {
+  ChatEventFieldsFragment,
+  CitationKind,
+  LocationFieldsFragment,
+  MessageFieldsFragment,
+  Role,
+  TraceFieldsFragment,
+} from "../gql/graphql";
+
+export interface SourceView {
+  number: number;
+  documentId: string | null;
+  chunkId: string | null;
+  documentName: string;
+  location: LocationFieldsFragment;
+  /** Cosine similarity to the question (0-1); null for keyword-only hits. */
+  score: number | null;
+  /** The chunk text (while streaming) or the stored snippet (once cited). */
+  text: string;
+  /** How the citation came about; null for a retrieved source not (yet) cited. */
+  kind: CitationKind | null;
+}
+
+export type ItemStatus = "PENDING" | "STREAMING" | "COMPLETE" | "FAILED";
+
+export interface TurnError {
+  /** The backend's stable code: busy, provider_unavailable, validation, connection… */
+  code: string;
+  message: string;
+}
+
+export interface ChatItem {
+  /** Stable React key: "m<id>" for stored messages, a client key for a new turn. */
+  key: string;
+  id: string | null;
+  role: Role;
+  content: string;
+  status: ItemStatus;
+  error: TurnError | null;
+  sources: SourceView[];
+  /** True once the sources are the answer's stored citations rather than retrieval's list. */
+  cited: boolean;
+  noContext: boolean;
+  degraded: string[];
+  trace: TraceFieldsFragment | null;
+  createdAt: string | null;
+  /** A question the server never stored (the turn could not start); it can be sent again. */
+  unsent: boolean;
+  /** While a regeneration starts: the answer as it was, shown again should it not start. */
+  previous: ChatItem | null;
+}
+
+export interface ChatState {
+  items: ChatItem[];
+  /** The item whose answer is streaming (one at a time per chat). */
+  activeKey: string | null;
+}
+
+export type ChatAction =
+  | { type: "loaded"; messages: readonly MessageFieldsFragment[] }
+  | { type: "prepended"; messages: readonly MessageFieldsFragment[] }
+  | { type: "sent"; key: string; content: string }
+  | { type: "regenerating"; key: string }
+  | { type: "event"; key: string; event: ChatEventFieldsFragment }
+  | { type: "streamFailed"; key: string; message: string; code?: string }
+  | { type: "discard"; key: string };
+
+export const initialChatState: ChatState = { items: [], activeKey: null };
+
+export const questionKey = (answerKey: string) => `${answerKey}:q`;
+
+export function fromMessage(message: MessageFieldsFragment, key = `m${message.id}`): ChatItem {
+  return {
+    key,
+    id: message.id,
+    role: message.role,
+    content: message.content,
+    status: message.status,
+    error: message.status === "FAILED" ? { code: codeOf(message.error), message: message.error ?? "the answer failed" } : null,
+    sources: message.citations.map((c) => ({
+      number: c.marker,
+      documentId: c.documentId,
+      chunkId: c.chunkId,
+      documentName: c.documentName,
+      location: c.location,
+      score: c.score,
+      text: c.snippet,
+      kind: c.kind,
+    })),
+    cited: true,
+    noContext: message.noContext,
+    degraded: message.degraded,
+    trace: message.trace,
+    createdAt: message.createdAt,
+    unsent: false,
+    previous: null,
+  };
+}
+
+// Stored failures keep only the message; "cancelled: …" and "interrupted: …" name their cause.
+function codeOf(error: string | null): string {
+  const head = /^(\w+):/.exec(error ?? "")?.[1];
+  return head === "cancelled" || head === "interrupted" ? head : "failed";
+}
+
+function blank(key: string, role: Role, content: string): ChatItem {
+  return {
+    key,
+    id: null,
+    role,
+    content,
+    status: "PENDING",
+    error: null,
+    sources: [],
+    cited: false,
+    noContext: false,
+    degraded: [],
+    trace: null,
+    createdAt: null,
+    unsent: false,
+    previous: null,
+  };
+}
+
+function patch(state: ChatState, key: string, change: (item: ChatItem) => ChatItem | null): ChatState {
+  const index = state.items.findIndex((item) => item.key === key);
+  if (index < 0) return state;
+  const next = change(state.items[index]!);
+  const items = [...state.items];
+  if (next) items[index] = next;
+  else items.splice(index, 1);
+  return { ...state, items };
+}
+
+function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment): ChatState {
+  switch (event.__typename) {
+    case "ChatRetrieval": {
+      const withQuestion = patch(state, questionKey(key), (q) => ({ ...q, id: event.userMessageId, status: "COMPLETE" }));
+      return patch(withQuestion, key, (item) => ({
+        ...item,
+        id: event.messageId,
+        status: "STREAMING",
+        content: "",
+        error: null,
+        previous: null,
+        trace: null,
+        cited: false,
+        sources: event.sources.map((s) => ({
+          number: s.number,
+          documentId: s.documentId,
+          chunkId: s.chunkId,
+          documentName: s.documentName,
+          location: s.location,
+          score: s.score,
+          text: s.text,
+          kind: null,
+        })),
+        noContext: event.noContext,
+        degraded: event.degraded,
+      }));
+    }
+    case "ChatToken":
+      return patch(state, key, (item) => ({ ...item, status: "STREAMING", content: item.content + event.text }));
+    case "ChatDone": {
+      const done = patch(state, key, (item) => {
+        const stored = fromMessage(event.answer, key);
+        // Without citations (turned off, or none attributed) keep the retrieved sources on screen.
+        return stored.sources.length === 0 && item.sources.length > 0 ? { ...stored, sources: item.sources, cited: false } : stored;
+      });
+      return { ...done, activeKey: done.activeKey === key ? null : done.activeKey };
+    }
+    case "ChatError": {
+      const error = { code: event.code, message: event.message };
+      let next: ChatState;
+      if (event.failedMessageId) {
+        next = patch(state, questionKey(key), (q) => ({ ...q, status: "COMPLETE" }));
+        next = patch(next, key, (item) => ({
+          ...item,
+          id: event.failedMessageId,
+          status: "FAILED",
+          content: event.partial,
+          error,
+          previous: null,
+        }));
+      } else {
+        next = notStarted(state, key, error);
+      }
+      return { ...next, activeKey: next.activeKey === key ? null : next.activeKey };
+    }
+    default:
+      return state;
+  }
+}
+
+/** The turn was refused before anything was stored (busy, invalid) or the connection dropped early. */
+function notStarted(state: ChatState, key: string, error: TurnError): ChatState {
+  const item = state.items.find((i) => i.key === key);
+  if (!item) return state;
+  if (item.previous) return patch(state, key, () => ({ ...item.previous!, error }));
+  if (item.id) return patch(state, key, (i) => ({ ...i, status: "FAILED", error }));
+  // A new question: the answer placeholder goes, the question stays marked as not sent.
+  const removed = patch(state, key, () => null);
+  return patch(removed, questionKey(key), (q) => ({ ...q, status: "FAILED", unsent: true, error }));
+}
+
+export function chatReducer(state: ChatState, action: ChatAction): ChatState {
+  switch (action.type) {
+    case "loaded":
+      return { items: action.messages.map((m) => fromMessage(m)), activeKey: null };
+    case "prepended": {
+      const known = new Set(state.items.map((i) => i.id));
+      const older = action.messages.filter((m) => !known.has(m.id)).map((m) => fromMessage(m));
+      return { ...state, items: [...older, ...state.items] };
+    }
+    case "sent":
+      return {
+        items: [...state.items, blank(questionKey(action.key), "USER", action.content), blank(action.key, "ASSISTANT", "")],
+        activeKey: action.key,
+      };
+    case "regenerating": {
+      const next = patch(state, action.key, (item) => ({ ...item, status: "PENDING", error: null, previous: item }));
+      return { ...next, activeKey: action.key };
+    }
+    case "event":
+      return onEvent(state, action.key, action.event);
+    case "streamFailed": {
+      const item = state.items.find((i) => i.key === action.key);
+      if (!item || item.status === "COMPLETE" || (item.status === "FAILED" && !item.previous)) {
+        return { ...state, activeKey: state.activeKey === action.key ? null : state.activeKey };
+      }
+      const error = { code: action.code ?? "connection", message: action.message };
+      const next =
+        item.status === "STREAMING" ? patch(state, action.key, (i) => ({ ...i, status: "FAILED", error })) : notStarted(state, action.key, error);
+      return { ...next, activeKey: next.activeKey === action.key ? null : next.activeKey };
+    }
+    case "discard":
+      return patch(state, action.key, (item) => (item.unsent ? null : item));
+    default:
+      return state;
+  }
+}

@@ -1,0 +1,71 @@
+// A small client-side router: the History API, three routes, and <Link>. ragchat serves
+// index.html for any path without a dot, so deep links and reloads work.
+
+import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from "react";
+
+export type Route =
+  | { name: "home" }
+  | { name: "project"; projectId: string }
+  | { name: "session"; sessionId: string }
+  | { name: "notFound"; path: string };
+
+const NAVIGATE_EVENT = "ragchat:navigate";
+
+export function parseRoute(pathname: string): Route {
+  const path = pathname.replace(/\/+$/, "") || "/";
+  if (path === "/") return { name: "home" };
+  const project = /^\/projects\/([^/]+)$/.exec(path);
+  if (project) return { name: "project", projectId: decodeURIComponent(project[1]!) };
+  const session = /^\/sessions\/([^/]+)$/.exec(path);
+  if (session) return { name: "session", sessionId: decodeURIComponent(session[1]!) };
+  return { name: "notFound", path };
+}
+
+export const paths = {
+  home: () => "/",
+  project: (id: string) => `/projects/${encodeURIComponent(id)}`,
+  session: (id: string) => `/sessions/${encodeURIComponent(id)}`,
+};
+
+export function navigate(to: string, { replace = false }: { replace?: boolean } = {}): void {
+  if (to === window.location.pathname + window.location.search) return;
+  if (replace) window.history.replaceState(null, "", to);
+  else window.history.pushState(null, "", to);
+  window.dispatchEvent(new Event(NAVIGATE_EVENT));
+}
+
+function subscribe(onChange: () => void) {
+  window.addEventListener("popstate", onChange);
+  window.addEventListener(NAVIGATE_EVENT, onChange);
+  return () => {
+    window.removeEventListener("popstate", onChange);
+    window.removeEventListener(NAVIGATE_EVENT, onChange);
+  };
+}
+
+const currentPath = () => window.location.pathname;
+
+/** The current path; re-renders on navigation (links, back/forward). */
+export function usePathname(): string {
+  return useSyncExternalStore(subscribe, currentPath, currentPath);
+}
+
+export function useRoute(): Route {
+  return parseRoute(usePathname());
+}
+
+export interface LinkProps extends AnchorHTMLAttributes<HTMLAnchorElement> {
+  to: string;
+}
+
+/** An <a> that navigates without a reload (new tab / modifier clicks keep browser behaviour). */
+export function Link({ to, onClick, ...props }: LinkProps) {
+  function handle(event: MouseEvent<HTMLAnchorElement>) {
+    onClick?.(event);
+    if (event.defaultPrevented || event.button !== 0) return;
+    if (event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    navigate(to);
+  }
+  return <a href={to} onClick={handle} {...props} />;
+}

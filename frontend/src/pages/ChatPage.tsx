@@ -1,0 +1,270 @@
+import { useApolloClient, useMutation, useQuery } from "@apollo/client/react";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { AppShell } from "../components/AppShell";
+import { AppSidebar } from "../components/AppSidebar";
+import { AssistantMessage, SettingsSummary, UserMessage } from "../components/chat/Messages";
+import { TracePanel } from "../components/chat/TracePanel";
+import { useChat } from "../components/chat/useChat";
+import { Composer } from "../components/Composer";
+import { ConfirmDialog, Dialog } from "../components/Dialog";
+import { Field } from "../components/Field";
+import { ChatIcon, InfoIcon, PencilIcon, SlidersIcon, TrashIcon } from "../components/icons";
+import { SettingsDrawer } from "../components/settings/SettingsDrawer";
+import { EmptyState, ErrorState, Skeleton } from "../components/States";
+import {
+  ChatSessionDetailDocument,
+  type ChatSessionDetailQuery,
+  DeleteChatSessionDocument,
+  EarlierMessagesDocument,
+  UpdateChatSessionDocument,
+} from "../gql/graphql";
+import { Link, navigate, paths } from "../lib/router";
+
+const PAGE = 50;
+const DEFAULT_TITLE = "New chat";
+
+type Session = Extract<ChatSessionDetailQuery["chatSession"], { __typename: "ChatSession" }>;
+
+/** `/sessions/:id`: one chat. */
+export function ChatPage({ sessionId }: { sessionId: string }) {
+  const { data, loading, error, refetch } = useQuery(ChatSessionDetailDocument, {
+    variables: { id: sessionId, last: PAGE },
+    fetchPolicy: "network-only",
+    nextFetchPolicy: "cache-first",
+  });
+  const session = data?.chatSession.__typename === "ChatSession" ? data.chatSession : null;
+
+  if (!session) {
+    return (
+      <AppShell title="Chat" sidebar={<AppSidebar activeSessionId={sessionId} />}>
+        <div className="page">
+          <div className="page__inner">
+            {loading && <Skeleton lines={6} label="Loading the chat" />}
+            {error && !loading && <ErrorState title="Could not load the chat" message={error.message} onRetry={() => void refetch()} />}
+            {data && !session && (
+              <EmptyState icon={<ChatIcon width={26} height={26} />} title="Chat not found" action={<Link to={paths.home()} className="button">Go home</Link>}>
+                {"message" in data.chatSession ? data.chatSession.message : "It may have been deleted."}
+              </EmptyState>
+            )}
+          </div>
+        </div>
+      </AppShell>
+    );
+  }
+  return <ChatView key={session.id} session={session} />;
+}
+
+function ChatView({ session }: { session: Session }) {
+  const client = useApolloClient();
+  const [settingsOpen, setSettingsOpen] = useState(() => new URLSearchParams(window.location.search).has("setup"));
+  const [isNew] = useState(settingsOpen);
+  const [traceKey, setTraceKey] = useState<string | null>(null);
+  const [renaming, setRenaming] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  const [hasEarlier, setHasEarlier] = useState(session.messages.length >= PAGE);
+  const [loadingEarlier, setLoadingEarlier] = useState(false);
+  const [update] = useMutation(UpdateChatSessionDocument);
+  const [deleteSession] = useMutation(DeleteChatSessionDocument);
+  const scroller = useRef<HTMLDivElement>(null);
+  const stickToBottom = useRef(true);
+
+  useEffect(() => {
+    // "?setup" opens the settings once, for a chat just created; a reload should not reopen them.
+    if (window.location.search) window.history.replaceState(null, "", window.location.pathname);
+  }, []);
+
+  const onSettled = useCallback(() => {
+    void client.refetchQueries({ include: ["ChatSessions"] });
+  }, [client]);
+  const chat = useChat(session.id, session.messages, onSettled);
+  const { items } = chat.state;
+
+  // Follow the stream while the reader is at the bottom; leave them be once they scroll up.
+  useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && stickToBottom.current) el.scrollTop = el.scrollHeight;
+  }, [items]);
+
+  function onScroll() {
+    const el = scroller.current;
+    if (el) stickToBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+  }
+
+  function send(text: string) {
+    stickToBottom.current = true;
+    chat.send(text);
+    // Name an untitled chat after its first question.
+    if (session.title === DEFAULT_TITLE && items.length === 0) {
+      const title = text.replace(/\s+/g, " ").slice(0, 60).trim();
+      void update({ variables: { id: session.id, input: { title } }, refetchQueries: ["ChatSessions"] });
+    }
+  }
+
+  async function loadEarlier() {
+    const first = items.find((i) => i.id)?.id;
+    if (!first) return;
+    setLoadingEarlier(true);
+    try {
+      const { data } = await client.query({ query: EarlierMessagesDocument, variables: { id: session.id, before: first, last: PAGE }, fetchPolicy: "no-cache" });
+      const older = data?.chatSession.__typename === "ChatSession" ? data.chatSession.messages : [];
+      stickToBottom.current = false;
+      chat.prepend(older);
+      setHasEarlier(older.length >= PAGE);
+    } finally {
+      setLoadingEarlier(false);
+    }
+  }
+
+  async function confirmDelete(): Promise<string | null> {
+    const { data } = await deleteSession({ variables: { id: session.id }, refetchQueries: ["ChatSessions"] });
+    if (data?.deleteChatSession.__typename !== "Deleted") {
+      return data && "message" in data.deleteChatSession ? data.deleteChatSession.message : "The chat could not be deleted.";
+    }
+    setDeleting(false);
+    navigate(paths.project(session.projectId), { replace: true });
+    return null;
+  }
+
+  const lastQuestion = [...items].reverse().find((i) => i.role === "USER")?.content;
+  const traceItem = items.find((i) => i.key === traceKey) ?? null;
+  const openSettings = () => setSettingsOpen(true);
+
+  const actions = (
+    <>
+      <button type="button" className="icon-button" aria-label="Chat settings" title="Chat settings" onClick={openSettings}>
+        <SlidersIcon width={18} height={18} />
+      </button>
+      <button type="button" className="icon-button" aria-label="Rename chat" title="Rename" onClick={() => setRenaming(true)}>
+        <PencilIcon width={18} height={18} />
+      </button>
+      <button type="button" className="icon-button" aria-label="Delete chat" title="Delete" onClick={() => setDeleting(true)}>
+        <TrashIcon width={18} height={18} />
+      </button>
+    </>
+  );
+
+  return (
+    <AppShell
+      title={
+        <>
+          <span className="topbar__crumb">
+            <Link to={paths.project(session.projectId)}>{session.project?.name ?? "Knowledge base"}</Link> /
+          </span>{" "}
+          {session.title}
+        </>
+      }
+      sidebar={<AppSidebar activeProjectId={session.projectId} activeSessionId={session.id} />}
+      actions={actions}
+    >
+      <div className="chat">
+        <div className="chat__scroll" ref={scroller} onScroll={onScroll}>
+          <div className="chat__thread" aria-label="Messages" role="log" aria-live="off">
+            {hasEarlier && (
+              <div className="chat__earlier">
+                <button type="button" className="button button--ghost button--small" onClick={() => void loadEarlier()} disabled={loadingEarlier}>
+                  {loadingEarlier ? "Loading…" : "Show earlier messages"}
+                </button>
+              </div>
+            )}
+            {items.length === 0 && <ChatEmpty session={session} onOpenSettings={openSettings} />}
+            {items.map((item) =>
+              item.role === "USER" ? (
+                <UserMessage key={item.key} item={item} busy={chat.busy} onResend={chat.resend} onDiscard={chat.discard} />
+              ) : (
+                <AssistantMessage key={item.key} item={item} busy={chat.busy} onRetry={chat.regenerate} onOpenTrace={setTraceKey} onOpenSettings={openSettings} />
+              ),
+            )}
+          </div>
+        </div>
+        <div className="chat__composer">
+          <div className="chat__composer-inner">
+            <SettingsSummary session={session} onOpen={openSettings} />
+            <Composer onSend={send} busy={chat.busy} onStop={chat.stop} placeholder={`Ask ${session.project?.name ?? "your documents"}…`} />
+          </div>
+        </div>
+      </div>
+      <SettingsDrawer session={session} open={settingsOpen} onClose={() => setSettingsOpen(false)} lastQuestion={lastQuestion} isNew={isNew && items.length === 0} />
+      <TracePanel trace={traceItem?.trace ?? null} open={traceKey !== null} onClose={() => setTraceKey(null)} />
+      <RenameDialog open={renaming} onClose={() => setRenaming(false)} session={session} />
+      <ConfirmDialog open={deleting} title="Delete chat?" confirmLabel="Delete chat" danger onConfirm={confirmDelete} onCancel={() => setDeleting(false)}>
+        <p>
+          <strong>{session.title}</strong> and all its messages will be deleted.
+        </p>
+      </ConfirmDialog>
+    </AppShell>
+  );
+}
+
+function ChatEmpty({ session, onOpenSettings }: { session: Session; onOpenSettings: () => void }) {
+  const empty = session.project && session.project.documentCount === 0;
+  return (
+    <div className="chat-empty">
+      <span className="chat-empty__icon" aria-hidden="true">
+        <ChatIcon width={24} height={24} />
+      </span>
+      <h2 className="chat-empty__title">Ask {session.project?.name ?? "your documents"}</h2>
+      <p className="chat-empty__lead">
+        Answers stream in with numbered citations; open “Why this answer” under any answer to see what retrieval kept and dropped.
+      </p>
+      {empty && session.enableRag && (
+        <div className="notice notice--info" role="note">
+          <InfoIcon width={16} height={16} />
+          <div>
+            This knowledge base has no documents yet. <Link to={paths.project(session.projectId)}>Upload some</Link> so answers can be grounded.
+          </div>
+        </div>
+      )}
+      <button type="button" className="button" onClick={onOpenSettings}>
+        <SlidersIcon width={16} height={16} /> Tune retrieval
+      </button>
+    </div>
+  );
+}
+
+function RenameDialog({ open, onClose, session }: { open: boolean; onClose: () => void; session: Session }) {
+  const [title, setTitle] = useState(session.title);
+  const [error, setError] = useState<string | null>(null);
+  const [update, { loading }] = useMutation(UpdateChatSessionDocument, { refetchQueries: ["ChatSessions"] });
+
+  useEffect(() => {
+    if (open) {
+      setTitle(session.title);
+      setError(null);
+    }
+  }, [open, session.title]);
+
+  async function submit(event: React.FormEvent) {
+    event.preventDefault();
+    if (!title.trim()) return setError("Give the chat a title.");
+    const { data } = await update({ variables: { id: session.id, input: { title: title.trim() } } });
+    const result = data?.updateChatSession;
+    if (result?.__typename === "ChatSession") return onClose();
+    if (result?.__typename === "ValidationError") setError(result.fields[0]?.message ?? result.message);
+    else setError(result && "message" in result ? result.message : "It could not be renamed.");
+  }
+
+  return (
+    <Dialog
+      open={open}
+      onClose={onClose}
+      title="Rename chat"
+      size="sm"
+      footer={
+        <>
+          <button type="button" className="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" form="rename-chat" className="button button--primary" disabled={loading}>
+            Rename
+          </button>
+        </>
+      }
+    >
+      <form id="rename-chat" className="form" onSubmit={(e) => void submit(e)} noValidate>
+        <Field label="Title" error={error}>
+          <input className="input" value={title} maxLength={240} data-autofocus onChange={(e) => setTitle(e.target.value)} />
+        </Field>
+      </form>
+    </Dialog>
+  );
+}
