@@ -43,10 +43,12 @@ class NotFoundError(RagchatError):
 class ValidationError(RagchatError):
     code = "validation"
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, message: str, *, more: list[tuple[str, str]] | None = None) -> None:
+        problems = [(field, message), *(more or [])]
+        super().__init__("; ".join(f"{f}: {m}" for f, m in problems))
         self.field = field
         self.reason = message
+        self.problems = problems  # every (field, message), so a form can mark them all at once
 
 
 class ConflictError(RagchatError):

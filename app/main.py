@@ -72,7 +72,10 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
             if owned:
                 await slot.pop().aclose()
 
-    app = FastAPI(title="ragchat", version=__version__, lifespan=lifespan)
+    # No OpenAPI pages: the API is GraphQL (schema.graphql, GraphiQL at /graphql).
+    app = FastAPI(
+        title="ragchat", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     if keys:
         app.add_middleware(ApiKeyMiddleware, keys=keys)
     if settings.api.cors_origins:

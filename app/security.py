@@ -12,9 +12,13 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-# The frontend's static files hold no data; the browser fetches them before it can send a key.
-PUBLIC_PREFIXES = ("/assets/",)
-PUBLIC_PATHS = frozenset({"/", "/index.html", "/favicon.ico", "/favicon.svg"})
+# Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
+# route such as /sessions/7): no data, and the browser must load it before it can send a key.
+API_PATHS = frozenset({"/graphql", "/healthz"})
+
+
+def is_public(method: str, path: str) -> bool:
+    return method in ("GET", "HEAD") and path not in API_PATHS
 
 
 def key_matches(given: str, keys: list[str]) -> bool:
@@ -31,7 +35,7 @@ class ApiKeyMiddleware(BaseHTTPMiddleware):
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         path = request.url.path
-        if request.method == "OPTIONS" or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
+        if request.method == "OPTIONS" or is_public(request.method, path):
             return await call_next(request)
         if request.method == "GET" and path == "/graphql" and "text/html" in request.headers.get("accept", ""):
             return await call_next(request)  # the GraphiQL page itself; its queries carry the key

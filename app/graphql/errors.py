@@ -62,7 +62,7 @@ def to_graphql(exc: errors.RagchatError) -> ErrorType:
     if isinstance(exc, errors.NotFoundError):
         return NotFoundError(message=exc.message, kind=exc.kind, id=str(exc.ident))
     if isinstance(exc, errors.ValidationError):
-        return ValidationError(message=exc.message, fields=[FieldError(field=exc.field, message=exc.reason)])
+        return ValidationError(message=exc.message, fields=[FieldError(field=f, message=m) for f, m in exc.problems])
     if isinstance(exc, errors.ConflictError):
         return ConflictError(message=exc.message)
     if isinstance(exc, errors.BusyError):

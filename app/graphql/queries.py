@@ -12,6 +12,7 @@ from app.graphql.errors import NotFoundError, parse_id
 from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
 from app.graphql.search_types import search_results
 from app.graphql.trace_types import RetrievalMode
+from app.rag.parsing import KINDS_BY_EXTENSION
 from app.services import documents, health, projects, search, sessions
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
@@ -28,8 +29,45 @@ class ProviderInfo:
     default_model: str | None
 
 
+@strawberry.type(description="What a new chat session gets for the settings the client leaves out.")
+class SessionDefaults:
+    enable_rag: bool
+    top_k: int
+    threshold: float
+    include_citations: bool
+    provider: str
+    model: str
+    mode: RetrievalMode
+
+
+@strawberry.type(description="What uploadDocuments accepts.")
+class UploadLimits:
+    max_bytes: int = strawberry.field(description="Largest accepted file, in bytes.")
+    extensions: list[str] = strawberry.field(description="File name endings a parser reads, like '.md'.")
+
+
 @strawberry.type
 class Query:
+    @strawberry.field
+    def session_defaults(self, info: Info) -> SessionDefaults:
+        settings = info.context.container.settings
+        rag = settings.rag
+        return SessionDefaults(
+            enable_rag=rag.enable_rag,
+            top_k=rag.top_k,
+            threshold=rag.threshold,
+            include_citations=rag.include_citations,
+            provider=settings.llm.provider,
+            model=settings.llm.model,
+            mode=RetrievalMode(rag.mode),
+        )
+
+    @strawberry.field
+    def upload_limits(self, info: Info) -> UploadLimits:
+        return UploadLimits(
+            max_bytes=info.context.container.settings.api.max_upload_bytes, extensions=sorted(KINDS_BY_EXTENSION)
+        )
+
     @strawberry.field(description="Server health: versions and migration state.")
     async def health(self, info: Info) -> types.Health:
         found = await anyio.to_thread.run_sync(health.check, info.context.container.db)

@@ -13,7 +13,8 @@ MAX_TERMS = 64
 # MATCH for every row: 69 s instead of 0.11 s per query on SciFact (10k chunks).
 # bm25() rather than rank: about twice as fast for OR queries.
 SQL = (
-    "WITH hits AS MATERIALIZED (SELECT rowid AS id, bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ?) "
+    "WITH hits AS MATERIALIZED "
+    "(SELECT rowid AS id, bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ?) "
     "SELECT h.id, h.score FROM hits h JOIN chunks c ON c.id = h.id WHERE c.project_id = ? ORDER BY h.score LIMIT ?"
 )
 

@@ -42,14 +42,19 @@ class SessionChanges:
 
 
 def validate_changes(changes: SessionChanges) -> None:
+    """Check every field and report all problems at once."""
+    problems: list[tuple[str, str]] = []
     if changes.title is not None and not 1 <= len(changes.title.strip()) <= TITLE_MAX:
-        raise ValidationError("title", f"must be 1 to {TITLE_MAX} characters")
+        problems.append(("title", f"must be 1 to {TITLE_MAX} characters"))
     if changes.system_prompt is not None and len(changes.system_prompt) > SYSTEM_PROMPT_MAX:
-        raise ValidationError("systemPrompt", f"must be at most {SYSTEM_PROMPT_MAX} characters")
+        problems.append(("systemPrompt", f"must be at most {SYSTEM_PROMPT_MAX} characters"))
     if changes.top_k is not None and not TOP_K_RANGE[0] <= changes.top_k <= TOP_K_RANGE[1]:
-        raise ValidationError("topK", f"must be between {TOP_K_RANGE[0]} and {TOP_K_RANGE[1]} (got {changes.top_k})")
+        problems.append(("topK", f"must be between {TOP_K_RANGE[0]} and {TOP_K_RANGE[1]} (got {changes.top_k})"))
     if changes.threshold is not None and not (math.isfinite(changes.threshold) and 0 <= changes.threshold <= 1):
-        raise ValidationError("threshold", f"must be a number between 0 and 1 (got {changes.threshold})")
+        problems.append(("threshold", f"must be a number between 0 and 1 (got {changes.threshold})"))
+    if problems:
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
 
 
 def get(store: Database, session_id: int) -> ChatSession:

@@ -232,3 +232,20 @@ def test_unexpected_errors_are_masked_with_a_request_id(api: Api, fake_container
     broken = api.raw('{ message(id: "1") { __typename } }').json()
     assert broken["errors"][0]["message"].startswith("Unexpected error (request ")
     assert "chat_messages" not in str(broken)
+
+
+def test_session_defaults_upload_limits_and_all_validation_errors_at_once(api: Api, fake_container: Container) -> None:
+    data = api.run(
+        "{ sessionDefaults { enableRag topK threshold includeCitations provider model mode } uploadLimits { maxBytes extensions } }"
+    )
+    rag = fake_container.settings.rag
+    assert data["sessionDefaults"]["topK"] == rag.top_k and data["sessionDefaults"]["threshold"] == rag.threshold
+    assert data["sessionDefaults"]["mode"] == "HYBRID"
+    assert ".md" in data["uploadLimits"]["extensions"] and ".pdf" in data["uploadLimits"]["extensions"]
+    assert data["uploadLimits"]["maxBytes"] == fake_container.settings.api.max_upload_bytes
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    bad = api.run(
+        CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "topK": 0, "threshold": 3.0, "title": ""}
+    )
+    fields = [f["field"] for f in bad["createChatSession"]["fields"]]
+    assert fields == ["title", "topK", "threshold"]
