@@ -32,14 +32,5 @@ def search(db: Session, project_id: int, text: str, limit: int) -> list[tuple[in
     expression = match_expression(text)
     if expression is None:
         return []
-    # ORDER BY bm25() rather than rank: about twice as fast for OR queries.
-    rows = (
-        db.connection()
-        .exec_driver_sql(
-            "SELECT c.id, bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid "
-            "WHERE chunks_fts MATCH ? AND c.project_id = ? ORDER BY bm25(chunks_fts) LIMIT ?",
-            (expression, project_id, int(limit)),
-        )
-        .all()
-    )
+    rows = db.connection().exec_driver_sql(SQL, (expression, project_id, int(limit))).all()
     return [(int(cid), float(score)) for cid, score in rows]

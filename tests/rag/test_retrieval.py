@@ -126,9 +126,14 @@ def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
 def test_keyword_search_matches_once_then_filters_by_project(container: Container) -> None:
     """The plan must run the FTS match first; a plan that walks the project's chunks and probes the
     index per row is hundreds of times slower on real corpora."""
+    from sqlalchemy import event
+
     from app.rag import keyword
 
+    sent: list[str] = []
+    event.listen(container.db.engine, "before_cursor_execute", lambda _c, _cur, sql, *_: sent.append(sql))
     with container.db.read() as db:
-        plan = db.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + keyword.SQL, ('"a"', 1, 10)).all()
+        keyword.search(db, 1, "penguins", 10)
+        plan = db.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sent[-1], ('"a"', 1, 10)).all()
     steps = [row[-1] for row in plan]
     assert steps[0] == "MATERIALIZE hits" and steps[1].startswith("SCAN chunks_fts VIRTUAL TABLE"), steps
