@@ -1,0 +1,1 @@
+"""Loopback servers speaking vendors' wire protocols, for adapter tests over real HTTP."""
