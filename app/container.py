@@ -70,6 +70,9 @@ class Container:
         return self._embedder
 
     def close(self) -> None:
+        close = getattr(self._embedder, "close", None)  # remote embedders hold HTTP clients
+        if close is not None:
+            close()
         self.db.dispose()
 
     async def aclose(self) -> None:
