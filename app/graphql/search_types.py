@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.trace_types import CandidateFate, RetrievalMode, StageTiming, TraceLocation
+from app.graphql.trace_types import CandidateFate, Location, RetrievalMode, StageTiming
 from app.rag.retrieval import Candidate, RetrievalResult
 
 
@@ -14,7 +14,7 @@ class SearchHit:
     document_id: strawberry.ID
     document_name: str
     text: str
-    location: TraceLocation
+    location: Location
     score: float | None = strawberry.field(description="Cosine similarity to the query (0-1); the threshold's scale.")
     vector_rank: int | None
     keyword_rank: int | None
@@ -45,7 +45,7 @@ def _hit(c: Candidate) -> SearchHit:
         document_id=strawberry.ID(str(c.document_id)),
         document_name=c.document_name,
         text=c.text,
-        location=TraceLocation(**vars(c.location)),
+        location=Location.of(c.location),
         score=c.score,
         vector_rank=c.vector_rank,
         keyword_rank=c.keyword_rank,

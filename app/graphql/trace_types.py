@@ -7,6 +7,8 @@ from typing import Any
 
 import strawberry
 
+from app.rag.retrieval import Location as RagLocation
+
 
 @strawberry.enum
 class CandidateFate(enum.Enum):
@@ -23,14 +25,26 @@ class RetrievalMode(enum.Enum):
     HYBRID = "hybrid"
 
 
-@strawberry.type
-class TraceLocation:
+@strawberry.type(description="Where a chunk sits in its document.")
+class Location:
     char_start: int
     char_end: int
     line_start: int
     line_end: int
     page: int | None
     heading_path: str
+
+    @classmethod
+    def of(cls, loc: RagLocation | dict[str, Any]) -> Location:
+        data = vars(loc) if isinstance(loc, RagLocation) else loc
+        return cls(
+            char_start=data["char_start"],
+            char_end=data["char_end"],
+            line_start=data["line_start"],
+            line_end=data["line_end"],
+            page=data["page"],
+            heading_path=data["heading_path"],
+        )
 
 
 @strawberry.type(description="A chunk retrieval considered, and what became of it.")
@@ -44,7 +58,7 @@ class TraceCandidate:
     fused_rank: int
     fused_score: float
     fate: CandidateFate
-    location: TraceLocation
+    location: Location
 
 
 @strawberry.type
@@ -114,7 +128,7 @@ def _candidate(c: dict[str, Any]) -> TraceCandidate:
         fused_rank=c["fusedRank"],
         fused_score=c["fusedScore"],
         fate=CandidateFate(c["fate"]),
-        location=TraceLocation(**c["location"]),
+        location=Location.of(c["location"]),
     )
 
 

@@ -9,8 +9,7 @@ import strawberry
 
 from app.db import models
 from app.graphql.context import Info
-from app.graphql.trace_types import RetrievalTrace, trace_from_json
-from app.rag.retrieval import Location as RagLocation
+from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
@@ -21,21 +20,6 @@ class Health:
     sqlite_vec_version: str
     migration_revision: str | None
     head_revision: str
-
-
-@strawberry.type(description="Where a chunk sits in its document.")
-class Location:
-    char_start: int
-    char_end: int
-    line_start: int
-    line_end: int
-    page: int | None
-    heading_path: str
-
-    @classmethod
-    def of(cls, loc: RagLocation | dict[str, object]) -> Location:
-        data = vars(loc) if isinstance(loc, RagLocation) else loc
-        return cls(**{k: data[k] for k in ("char_start", "char_end", "line_start", "line_end", "page", "heading_path")})  # type: ignore[arg-type]
 
 
 @strawberry.type(description="The embedding model a knowledge base's vectors were made with.")
