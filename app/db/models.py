@@ -96,6 +96,19 @@ class EmbeddingSpace(Base):
         return f"{self.provider}/{self.model}@{self.dimensions}"
 
 
+class VectorJournal(Base):
+    """Which chunks' vectors changed in a space, in commit order, so an in-memory index can catch up
+    by re-reading only those (app/rag/vector_index.py). Written by ``vector_store.put`` and by a
+    trigger on chunk deletion. A row with no chunk id marks where a space's journal begins."""
+
+    __tablename__ = "vector_journal"
+    __table_args__ = (Index("ix_vector_journal_space_seq", "space_id", "seq"),)
+
+    seq: Mapped[int] = mapped_column(primary_key=True)
+    space_id: Mapped[int] = mapped_column(ForeignKey("embedding_spaces.id", ondelete="CASCADE"))
+    chunk_id: Mapped[int | None] = mapped_column(Integer)
+
+
 class Document(Timestamps, Base):
     __tablename__ = "documents"
     __table_args__ = (

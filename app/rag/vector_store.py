@@ -1,46 +1,75 @@
-"""Vectors in a space's vec0 table: write, KNN, and exact scores for chosen chunks."""
+"""Vectors of an embedding space: write, search, and exact scores for chosen chunks.
+
+The space's vec0 table (rowid = chunk id) is where vectors are stored; searches run on an
+in-memory copy that catches up with the table before every search (app/rag/vector_index.py), so
+writes here also append to ``vector_journal``, in the same transaction.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from app.llm.base import Vectors
+from app.rag import vector_index
 
-MAX_K = 4096  # sqlite-vec's limit for k
+MAX_K = 4096  # the most candidates a caller may ask for (sqlite-vec's own limit, kept for callers)
+# Journal rows kept per space, counted in global seqs: an index further behind reloads instead.
+JOURNAL_KEEP = 100_000
+_TABLE = re.compile(r"^vec_space_(\d+)$")
+
+
+def space_id_of(table: str) -> int:
+    """The embedding space a vec0 table belongs to (``EmbeddingSpace.table`` is ``vec_space_<id>``)."""
+    match = _TABLE.match(table)
+    if match is None:
+        raise ValueError(f"{table!r} is not an embedding space's table")
+    return int(match.group(1))
 
 
 def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> None:
-    """Insert (or replace) vectors. vec0 has no upsert: delete, then insert."""
+    """Insert (or replace) vectors and journal them. vec0 has no upsert: delete, then insert."""
     if not len(chunk_ids):
         return
     conn = db.connection()
+    space_id = space_id_of(table)
     ids = [int(i) for i in chunk_ids]
     rows = [(cid, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for cid, vec in zip(ids, vectors, strict=True)]
     conn.exec_driver_sql(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(ids))})", tuple(ids))
     conn.exec_driver_sql(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)", rows)
+    conn.exec_driver_sql(
+        "INSERT INTO vector_journal(space_id, chunk_id) VALUES (?, ?)", [(space_id, cid) for cid in ids]
+    )
+    # Keep the journal's tail. Rows up to the newest one at or before the cut go, that one stays:
+    # an index that has seen it can still catch up, one that has not sees the gap and reloads.
+    last = conn.exec_driver_sql("SELECT max(seq) FROM vector_journal").scalar_one()
+    conn.exec_driver_sql(
+        "DELETE FROM vector_journal WHERE space_id = ? AND seq < "
+        "(SELECT max(seq) FROM vector_journal WHERE space_id = ? AND seq <= ?)",
+        (space_id, space_id, int(last) - JOURNAL_KEEP),
+    )
 
 
 def knn(db: Session, table: str, query: Vectors, k: int) -> list[tuple[int, float]]:
-    """The ``k`` nearest chunks as ``(chunk_id, cosine similarity)``, best first."""
+    """The ``k`` nearest chunks as ``(chunk_id, cosine similarity)``, best first: exact search over
+    every vector committed before ``db``'s snapshot (or later, if another search caught the index
+    up meanwhile), scores computed exactly (float64). Must run in a read transaction."""
     k = max(1, min(int(k), MAX_K))
-    blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
-    rows = (
-        db.connection()
-        .exec_driver_sql(
-            f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? ORDER BY distance",
-            (blob, k),
-        )
-        .all()
-    )
-    return [(int(rowid), 1.0 - float(distance) ** 2 / 2.0) for rowid, distance in rows]
+    view, _ = vector_index.view_for(db, table, space_id_of(table))
+    return view.search(np.asarray(query, dtype=np.float32), k)
 
 
 def vectors_for(db: Session, table: str, chunk_ids: Sequence[int]) -> dict[int, Vectors]:
+    """The stored vectors of ``chunk_ids`` (those that have one), as of ``db``'s snapshot."""
     if not chunk_ids:
         return {}
+    view, exact = vector_index.view_for(db, table, space_id_of(table))
+    if exact:
+        return view.vectors(int(i) for i in chunk_ids)
+    # The index is ahead of this snapshot (another thread caught up meanwhile): read the table.
     ids = tuple(int(i) for i in chunk_ids)
     rows = (
         db.connection()
