@@ -1,0 +1,194 @@
+"""4. Chat turn overhead: a full ``sendMessage`` through GraphQL over HTTP on a live server (fake
+embedder, fake chat model), minus the time spent inside those fakes, ÷ the bare retrieval call
+(``retrieve`` with the chat's parameters, query vector given), back to back in rounds.
+
+The knowledge bases are the benchmark's (chunks and vectors in the real tables); the server runs
+in this process so the fakes' own time is read directly. RAG mode is ``vector`` here: the hybrid
+mode's keyword search is benchmark 2's subject, and adding it would only shrink this ratio.
+
+Usage: python -m benchmarks.chat_overhead [--quick]
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, cast
+
+from sqlalchemy import event
+
+from app.llm.base import ChatModel, Embedder
+from app.rag.retrieval import retrieve
+from benchmarks import common, data
+from benchmarks.common import Config
+from benchmarks.providers import Clock, Models, TimedChatModel, TimedEmbedder
+from benchmarks.server import chat_params, create_session, live, settings_for
+from tests.fakes import FakeChatModel, FakeEmbedder
+from tests.graphql.ops import MESSAGE_FIELDS, SEND
+
+NAME = "chat_overhead"
+GOAL = 1.5
+TOP_K = 5
+ANSWER = "The abstracts report this finding [1], with a caveat from a second study [2]. " * 3
+READ = "query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { " + MESSAGE_FIELDS + " } } }"
+log = logging.getLogger("benchmarks")
+
+
+class SqlClock:
+    """Time spent executing SQL statements on an engine (any thread), and how many."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.statements = 0
+        self._started = threading.local()
+
+    def attach(self, engine: Any) -> None:
+        event.listen(engine, "before_cursor_execute", self._before)
+        event.listen(engine, "after_cursor_execute", self._after)
+
+    def _before(self, *args: Any) -> None:
+        self._started.at = time.perf_counter()
+
+    def _after(self, *args: Any) -> None:
+        self.clock.add(time.perf_counter() - self._started.at)
+        self.statements += 1
+
+    def take(self) -> tuple[float, int]:
+        statements, self.statements = self.statements, 0
+        return self.clock.take(), statements
+
+
+def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, Any]:
+    kb = data.knowledge_base(cfg, n)
+    with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
+        copy = kb.copy_to(Path(tmp))
+        clock = Clock()
+        fake = FakeEmbedder(dimensions=data.DIMS)
+        embedder = TimedEmbedder(cast(Embedder, fake), data.LOCAL_SPACE, clock)
+        inner = FakeChatModel()
+        inner.default_answer = ANSWER
+        model = TimedChatModel(cast(ChatModel, inner), clock)
+        settings = settings_for(copy.path, rag={"mode": "vector"})
+        params = chat_params(settings, TOP_K, 0.0)
+        query_vectors = fake.embed(questions)
+        stages: dict[str, list[float]] = {}
+        last: list[str] = []
+        sql = SqlClock()
+        with live(settings, embedder, Models(model)) as server:
+            session = create_session(server.api, kb.project_id, provider="fake", model="scripted", threshold=0.0)
+            sql.attach(server.container.db.engine)
+
+            def turn(r: int) -> float:
+                clock.take()
+                sql.take()
+                seconds, body = common.timed(lambda: server.api.run(SEND, s=session, c=questions[r % len(questions)]))
+                inside = clock.take()
+                sql_seconds, statements = sql.take()
+                stages.setdefault("all SQL (server)", []).append(sql_seconds * 1000)
+                stages.setdefault("SQL statements", []).append(statements)
+                message = body["sendMessage"]
+                assert message["__typename"] == "ChatMessage" and message["status"] == "COMPLETE", message
+                last[:] = [message["id"]]
+                for timing in message["trace"]["timings"]:
+                    stages.setdefault(timing["stage"], []).append(timing["ms"])
+                return seconds - inside
+
+            def bare(r: int) -> float:
+                question, vector = questions[r % len(questions)], query_vectors[r % len(questions)]
+                return common.timed(
+                    lambda: retrieve(
+                        server.container.db, embedder, kb.project_id, question, params, query_vector=vector
+                    )
+                )[0]
+
+            turn(0)  # the index loads, the connection pool fills
+            stages.clear()
+
+            def noop(r: int) -> float:
+                return common.timed(lambda: server.api.run("{ __typename }"))[0]
+
+            def read_back(r: int) -> float:
+                return common.timed(lambda: server.api.run(READ, id=last[0]))[0]
+
+            times = common.rounds(
+                count, {"turn_minus_fakes": turn, "retrieval": bare, "graphql_noop": noop, "read_back": read_back}
+            )
+    return {
+        "n": n,
+        "times_ms": {name: common.summary(values) for name, values in times.items()},
+        "ratio": common.ratio(times["turn_minus_fakes"], times["retrieval"]),
+        "trace_stage_ms": {stage: statistics.median(values) for stage, values in stages.items()},
+    }
+
+
+def run(cfg: Config) -> dict[str, Any]:
+    sizes = cfg.pick([10_000, 100_000], [10_000, 50_000], [300])
+    count = cfg.pick(20, 10, 2)
+    questions = data.questions(cfg.pick(50, 20, 4))
+    results = []
+    for n in sizes:
+        log.info("chat turn overhead at N=%d", n)
+        results.append(measure(cfg, n, questions, count))
+    rows = [
+        [
+            r["n"],
+            r["times_ms"]["turn_minus_fakes"]["median"],
+            r["times_ms"]["retrieval"]["median"],
+            r["ratio"]["median"],
+            r["ratio"]["p95"],
+            common.goal(r["ratio"]["median"] <= GOAL),
+            r["times_ms"]["graphql_noop"]["median"],
+            r["times_ms"]["read_back"]["median"],
+        ]
+        for r in results
+    ]
+    stage_names = sorted({s for r in results for s in r["trace_stage_ms"]})
+    text = common.table(
+        f"Chat turn (sendMessage over HTTP, minus time inside the fakes) ÷ bare retrieval (medians of {count} rounds)",
+        [
+            "N",
+            "turn - fakes ms",
+            "retrieval ms",
+            "ratio (median)",
+            "p95",
+            f"goal <={GOAL}x",
+            "empty GraphQL request ms",
+            "reading the message back ms",
+        ],
+        rows,
+    ) + common.table(
+        "Where a turn's time goes (server trace, median ms per stage)",
+        ["N", *stage_names],
+        [[r["n"], *(r["trace_stage_ms"].get(s, 0.0) for s in stage_names)] for r in results],
+    )
+    return common.write(cfg, NAME, {"rounds": count, "top_k": TOP_K, "sizes": results, "table": text}, _plot(results))
+
+
+def _plot(results: list[dict[str, Any]]) -> Any:
+    fig, (ax,) = common.figure(1)
+    labels = [f"{r['n']:,}" for r in results]
+    retrieval = [r["times_ms"]["retrieval"]["median"] for r in results]
+    turn = [r["times_ms"]["turn_minus_fakes"]["median"] for r in results]
+    ax.bar(labels, retrieval, label="bare retrieval")
+    ax.bar(labels, [t - b for t, b in zip(turn, retrieval, strict=True)], bottom=retrieval, label="rest of the turn")
+    for x, r in enumerate(results):
+        ax.annotate(f"{r['ratio']['median']:.2f}x", (x, turn[x]), ha="center", va="bottom")
+    ax.set(xlabel="chunks", ylabel="ms (median)")
+    ax.legend(fontsize=8)
+    fig.suptitle("Chat turn overhead (fakes' own time removed)")
+    return fig
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    print(run(common.parse_config(__doc__ or NAME))["table"])
+
+
+if __name__ == "__main__":
+    main()
