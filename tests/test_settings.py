@@ -62,5 +62,5 @@ def test_server_refuses_to_start_with_bad_settings(tmp_path) -> None:  # type: i
 def test_chunk_overlap_must_be_below_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGCHAT_INGEST__CHUNK_TOKENS", "100")
     monkeypatch.setenv("RAGCHAT_INGEST__OVERLAP_TOKENS", "100")
-    with pytest.raises(SettingsError, match="RAGCHAT_INGEST: .*must be below chunk_tokens"):
+    with pytest.raises(SettingsError, match=r"RAGCHAT_INGEST: .*must be below chunk_tokens"):
         load_settings()

@@ -85,4 +85,6 @@ def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
             break
         time.sleep(0.05)
     assert status == "failed" and "disconnected" in error
+    while fake_container.chat._active and time.monotonic() < deadline:  # the slot is freed just after the write
+        time.sleep(0.05)
     assert fake_container.chat._active == 0
