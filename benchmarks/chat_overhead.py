@@ -184,10 +184,7 @@ def _plot(results: list[dict[str, Any]]) -> Any:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    print(run(common.parse_config(__doc__ or NAME))["table"])
+    common.main(run, __doc__ or NAME)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,14 @@ class Config:
         return "tiny" if self.tiny else "quick" if self.quick else "full"
 
 
+def main(run: Callable[[Config], dict[str, Any]], description: str) -> None:
+    """Run one benchmark from the command line and print its ratio table."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    for noisy in ("alembic", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    print(run(parse_config(description))["table"])
+
+
 def parse_config(description: str, argv: Sequence[str] | None = None) -> Config:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="smaller inputs (also BENCH_QUICK=1)")

@@ -189,10 +189,7 @@ def _plot(results: list[dict[str, Any]]) -> Any:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-    result = run(common.parse_config(__doc__ or NAME))
-    print(result["table"])
+    common.main(run, __doc__ or NAME)
 
 
 if __name__ == "__main__":
