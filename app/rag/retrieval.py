@@ -115,7 +115,7 @@ def retrieve(
         space = spaces.active_space(session, project_id)
         if space is None:  # nothing ingested yet
             return result
-        spaces.ensure_space(session, project_id, embedder.space)  # refuses a mixed space
+        spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         vector_hits, keyword_hits = _rankings(session, space.table, project_id, query, query_vector, result)
         with _timed(t, "score"):

@@ -58,13 +58,18 @@ def ensure_space(db: Session, project_id: int, space: SpaceId) -> EmbeddingSpace
     row = active_space(db, project_id)
     if row is None:
         return create_space(db, project_id, space, status="active")
+    check_same(row, space)
+    return row
+
+
+def check_same(row: EmbeddingSpace, space: SpaceId) -> None:
+    """Refuse to compare vectors of the space ``row`` with vectors of ``space``."""
     if space_id_of(row) != space:
         raise ConflictError(
             f"this knowledge base was embedded with {row.label}, but the embedder in use is {space.label}; "
             f"vectors of different models cannot be compared. Use the same embedder, or re-embed the "
             f"knowledge base with `ragchat reindex --project <name>`"
         )
-    return row
 
 
 def drop_project_spaces(db: Session, project_id: int) -> None:
