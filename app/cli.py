@@ -9,7 +9,13 @@ import typer
 from app.errors import RagchatError
 from app.settings import Settings, load_settings
 
-cli = typer.Typer(help="ragchat: a GraphQL RAG chat server.", no_args_is_help=True, add_completion=False)
+# No locals in tracebacks: they would print settings, API keys included.
+cli = typer.Typer(
+    help="ragchat: a GraphQL RAG chat server.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
 
 
 def settings_or_exit(**overrides: object) -> Settings:
@@ -64,4 +70,8 @@ def main() -> None:
     cli_ingest.register(cli, settings_or_exit)
     cli_chat.register(cli, settings_or_exit)
     cli_bench.register(cli, settings_or_exit)
-    cli()
+    try:
+        cli()
+    except RagchatError as exc:  # expected failures are messages, not tracebacks
+        typer.secho(exc.message, fg=typer.colors.RED, err=True)
+        raise SystemExit(2) from exc

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from app.bench import beir
@@ -40,7 +41,10 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         settings = settings_or_exit()  # type: ignore[operator]
         data = beir.load(dataset, split, max_docs=max_docs, max_queries=max_queries)
         embedder = Container.build(settings).embedder
-        result = retrieval_bench.run(data, embedder, settings, modes)
+        columns = (TextColumn("[bold]ingesting corpus"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task("documents", total=len(data.corpus))
+            result = retrieval_bench.run(data, embedder, settings, modes, progress=lambda _: bar.advance(task))
         if as_json:
             sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
             return

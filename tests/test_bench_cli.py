@@ -1,0 +1,60 @@
+"""`ragchat bench retrieval` on a tiny BEIR folder whose right answers are known."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DOCS = {
+    "d1": ("Penguins", "Emperor penguins huddle together through the Antarctic winter."),
+    "d2": ("Owls", "Barn owls hunt mice at night by sound alone."),
+    "d3": ("Tea", "Green tea leaves are steamed or pan fired after picking."),
+    "d4": ("Volcanoes", "Basaltic lava flows from shield volcanoes in Hawaii."),
+}
+QUERIES = {"q1": "how do penguins survive the antarctic winter", "q2": "owls hunting mice at night"}
+QRELS = {"q1": "d1", "q2": "d2"}
+
+
+def _dataset(root: Path) -> Path:
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, (t, x) in DOCS.items())
+    )
+    (root / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items()))
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in QRELS.items())
+    )
+    return root
+
+
+def _bench(dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", "bench", "retrieval", "--dataset", str(dataset), "--split", "test", *args],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def test_json_reports_trec_metrics_for_each_mode(tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path / "beir")
+    single = _bench(dataset, "--mode", "keyword", "--json")
+    assert single.returncode == 0, single.stderr
+    result = json.loads(single.stdout)
+    assert result["ndcg@10"] == 1.0 and result["recall@100"] == 1.0  # each query's document ranks first
+    assert (result["docs"], result["queries"]) == (4, 2)
+    assert "ingesting corpus" in single.stderr  # progress
+
+    table = _bench(dataset, "--mode", "vector", "--mode", "hybrid")
+    assert table.returncode == 0, table.stderr
+    assert "nDCG@10" in table.stdout and "vector" in table.stdout and "hybrid" in table.stdout
+
+
+def test_a_folder_that_is_not_beir_is_refused(tmp_path: Path) -> None:
+    refused = _bench(tmp_path)
+    assert refused.returncode != 0
+    assert "corpus.jsonl is missing" in refused.stderr
