@@ -10,7 +10,6 @@ own 401 message quotes part of the key).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from app.errors import (
     ModelNotFoundError,
@@ -22,16 +21,6 @@ from app.errors import (
 )
 
 _MAX_DETAIL = 300
-
-
-def display_url(url: str) -> str:
-    """``url`` without any ``user:password@`` part, for messages and logs."""
-    parts = urlsplit(url)
-    if not parts.username and not parts.password:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 @dataclass(frozen=True)

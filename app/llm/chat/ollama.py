@@ -18,8 +18,9 @@ import pydantic
 from app.errors import ProviderError
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, templated_token_count, wire_messages
-from app.llm.chat.errors import Vendor, display_url
+from app.llm.chat.errors import Vendor
 from app.llm.tokenizers import EstimateTokenizer
+from app.llm.vendor_errors import display_url
 from app.settings import OllamaSettings
 
 

@@ -16,8 +16,9 @@ import openai
 from app.errors import ProviderError
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, templated_token_count, wire_messages
-from app.llm.chat.errors import Vendor, display_url
+from app.llm.chat.errors import Vendor
 from app.llm.tokenizers import TiktokenTokenizer
+from app.llm.vendor_errors import display_url
 from app.settings import OpenAISettings
 
 if TYPE_CHECKING:
