@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag import fusion, keyword, spaces, vector_store
+from app.settings import RagDefaults
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,22 @@ class RetrievalParams:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+
+    @classmethod
+    def for_session(
+        cls, rag: RagDefaults, *, top_k: int, threshold: float, mode: Mode | None = None
+    ) -> RetrievalParams:
+        """The parameters a chat turn uses — and so the retrieval preview and search, which must
+        show the same thing: fusion from the server's settings, a candidate pool of 4 x top_k."""
+        return cls(
+            mode=mode or rag.mode,
+            top_k=top_k,
+            threshold=threshold,
+            candidates=max(4 * top_k, 20),
+            rrf_k=rag.rrf_k,
+            vector_weight=rag.vector_weight,
+            keyword_weight=rag.keyword_weight,
+        )
 
 
 @dataclass(frozen=True)

@@ -162,16 +162,7 @@ class ChatService:
         session = turn.session
         if not session.enable_rag:
             return None
-        rag = self.settings.rag
-        params = RetrievalParams(
-            mode=rag.mode,
-            top_k=session.top_k,
-            threshold=session.threshold,
-            candidates=max(4 * session.top_k, 20),
-            rrf_k=rag.rrf_k,
-            vector_weight=rag.vector_weight,
-            keyword_weight=rag.keyword_weight,
-        )
+        params = RetrievalParams.for_session(self.settings.rag, top_k=session.top_k, threshold=session.threshold)
 
         def search() -> RetrievalResult:
             return retrieve(self.store, self.embedder(), session.project_id, turn.question, params)

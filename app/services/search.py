@@ -12,16 +12,7 @@ from app.services.sessions import SessionChanges, validate_changes
 
 def params(container: Container, *, top_k: int, threshold: float, mode: Mode) -> RetrievalParams:
     validate_changes(SessionChanges(top_k=top_k, threshold=threshold))
-    rag = container.settings.rag
-    return RetrievalParams(
-        mode=mode,
-        top_k=top_k,
-        threshold=threshold,
-        candidates=max(4 * top_k, 20),
-        rrf_k=rag.rrf_k,
-        vector_weight=rag.vector_weight,
-        keyword_weight=rag.keyword_weight,
-    )
+    return RetrievalParams.for_session(container.settings.rag, top_k=top_k, threshold=threshold, mode=mode)
 
 
 def search(
