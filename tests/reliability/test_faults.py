@@ -127,8 +127,19 @@ def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
             if leave == "complete_after_a_token":
                 next(stream)
                 ws.stop("1")
-    # Whatever the timing, the turn ends: not started (nothing stored) or stored as failed.
-    wait_for(lambda: rig.chat._active == 0, what="the generation slot to be released")
+
+    # Whatever the timing, the turn ends: not started (nothing stored) or stored as failed. A free
+    # slot alone proves nothing when the client left before the server began the turn.
+    def ended() -> bool:
+        with rig.db.read() as db:
+            streaming = (
+                db.connection()
+                .exec_driver_sql("SELECT count(*) FROM chat_messages WHERE status = 'streaming'")
+                .scalar_one()
+            )
+        return rig.chat._active == 0 and streaming == 0
+
+    wait_for(ended, what="the turn to end and its slot to be released")
     with rig.db.read() as db:
         rows = db.connection().exec_driver_sql("SELECT status, error FROM chat_messages WHERE role = 'assistant'").all()
     assert all(status == "failed" and "cancelled" in error for status, error in rows), rows
