@@ -167,6 +167,7 @@ class ChatSession(Timestamps, Base):
     __table_args__ = (
         CheckConstraint("top_k BETWEEN 1 AND 50", name="ck_chat_sessions_top_k"),
         CheckConstraint("threshold >= 0 AND threshold <= 1", name="ck_chat_sessions_threshold"),
+        CheckConstraint("answer_mode IN ('generative', 'extractive', 'auto')", name="ck_chat_sessions_answer_mode"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -179,6 +180,7 @@ class ChatSession(Timestamps, Base):
     top_k: Mapped[int] = mapped_column(Integer, server_default=text("5"))
     threshold: Mapped[float] = mapped_column(Float)
     include_citations: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
+    answer_mode: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
 
     messages: Mapped[list[ChatMessage]] = relationship(
         back_populates="session",
@@ -222,7 +224,7 @@ class Citation(Base):
 
     __tablename__ = "citations"
     __table_args__ = (
-        CheckConstraint("kind IN ('model', 'attributed')", name="ck_citations_kind"),
+        CheckConstraint("kind IN ('model', 'attributed', 'extracted')", name="ck_citations_kind"),
         Index("ix_citations_message_id", "message_id"),
     )
 

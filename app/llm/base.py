@@ -93,6 +93,16 @@ class GenerationOptions:
     stop: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What a chat model can be trusted with, as its provider declares it (the core never guesses
+    from a vendor or a model name)."""
+
+    # Writes answers that stay within the given sources, without looping or echoing the prompt.
+    # False for very small local models (SmolLM2-135M loops, echoes and invents; docs/BENCHMARKS.md).
+    grounded_writing: bool = True
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat model that streams. One instance per (provider, model)."""

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 from app.db.database import Database
 from app.db.models import ChatMessage, ChatSession
 from app.errors import NotFoundError, ValidationError
+from app.rag.answer_mode import AnswerMode
 from app.services import projects
 from app.settings import Settings
 
@@ -39,6 +40,7 @@ class SessionChanges:
     top_k: int | None = None
     threshold: float | None = None
     include_citations: bool | None = None
+    answer_mode: AnswerMode | None = None
 
 
 def validate_changes(changes: SessionChanges) -> None:
@@ -87,6 +89,7 @@ def create(
             include_citations=defaults.include_citations
             if changes.include_citations is None
             else changes.include_citations,
+            answer_mode=changes.answer_mode or defaults.answer_mode,
         )
         db.add(row)
         db.flush()
