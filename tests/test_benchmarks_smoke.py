@@ -13,6 +13,8 @@ import pytest
 from benchmarks import run
 from benchmarks.common import Config
 
+NEEDS_LLAMA = {"first_token"}  # runs the local GGUF chat model
+
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Any]], dict[str, str]]:
@@ -23,7 +25,10 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(run.BENCHMARKS))
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(name, marks=pytest.mark.requires_llama) if name in NEEDS_LLAMA else name for name in run.BENCHMARKS],
+)
 def test_each_benchmark_writes_json_and_a_plot(
     tiny_run: tuple[Path, dict[str, dict[str, Any]], dict[str, str]], name: str
 ) -> None:

@@ -3,7 +3,6 @@ embedder, then `ragchat ask` the real local chat model, and a cited answer comes
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -11,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-# find_spec, not import: importing llama_cpp here would leave its /dev/null handle open at exit.
-if importlib.util.find_spec("llama_cpp") is None:
-    pytest.skip("the local chat model needs llama-cpp-python (make install builds it)", allow_module_level=True)
+pytestmark = pytest.mark.requires_llama
 
 FACTS = """# Freedonia
 

@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
-from llama_cpp import Llama
 
 from app.errors import ProviderError
 from app.llm.base import ChatModel, GenerationOptions, Message, TextDelta, Tokenizer
 from app.llm.chat.local import SMOLLM2, LocalChatModel, shipped_models
 from tests.llm.chat_wire.streams import collect
 
-pytestmark = pytest.mark.slow
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+pytestmark = [pytest.mark.slow, pytest.mark.requires_llama]
 
 QUESTION = [
     Message("system", "You are a helpful assistant."),
@@ -33,6 +36,8 @@ def model() -> Iterator[LocalChatModel]:
 @pytest.fixture(scope="module")
 def vocab() -> Iterator[Llama]:
     """The same GGUF's vocabulary, loaded independently of the adapter."""
+    from llama_cpp import Llama
+
     vocab = Llama(str(shipped_models()[SMOLLM2]), vocab_only=True, verbose=False)
     yield vocab
     vocab.close()

@@ -55,6 +55,7 @@ def llama_url() -> Iterator[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.requires_llama
 async def test_streams_an_answer_from_llama_cpp_server(llama_url: str) -> None:
     async with openai_model(llama_url) as model:
         got = await collect(model.stream(QUESTION, GenerationOptions(max_tokens=32, temperature=0.0)))
@@ -66,6 +67,7 @@ async def test_streams_an_answer_from_llama_cpp_server(llama_url: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.requires_llama
 async def test_wrong_key_is_an_auth_error_that_does_not_show_the_key(llama_url: str) -> None:
     async with openai_model(llama_url, key="sk-wrong-6b8d1f") as model:
         got = await collect(model.stream(QUESTION, GenerationOptions(max_tokens=8)), catch=True)
@@ -76,6 +78,7 @@ async def test_wrong_key_is_an_auth_error_that_does_not_show_the_key(llama_url: 
 
 
 @pytest.mark.slow
+@pytest.mark.requires_llama
 async def test_closing_the_stream_early_leaves_the_model_usable(llama_url: str) -> None:
     async with openai_model(llama_url) as model:
         stream = model.stream(QUESTION, GenerationOptions(max_tokens=64))

@@ -22,6 +22,7 @@ def refused(reg: ChatModelRegistry, provider: str, model: str) -> ValidationErro
     return caught.value
 
 
+@pytest.mark.requires_llama
 def test_local_accepts_only_the_shipped_model() -> None:
     reg = registry()
     reg.validate("local", SMOLLM2)
@@ -48,6 +49,7 @@ def test_malformed_model_names_are_refused(name: str) -> None:
     assert refused(registry(), "ollama", name).field == "model"
 
 
+@pytest.mark.requires_llama
 async def test_get_builds_once_and_does_not_load_the_local_model() -> None:
     reg = registry(openai=OpenAISettings(api_key=SecretStr("sk-x")))
     local = reg.get("local", SMOLLM2)
@@ -67,6 +69,7 @@ def test_get_validates_first() -> None:
         registry().get("local", "nope")
 
 
+@pytest.mark.requires_llama
 def test_list_models_describes_every_provider() -> None:
     reg = registry(llm=ChatModelSettings(provider="ollama", model="qwen2.5:0.5b"))
     listed = {p.provider: p for p in reg.list_models()}
@@ -77,6 +80,7 @@ def test_list_models_describes_every_provider() -> None:
     assert listed["local"].default_model is None
 
 
+@pytest.mark.requires_llama
 def test_more_providers_plug_into_the_same_seam() -> None:
     reg = registry()
     built: list[str] = []
