@@ -5,20 +5,25 @@ Wrap each SDK call, and nothing else, so only the vendor's failures are translat
     with openai_errors(vendor, model):
         client.embeddings.create(...)
 
-The translated error is raised ``from`` the vendor's, and its message says what to do about it
-(which setting to change, which command to run). Messages never contain the API key: 401 bodies
-are dropped (OpenAI echoes part of the key there) and ``Vendor.secret`` is redacted from the rest.
+A chat stream, whose block also yields, catches the SDK's errors itself and raises
+:func:`from_openai` / :func:`from_ollama`; :func:`stopped` words a stream that ends early.
 
-=====================================  ==========================
-vendor failure                         raised
-=====================================  ==========================
-401 / 403                              ProviderAuthError
-404, unknown model                     ModelNotFoundError
-429                                    ProviderRateLimitError
-timeout                                ProviderTimeoutError
-refused / dropped connection, 5xx      ProviderUnavailableError
-anything else from the SDK             ProviderError
-=====================================  ==========================
+The translated error is raised ``from`` the vendor's, and its message says what to do about it
+(which setting to change, which command to run). Messages never contain the API key: on 401 and
+403 none of the vendor's words are quoted (OpenAI's 401 repeats part of the key), and
+``Vendor.secret`` is replaced by :data:`REDACTED` everywhere else.
+
+=========================================  ==========================
+vendor failure                             raised
+=========================================  ==========================
+401 / 403                                  ProviderAuthError
+404, unknown model                         ModelNotFoundError
+429                                        ProviderRateLimitError
+timeout, 408, 504                          ProviderTimeoutError
+refused / dropped connection, 5xx,         ProviderUnavailableError
+an error or the end mid-stream
+anything else from the SDK                 ProviderError
+=========================================  ==========================
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ if TYPE_CHECKING:
 # for importing the other's (the openai SDK alone takes about a second).
 
 _DETAIL_CHARS = 300
+REDACTED = "[redacted]"  # stands for the API key in the vendor's words
 
 
 def display_url(url: str) -> str:
@@ -74,13 +80,18 @@ class Vendor:
         return self.label if self.url in self.label else f"{self.label} at {self.url}"
 
 
-def _said(vendor: Vendor, text: str) -> str:
-    """The vendor's own words, appended to a message: redacted, on one line, bounded."""
-    text = " ".join(text.split())
+def _scrub(vendor: Vendor, text: str) -> str:
+    """Text from the vendor or its transport, fit for a message: the key redacted (before anything
+    else touches the text), on one line, bounded."""
     if vendor.secret:
-        text = text.replace(vendor.secret, "[redacted]")
-    if len(text) > _DETAIL_CHARS:
-        text = text[: _DETAIL_CHARS - 1] + "…"
+        text = text.replace(vendor.secret, REDACTED)
+    text = " ".join(text.split())
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
+
+
+def _said(vendor: Vendor, text: str) -> str:
+    """The vendor's own words, appended to a message."""
+    text = _scrub(vendor, text)
     return f". The server said: {text}" if text else ""
 
 
@@ -91,8 +102,26 @@ def _cause(exc: BaseException) -> str:
 
 
 def _unreadable(vendor: Vendor, exc: Exception) -> ProviderError:
-    problem = _said(vendor, f"{type(exc).__name__}: {exc}").removeprefix(". The server said: ")
+    problem = _scrub(vendor, f"{type(exc).__name__}: {exc}")
     return ProviderError(f"{vendor.label} sent a response ragchat cannot read ({problem})", provider=vendor.provider)
+
+
+def _timed_out(vendor: Vendor, why: str = "") -> ProviderTimeoutError:
+    return ProviderTimeoutError(
+        f"{vendor.label} did not answer within {vendor.timeout:g} s{why}: "
+        f"try again, or raise {vendor.settings}__TIMEOUT",
+        provider=vendor.provider,
+        retryable=True,
+    )
+
+
+def stopped(vendor: Vendor, model: str, problem: str) -> ProviderUnavailableError:
+    """A chat stream that ended, or turned into an error or garbage, before the answer was complete."""
+    return ProviderUnavailableError(
+        f"{vendor.label} stopped answering for '{model}' mid-stream ({_scrub(vendor, problem)}): try again",
+        provider=vendor.provider,
+        retryable=True,
+    )
 
 
 def _unreachable(vendor: Vendor, exc: BaseException, setting: str, *, connect: bool) -> ProviderUnavailableError:
@@ -104,7 +133,7 @@ def _unreachable(vendor: Vendor, exc: BaseException, setting: str, *, connect: b
             retryable=True,
         )
     return ProviderUnavailableError(
-        f"the connection to {vendor.located} broke ({_cause(exc)}): try again",
+        f"the connection to {vendor.located} broke ({_scrub(vendor, _cause(exc))}): try again",
         provider=vendor.provider,
         retryable=True,
     )
@@ -119,25 +148,23 @@ def from_openai(exc: Exception, vendor: Vendor, model: str) -> ProviderError:
     import openai
 
     if isinstance(exc, openai.APITimeoutError):
-        return ProviderTimeoutError(
-            f"{vendor.label} did not answer within {vendor.timeout:g} s: "
-            f"try again, or raise {vendor.settings}__TIMEOUT",
-            provider=vendor.provider,
-            retryable=True,
-        )
+        return _timed_out(vendor)
     if isinstance(exc, openai.APIConnectionError):
         return _unreachable(vendor, exc, "BASE_URL", connect=isinstance(exc.__cause__, httpx2.ConnectError))
     if isinstance(exc, openai.APIStatusError):
         return _from_status(vendor, model, exc.status_code, _openai_message(exc), exc.code or "")
+    if isinstance(exc, openai.APIError):  # an error event inside a 200 stream
+        return stopped(vendor, model, _openai_message(exc) or exc.message)
     return _unreadable(vendor, exc)
 
 
-def _openai_message(exc: openai.APIStatusError) -> str:
-    # The SDK keeps the body's "error" member: an object with a message, or (some compatible
-    # servers, proxies) a plain string or an HTML page.
+def _openai_message(exc: openai.APIError) -> str:
+    # The SDK keeps the body's "error" member (some compatible servers nest it once more): an
+    # object with a message, or (proxies) a plain string or an HTML page.
     body = exc.body
     if isinstance(body, dict):
-        message = body.get("message")
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, dict) else None
         return message if isinstance(message, str) else ""
     return body if isinstance(body, str) else ""
 
@@ -163,14 +190,15 @@ def from_ollama(exc: Exception, vendor: Vendor, model: str) -> ProviderError:
     import ollama
 
     if isinstance(exc, ollama.ResponseError):
-        return _from_status(vendor, model, exc.status_code, str(exc.error), "")
+        message = str(exc.error)
+        if exc.status_code != -1:
+            return _from_status(vendor, model, exc.status_code, message, "")
+        # An {"error": ...} line inside a 200 stream; a missing model is reported this way too.
+        if _names_missing_model(message):
+            return _from_status(vendor, model, 404, message, "")
+        return stopped(vendor, model, message)
     if isinstance(exc, httpx.TimeoutException):
-        return ProviderTimeoutError(
-            f"{vendor.label} did not answer within {vendor.timeout:g} s (a model may still be loading): "
-            f"try again, or raise {vendor.settings}__TIMEOUT",
-            provider=vendor.provider,
-            retryable=True,
-        )
+        return _timed_out(vendor, " (a model may still be loading)")
     if isinstance(exc, ConnectionError | httpx.TransportError):
         # The client turns httpx's ConnectError into a bare ConnectionError.
         connect = type(exc) is ConnectionError or isinstance(exc, httpx.ConnectError)
@@ -196,13 +224,13 @@ def ollama_errors(vendor: Vendor, model: str) -> Iterator[None]:
 
 def _from_status(vendor: Vendor, model: str, status: int, message: str, code: str) -> ProviderError:
     label, name, said = vendor.label, vendor.provider, _said(vendor, message)
+    # 401 and 403 quote nothing: OpenAI's 401 body repeats part of the key.
     if status == 401:
-        # Nothing quoted: OpenAI's 401 body repeats part of the key.
         key = f"{vendor.settings}__API_KEY" if name == "openai" else "OLLAMA_API_KEY"
         return ProviderAuthError(f"{label} rejected the API key (401): set {key} to a valid key", provider=name)
     if status == 403:
         return ProviderAuthError(
-            f"{label} refused access to model '{model}' (403): use a key allowed to call it{said}", provider=name
+            f"{label} refused access to model '{model}' (403): use a key allowed to call it", provider=name
         )
     if status == 404 or _names_missing_model(message):
         hint = (

@@ -15,12 +15,10 @@ import httpx
 import ollama
 import pydantic
 
-from app.errors import ProviderError
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, templated_token_count, wire_messages
-from app.llm.chat.errors import Vendor
 from app.llm.tokenizers import EstimateTokenizer
-from app.llm.vendor_errors import display_url
+from app.llm.vendor_errors import Vendor, display_url, from_ollama, stopped
 from app.settings import OllamaSettings
 
 
@@ -33,13 +31,8 @@ class OllamaChatModel:
         self.model = model
         self.context_window = context_window
         self.tokenizer: Tokenizer = EstimateTokenizer()
-        self._vendor = Vendor(
-            provider=self.provider,
-            label=f"Ollama at {display_url(settings.host)}",
-            auth_hint="Ollama itself has no keys: check the proxy in front of it (OLLAMA_API_KEY)",
-            model_hint="run `ollama pull {model}` on the Ollama host, or pick a model `ollama list` shows",
-            timeout=settings.timeout,
-        )
+        shown = display_url(settings.host)
+        self._vendor = Vendor(self.provider, f"Ollama at {shown}", shown, settings.timeout, "RAGCHAT_OLLAMA")
         self._client = ollama.AsyncClient(host=settings.host, timeout=settings.timeout)
 
     def count_message_tokens(self, messages: Sequence[Message]) -> int:
@@ -66,16 +59,12 @@ class OllamaChatModel:
                 aclose = getattr(responses, "aclose", None)
                 if aclose is not None:
                     await aclose()
-        except ollama.ResponseError as exc:
-            raise self._response_error(exc) from exc
-        except (httpx.ConnectError, ConnectionError) as exc:  # the client re-raises ConnectError as ConnectionError
-            raise self._vendor.unreachable_error(str(exc)) from exc
-        except httpx.TimeoutException as exc:
-            raise self._vendor.timeout_error(self.model) from exc
+        except (ollama.ResponseError, ConnectionError, httpx.TransportError) as exc:
+            raise from_ollama(exc, self._vendor, self.model) from exc
         except (httpx.RequestError, json.JSONDecodeError, pydantic.ValidationError) as exc:
-            raise self._vendor.dropped_error(self.model, str(exc) or type(exc).__name__) from exc
+            raise stopped(self._vendor, self.model, str(exc) or type(exc).__name__) from exc
         if final is None:
-            raise self._vendor.dropped_error(self.model, "the stream ended without its final message")
+            raise stopped(self._vendor, self.model, "the stream ended without its final message")
         # Ollama leaves prompt_eval_count out when the whole prompt came from its cache.
         prompt_tokens = final.prompt_eval_count
         completion_tokens = final.eval_count
@@ -99,10 +88,3 @@ class OllamaChatModel:
         if options.stop:
             sent["stop"] = list(options.stop)
         return sent
-
-    def _response_error(self, exc: ollama.ResponseError) -> ProviderError:
-        if exc.status_code == -1:  # an {"error": ...} line inside a 200 stream
-            if "not found" in str(exc.error).lower():
-                return self._vendor.status_error(404, self.model, str(exc.error))
-            return self._vendor.dropped_error(self.model, str(exc.error))
-        return self._vendor.status_error(exc.status_code, self.model, str(exc.error))

@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, cast
 
 import openai
 
-from app.errors import ProviderError
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, templated_token_count, wire_messages
-from app.llm.chat.errors import Vendor
 from app.llm.tokenizers import TiktokenTokenizer
-from app.llm.vendor_errors import display_url
+from app.llm.vendor_errors import Vendor, display_url, from_openai
 from app.settings import OpenAISettings
 
 if TYPE_CHECKING:
@@ -74,14 +72,9 @@ class OpenAIChatModel:
         self.tokenizer: Tokenizer = tokenizer or TiktokenTokenizer()
         key = settings.api_key.get_secret_value() if settings.api_key else None
         base_url = settings.base_url or OPENAI_BASE_URL
-        self._vendor = Vendor(
-            provider=self.provider,
-            label="OpenAI" if settings.base_url is None else f"the OpenAI-compatible server at {display_url(base_url)}",
-            auth_hint="check RAGCHAT_OPENAI__API_KEY",
-            model_hint="check the model name (and that RAGCHAT_OPENAI__BASE_URL ends in /v1)",
-            timeout=settings.timeout,
-            secret=key,
-        )
+        shown = display_url(base_url)
+        label = "OpenAI" if settings.base_url is None else f"the OpenAI-compatible server at {shown}"
+        self._vendor = Vendor(self.provider, label, shown, settings.timeout, "RAGCHAT_OPENAI", secret=key)
         # Everything explicit: the SDK would otherwise fill gaps from OPENAI_* environment variables.
         # The SDK retries connection errors, 429 and 5xx before the stream starts, never mid-stream.
         self._client = openai.AsyncOpenAI(
@@ -113,7 +106,7 @@ class OpenAIChatModel:
                             parts.append(choice.delta.content)
                             yield TextDelta(choice.delta.content)
         except openai.APIError as exc:
-            raise self._translate(exc) from exc
+            raise from_openai(exc, self._vendor, self.model) from exc
         if usage is None:
             usage = Usage(self.count_message_tokens(messages), self.tokenizer.count("".join(parts)))
         yield usage
@@ -121,25 +114,3 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()
-
-    def _translate(self, exc: openai.APIError) -> ProviderError:
-        vendor = self._vendor
-        if isinstance(exc, openai.APITimeoutError):
-            return vendor.timeout_error(self.model)
-        if isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            if cause is not None and type(cause).__name__ == "ConnectError":
-                return vendor.unreachable_error(str(cause))
-            return vendor.dropped_error(self.model, str(cause or exc.message))
-        if isinstance(exc, openai.APIStatusError):
-            return vendor.status_error(exc.status_code, self.model, _said(exc))
-        # An error event inside a 200 stream: the server gave up after it had started answering.
-        return vendor.dropped_error(self.model, _said(exc))
-
-
-def _said(exc: openai.APIError) -> str:
-    """The server's own words: ``error.message`` of OpenAI's error body, else the SDK's summary."""
-    body = exc.body
-    error = body.get("error", body) if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    return message if isinstance(message, str) and message else exc.message
