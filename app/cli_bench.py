@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from app.bench import answers as answers_bench
 from app.bench import beir
 from app.bench import retrieval as retrieval_bench
 from app.container import Container
@@ -61,3 +62,68 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         console.print({k: round(v, 2) for k, v in result.timings.items()})
         if result.calibration:
             console.print({k: round(v, 4) for k, v in result.calibration.items()})
+
+    @bench.command("answers")
+    def answers(
+        mode: list[str] = typer.Option(["generative"], help="generative, extractive or auto; repeat for several."),
+        provider: str | None = typer.Option(None, help="Chat provider (default: RAGCHAT_LLM__PROVIDER)."),
+        model: str | None = typer.Option(None, help="Chat model (default: RAGCHAT_LLM__MODEL)."),
+        limit: int | None = typer.Option(None, min=1, help="Ask only the first N questions."),
+        max_tokens: int = typer.Option(200, min=16, help="Longest answer, in tokens."),
+        questions: Path = typer.Option(
+            answers_bench.DEFAULT_QUESTIONS, exists=True, dir_okay=False, help="A questions.jsonl beside documents/."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (every answer too) instead."),
+    ) -> None:
+        """Ask a question set with known answers; score facts, citations, loops, echoes and speed."""
+        base = settings_or_exit()  # type: ignore[operator]
+        settings = base.model_copy(update={"llm": base.llm.model_copy(update={"max_answer_tokens": max_tokens})})
+        asked = answers_bench.load_questions(questions)[:limit]
+        targets = [
+            answers_bench.Target(m, provider or settings.llm.provider, model or settings.llm.model) for m in mode
+        ]
+        columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as bar:
+            tasks = {t: bar.add_task(f"{t.mode} {t.provider}/{t.model}", total=len(asked)) for t in targets}
+            report = answers_bench.run(
+                settings,
+                asked,
+                questions.parent / "documents",
+                targets,
+                progress=lambda target, _: bar.advance(tasks[target]),
+            )
+        if as_json:
+            sys.stdout.write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
+            return
+        Console().print(_answers_table(report, len(asked)))
+        console.print(
+            "fact: answers holding the expected fact (or saying the documents do not answer); right doc: citing its "
+            "document; unsupported: sentences no cited source supports, in N answers; medians of time to first token "
+            "and to the whole answer"
+        )
+
+
+def _answers_table(report: answers_bench.Report, asked: int) -> Table:
+    table = Table(
+        title=f"{asked} questions over {report.documents} documents ({report.chunks} chunks); "
+        f"answers up to {report.settings['max_answer_tokens']} tokens"
+    )
+    columns = ("mode", "model", "fact", "right doc", "degenerate", "echo", "unsupported", "failed", "TTFT s", "total s")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for run in report.runs:
+        s = run.summary()
+        first, whole = s.median_first_token_ms, s.median_answer_ms
+        table.add_row(
+            s.mode,
+            s.model,
+            f"{s.contains_fact} ({s.contains_fact_rate:.0%})",
+            f"{s.right_document} ({s.right_document_rate:.0%})",
+            str(s.degenerate),
+            str(s.echoed),
+            f"{s.unsupported_sentences} in {s.answers_with_unsupported}",
+            str(s.failed),
+            "-" if first is None else f"{first / 1000:.2f}",
+            "-" if whole is None else f"{whole / 1000:.2f}",
+        )
+    return table

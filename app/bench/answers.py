@@ -1,0 +1,345 @@
+"""`ragchat bench answers`: ask a question set with known answers through the real chat pipeline and
+score what comes back, per answer mode and provider/model.
+
+The documents next to the questions file are ingested through the real ingestion path into a
+scratch SQLite database (deleted afterwards); each question is asked in a fresh chat session, so no
+answer sees another's history; the stored answer, its citations and its trace are read back from
+the database and scored by :mod:`app.bench.answer_scores`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from app.bench import answer_scores as scores
+from app.container import Container
+from app.db import migrate
+from app.db.models import ChatMessage, Chunk, Citation
+from app.errors import ValidationError
+from app.llm.base import Embedder
+from app.rag.ingest import Ingestor, Source
+from app.services import projects, sessions
+from app.services.chat_events import DoneEvent, ErrorEvent, TokenEvent
+from app.services.sessions import SessionChanges
+from app.settings import Settings
+
+DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "answers" / "questions.jsonl"
+MODES = ("generative", "extractive", "auto")
+IDLE_TIMEOUT = 180.0
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    question: str
+    answer: str | None  # None: the documents do not answer it, and the right reply says so
+    accept: tuple[str, ...]
+    document: str | None
+    kind: str
+
+
+def load_questions(path: Path) -> list[Question]:
+    """Read a questions.jsonl file; every problem is reported with its line number."""
+    found: list[Question] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            item = Question(
+                str(raw["id"]),
+                str(raw["question"]),
+                raw["answer"],
+                tuple(raw.get("accept", ())),
+                raw["document"],
+                str(raw.get("kind", "lookup")),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValidationError("questions", f"{path}:{number}: not a question ({exc})") from exc
+        if (item.answer is None) != (item.document is None):
+            raise ValidationError("questions", f"{path}:{number}: answer and document must both be set or both null")
+        found.append(item)
+    return found
+
+
+def runnable_modes(session_fields: set[str]) -> tuple[str, ...]:
+    """The modes a chat session can be set to: all three once sessions have ``answer_mode``; until
+    then only generation, which is what every session does."""
+    return MODES if "answer_mode" in session_fields else ("generative",)
+
+
+def check_mode(mode: str, session_fields: set[str]) -> None:
+    if mode not in MODES:
+        raise ValidationError("mode", f"unknown answer mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode not in runnable_modes(session_fields):
+        raise ValidationError(
+            "mode",
+            f"answer mode {mode!r} cannot run: chat sessions have no answer_mode setting in this version, "
+            "so every answer is generative (run --mode generative)",
+        )
+
+
+@dataclass(frozen=True)
+class Target:
+    mode: str
+    provider: str
+    model: str
+
+
+@dataclass
+class Answer:
+    """One question's answer and its scores."""
+
+    id: str
+    kind: str
+    question: str
+    expected: str | None
+    document: str | None
+    answer: str
+    status: str
+    error: str | None
+    cited_documents: list[str]
+    no_context: bool
+    contains_fact: bool
+    right_document: bool
+    degenerate: str | None
+    echoed: str | None
+    unsupported: int
+    unsupported_from: str  # "guard" (the answer guard's own count, from the trace) or "overlap"
+    first_token_ms: float | None
+    answer_ms: float
+    trace_mode: object = None  # what the trace says about the answer mode, when it says anything
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One (mode, provider/model)'s scores over the questions asked."""
+
+    mode: str
+    provider: str
+    model: str
+    questions: int
+    contains_fact: int
+    contains_fact_rate: float
+    right_document: int
+    right_document_rate: float
+    degenerate: int
+    echoed: int
+    unsupported_sentences: int
+    answers_with_unsupported: int
+    unsupported_from: str  # "guard", "overlap" or both
+    failed: int
+    no_answer_correct: int
+    no_answer_questions: int
+    median_first_token_ms: float | None
+    median_answer_ms: float | None
+
+
+@dataclass
+class Run:
+    target: Target
+    answers: list[Answer] = field(default_factory=list)
+
+    def summary(self) -> Summary:
+        answers = self.answers
+        n = len(answers) or 1
+        first = [a.first_token_ms for a in answers if a.first_token_ms is not None]
+        facts = sum(a.contains_fact for a in answers)
+        documents = sum(a.right_document for a in answers)
+        return Summary(
+            mode=self.target.mode,
+            provider=self.target.provider,
+            model=self.target.model,
+            questions=len(answers),
+            contains_fact=facts,
+            contains_fact_rate=facts / n,
+            right_document=documents,
+            right_document_rate=documents / n,
+            degenerate=sum(a.degenerate is not None for a in answers),
+            echoed=sum(a.echoed is not None for a in answers),
+            unsupported_sentences=sum(a.unsupported for a in answers),
+            answers_with_unsupported=sum(a.unsupported > 0 for a in answers),
+            unsupported_from="+".join(sorted({a.unsupported_from for a in answers})),
+            failed=sum(a.status != "complete" for a in answers),
+            no_answer_correct=sum(a.contains_fact for a in answers if a.expected is None),
+            no_answer_questions=sum(a.expected is None for a in answers),
+            median_first_token_ms=statistics.median(first) if first else None,
+            median_answer_ms=statistics.median(a.answer_ms for a in answers) if answers else None,
+        )
+
+
+@dataclass
+class Report:
+    documents_folder: str
+    documents: int
+    chunks: int
+    settings: dict[str, object]
+    runs: list[Run] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "documents_folder": self.documents_folder,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "settings": self.settings,
+            "runs": [{**asdict(run.summary()), "answers": [asdict(a) for a in run.answers]} for run in self.runs],
+        }
+
+
+def run(
+    settings: Settings,
+    questions: Sequence[Question],
+    documents: Path,
+    targets: Sequence[Target],
+    *,
+    embedder: Embedder | None = None,
+    progress: Callable[[Target, Answer], None] | None = None,
+) -> Report:
+    """Ingest ``documents`` into a scratch database and ask every question once per target."""
+    session_fields = {f.name for f in fields(SessionChanges)}
+    for target in targets:
+        check_mode(target.mode, session_fields)
+    files = sorted(p for p in documents.iterdir() if p.is_file() and not p.name.startswith("."))
+    with tempfile.TemporaryDirectory(prefix="ragchat-bench-answers-") as tmp:
+        scratch = settings.model_copy(
+            update={
+                "database_url": f"sqlite:///{Path(tmp) / 'bench.db'}",
+                # This scores answers, not patience: on a busy shared machine a 1,000-token prompt can
+                # take the local model longer than the server's 30 s idle timeout to read.
+                "chat": settings.chat.model_copy(
+                    update={"idle_timeout": max(settings.chat.idle_timeout, IDLE_TIMEOUT)}
+                ),
+            }
+        )
+        migrate.upgrade(scratch.database_url, default_threshold=scratch.rag.threshold)
+        container = Container.build(scratch, embedder=embedder)
+        try:
+            for target in targets:
+                container.chat_models.validate(target.provider, target.model)
+            pid = projects.create(container.db, "bench answers").id
+            ingested = Ingestor(container.db, container.embedder, scratch.ingest).ingest(
+                pid, [Source.from_bytes(p.name, p.read_bytes()) for p in files]
+            )
+            if failed := [f"{f.name}: {f.error}" for f in ingested.files if f.status == "failed"]:
+                raise ValidationError("documents", "could not ingest " + "; ".join(failed))
+            report = Report(str(documents), len(files), sum(f.chunks for f in ingested.files), _settings_used(scratch))
+            for target in targets:
+                mode = {"answer_mode": target.mode} if "answer_mode" in session_fields else {}
+                report.runs.append(asyncio.run(_ask_all(container, pid, target, mode, questions, progress)))
+        finally:
+            container.close()
+    return report
+
+
+def _settings_used(settings: Settings) -> dict[str, object]:
+    return {
+        "max_answer_tokens": settings.llm.max_answer_tokens,
+        "idle_timeout_s": settings.chat.idle_timeout,
+        "temperature": settings.llm.temperature,
+        "context_window": settings.llm.context_window,
+        "top_k": settings.rag.top_k,
+        "threshold": settings.rag.threshold,
+        "retrieval_mode": settings.rag.mode,
+        "chunk_tokens": settings.ingest.chunk_tokens,
+        "embedder": f"{settings.embedder.provider}/{settings.embedder.model}",
+    }
+
+
+async def _ask_all(
+    container: Container,
+    pid: int,
+    target: Target,
+    mode: dict[str, Any],  # {"answer_mode": ...} once sessions have the setting
+    questions: Sequence[Question],
+    progress: Callable[[Target, Answer], None] | None,
+) -> Run:
+    model = container.chat_models.get(target.provider, target.model)
+    load = getattr(model, "load", None)  # the local model loads in seconds: not in the first answer's time
+    if load is not None:
+        await load()
+    detector = scores.EchoDetector.from_prompt_files()
+    result = Run(target)
+    for item in questions:
+        changes = replace(SessionChanges(title=item.id, provider=target.provider, model=target.model), **mode)
+        session = sessions.create(container.db, container.settings, container.chat_models, pid, changes)
+        started = time.perf_counter()
+        first: float | None = None
+        turn = await container.chat.start(session.id, item.question)
+        elapsed = 0.0
+        async for event in container.chat.run(turn):  # read to its end: the stream frees its slot there
+            if isinstance(event, TokenEvent) and first is None:
+                first = (time.perf_counter() - started) * 1000
+            elif isinstance(event, DoneEvent | ErrorEvent):
+                elapsed = (time.perf_counter() - started) * 1000
+        answer = _score(container, item, turn.message_id, detector, first, elapsed)
+        result.answers.append(answer)
+        if progress is not None:
+            progress(target, answer)
+    return result
+
+
+def _score(
+    container: Container,
+    item: Question,
+    message_id: int,
+    detector: scores.EchoDetector,
+    first_token_ms: float | None,
+    answer_ms: float,
+) -> Answer:
+    with container.db.read() as db:
+        message = db.get(ChatMessage, message_id)
+        assert message is not None
+        cited = list(db.scalars(select(Citation).where(Citation.message_id == message_id)))
+        trace = dict(message.trace or {})
+        chunk_ids = [c.chunk_id for c in cited if c.chunk_id is not None] or list(trace.get("sourceChunkIds") or [])  # type: ignore[call-overload]
+        texts = dict(db.execute(select(Chunk.id, Chunk.text).where(Chunk.id.in_(chunk_ids))).tuples().all())
+    content = message.content
+    no_answer_ok = item.answer is None and scores.is_no_answer(content)
+    documents = list(dict.fromkeys(c.document_name for c in cited))
+    guard = trace.get("guard")
+    unsupported, origin = _unsupported(content, guard, [texts.get(i, "") for i in chunk_ids])
+    return Answer(
+        id=item.id,
+        kind=item.kind,
+        question=item.question,
+        expected=item.answer,
+        document=item.document,
+        answer=content,
+        status=message.status,
+        error=message.error,
+        cited_documents=documents,
+        no_context=bool(trace.get("noContext")),
+        contains_fact=message.status == "complete" and scores.contains_fact(content, item.answer, item.accept),
+        right_document=no_answer_ok if item.answer is None else item.document in documents,
+        degenerate=scores.degenerate(content),
+        echoed=detector.echoed(content),
+        unsupported=unsupported,
+        unsupported_from=origin,
+        first_token_ms=first_token_ms,
+        answer_ms=answer_ms,
+        trace_mode=trace.get("answerMode"),
+    )
+
+
+def _unsupported(content: str, guard: object, sources: list[str]) -> tuple[int, str]:
+    """The answer guard's own count when the trace has one, else word overlap with the sources."""
+    if isinstance(guard, dict):
+        for key in ("unsupported", "unsupportedSentences"):
+            value = guard.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value, "guard"
+            if isinstance(value, list):
+                return len(value), "guard"
+    return len(scores.unsupported_sentences(content, sources)), "overlap"
