@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ChatEventFieldsFragment, MessageFieldsFragment } from "../gql/graphql";
+import { guard, loopedAnswer, trace } from "../test/fixtures";
 import { type ChatAction, type ChatState, chatReducer, initialChatState, questionKey } from "./chatReducer";
 
 const location = { page: null, lineStart: 3, lineEnd: 9, headingPath: "Guide > Install" };
@@ -76,6 +77,61 @@ describe("chatReducer", () => {
     expect(state.items[1]).toMatchObject({ key: "t1", id: "2", status: "COMPLETE", cited: true, content: "Run the installer [1]." });
     expect(state.items[1]!.sources.map((s) => s.number)).toEqual([1]);
     expect(state.activeKey).toBeNull();
+  });
+
+  it("shows the stored answer after Done, not the streamed text the answer guard replaced", () => {
+    let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval));
+    state = [token("the source of "), token("the source of "), token("the source of")].reduce((s, t) => chatReducer(s, ev(t)), state);
+    const quoted = message({
+      content: "Run the installer [1].",
+      citations: [{ ...message().citations[0]!, kind: "EXTRACTED", location: { ...location, lineStart: 5, lineEnd: 5 } }],
+      trace: trace({ answer: loopedAnswer }),
+    });
+    state = chatReducer(state, ev({ __typename: "ChatDone", answer: quoted }));
+    expect(state.items[1]).toMatchObject({ status: "COMPLETE", content: "Run the installer [1]." });
+    expect(state.items[1]!.trace?.answer?.guard?.decision).toBe("FALLBACK");
+    expect(state.items[1]!.sources).toEqual([expect.objectContaining({ number: 1, kind: "EXTRACTED", quotes: [{ location: { ...location, lineStart: 5, lineEnd: 5 }, text: "Run the installer." }] })]);
+  });
+
+  it("gathers the sentences quoted from one source under its number, each with its own span", () => {
+    const cite = message().citations[0]!;
+    const at = (lineStart: number, lineEnd: number) => ({ ...location, lineStart, lineEnd });
+    const state = run({
+      type: "loaded",
+      messages: [
+        message({
+          content: "Run the installer [1]. Reboot [2]. Then log in [1].",
+          citations: [
+            { ...cite, id: "1", kind: "EXTRACTED", location: at(4, 4), snippet: "Run the installer." },
+            { ...cite, id: "2", marker: 2, chunkId: "41", kind: "EXTRACTED", location: at(20, 21), snippet: "Reboot." },
+            { ...cite, id: "3", kind: "EXTRACTED", location: at(9, 9), snippet: "Then log in." },
+          ],
+        }),
+      ],
+    });
+    const sources = state.items[0]!.sources;
+    expect(sources.map((s) => s.number)).toEqual([1, 2]);
+    expect(sources[0]!.quotes).toEqual([
+      { location: at(4, 4), text: "Run the installer." },
+      { location: at(9, 9), text: "Then log in." },
+    ]);
+    expect(sources[1]!.quotes).toEqual([{ location: at(20, 21), text: "Reboot." }]);
+  });
+
+  it("adds the stored trace to an answer that failed live, keeping the live error", () => {
+    let state = run(
+      { type: "sent", key: "t1", content: "How?" },
+      ev(retrieval),
+      ev(token("the the the")),
+      ev({ __typename: "ChatError", failedMessageId: "2", code: "answer_rejected", message: "the answer was unusable", partial: "the the the" }),
+    );
+    const rejected = trace({ answer: { ...loopedAnswer, guard: guard({ decision: "REJECTED", reasons: ["the answer is empty"] }) } });
+    const stored = message({ status: "FAILED", content: "", error: "the answer was unusable", citations: [], trace: rejected });
+    state = chatReducer(state, { type: "stored", key: "t1", message: stored });
+    expect(state.items[1]).toMatchObject({ status: "FAILED", content: "the the the", error: { code: "answer_rejected" }, trace: rejected });
+    // Only for the message it was fetched for: a later turn in the same item is left alone.
+    const other = chatReducer(state, { type: "stored", key: "t1", message: { ...stored, id: "99", trace: null } });
+    expect(other.items[1]!.trace).toBe(rejected);
   });
 
   it("keeps the retrieved sources when the stored answer has no citations", () => {

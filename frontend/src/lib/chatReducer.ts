@@ -24,6 +24,13 @@ export interface SourceView {
   text: string;
   /** How the citation came about; null for a retrieved source not (yet) cited. */
   kind: CitationKind | null;
+  /** An extractive answer's sentences quoted from this source, in answer order, each with its exact span. */
+  quotes?: Quote[];
+}
+
+export interface Quote {
+  location: LocationFieldsFragment;
+  text: string;
 }
 
 export type ItemStatus = "PENDING" | "STREAMING" | "COMPLETE" | "FAILED";
@@ -67,6 +74,8 @@ export type ChatAction =
   | { type: "sent"; key: string; content: string }
   | { type: "regenerating"; key: string }
   | { type: "event"; key: string; event: ChatEventFieldsFragment }
+  /** The stored message of an answer that failed live: its trace says why (the answer guard's verdict). */
+  | { type: "stored"; key: string; message: MessageFieldsFragment }
   | { type: "streamFailed"; key: string; message: string; code?: string }
   | { type: "discard"; key: string };
 
@@ -82,16 +91,7 @@ export function fromMessage(message: MessageFieldsFragment, key = `m${message.id
     content: message.content,
     status: message.status,
     error: message.status === "FAILED" ? { code: codeOf(message.error), message: message.error ?? "the answer failed" } : null,
-    sources: message.citations.map((c) => ({
-      number: c.marker,
-      documentId: c.documentId,
-      chunkId: c.chunkId,
-      documentName: c.documentName,
-      location: c.location,
-      score: c.score,
-      text: c.snippet,
-      kind: c.kind,
-    })),
+    sources: sourcesOf(message.citations),
     cited: true,
     noContext: message.noContext,
     degraded: message.degraded,
@@ -100,6 +100,34 @@ export function fromMessage(message: MessageFieldsFragment, key = `m${message.id
     unsent: false,
     previous: null,
   };
+}
+
+/**
+ * One source per [n]. An extractive answer may quote several sentences of one source: each is an
+ * EXTRACTED citation with the same marker and its own span, gathered here as the source's quotes.
+ */
+function sourcesOf(citations: MessageFieldsFragment["citations"]): SourceView[] {
+  const byNumber = new Map<number, SourceView>();
+  for (const c of citations) {
+    const quote = c.kind === "EXTRACTED" ? [{ location: c.location, text: c.snippet }] : [];
+    const known = byNumber.get(c.marker);
+    if (known) {
+      known.quotes = [...(known.quotes ?? []), ...quote];
+      continue;
+    }
+    byNumber.set(c.marker, {
+      number: c.marker,
+      documentId: c.documentId,
+      chunkId: c.chunkId,
+      documentName: c.documentName,
+      location: c.location,
+      score: c.score,
+      text: c.snippet,
+      kind: c.kind,
+      quotes: quote,
+    });
+  }
+  return [...byNumber.values()];
 }
 
 // Stored failures keep only the message; "cancelled: …" and "interrupted: …" name their cause.
@@ -228,6 +256,11 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case "event":
       return onEvent(state, action.key, action.event);
+    case "stored": {
+      // The live error (its code) and partial text stay; only the trace is new.
+      const { message } = action;
+      return patch(state, action.key, (item) => (item.id === message.id && item.status === "FAILED" ? { ...item, trace: message.trace } : item));
+    }
     case "streamFailed": {
       const item = state.items.find((i) => i.key === action.key);
       if (!item || item.status === "COMPLETE" || (item.status === "FAILED" && !item.previous)) {

@@ -184,7 +184,7 @@ function ChatView({ session }: { session: Session }) {
         </div>
       </div>
       <SettingsDrawer session={session} open={settingsOpen} onClose={() => setSettingsOpen(false)} lastQuestion={lastQuestion} isNew={isNew && items.length === 0} />
-      <TracePanel trace={traceItem?.trace ?? null} open={traceKey !== null} onClose={() => setTraceKey(null)} />
+      <TracePanel trace={traceItem?.trace ?? null} messageId={traceItem?.id ?? null} open={traceKey !== null} onClose={() => setTraceKey(null)} />
       <RenameDialog open={renaming} onClose={() => setRenaming(false)} session={session} />
       <ConfirmDialog open={deleting} title="Delete chat?" confirmLabel="Delete chat" danger onConfirm={confirmDelete} onCancel={() => setDeleting(false)}>
         <p>

@@ -1,7 +1,11 @@
+import type { MockLink } from "@apollo/client/testing";
+import { MockedProvider } from "@apollo/client/testing/react";
 import { render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
+import { GuardOriginalDocument, type GuardOriginalQuery } from "../../gql/graphql";
 import type { ChatItem } from "../../lib/chatReducer";
+import { extractiveAnswer, guard, loopedAnswer, trace } from "../../test/fixtures";
 import { AssistantMessage } from "./Messages";
 
 const location = { page: null, lineStart: 4, lineEnd: 12, headingPath: "Guide > Install" };
@@ -29,9 +33,13 @@ function item(overrides: Partial<ChatItem> = {}): ChatItem {
   };
 }
 
-function setup(overrides: Partial<ChatItem> = {}) {
+function setup(overrides: Partial<ChatItem> = {}, mocks: MockLink.MockedResponse[] = []) {
   const props = { onRetry: vi.fn(), onOpenTrace: vi.fn(), onOpenSettings: vi.fn() };
-  render(<AssistantMessage item={item(overrides)} busy={false} {...props} />);
+  render(
+    <MockedProvider mocks={mocks}>
+      <AssistantMessage item={item(overrides)} busy={false} {...props} />
+    </MockedProvider>,
+  );
   return { ...props, user: userEvent.setup() };
 }
 
@@ -97,5 +105,85 @@ describe("AssistantMessage", () => {
     setup({ status: "FAILED", content: "", error: { code: "busy", message: "3 answers are being generated" }, sources: [] });
     expect(screen.getByTestId("message-error")).toHaveTextContent("ragchat is busy right now");
     expect(screen.getByTestId("message-error")).toHaveTextContent("Wait a few seconds, then retry");
+  });
+
+  describe("how the answer came about", () => {
+    const looped = "the source of the source of the source of the source of";
+
+    function original(text: string | null): MockLink.MockedResponse<GuardOriginalQuery> {
+      return {
+        request: { query: GuardOriginalDocument, variables: { id: "2" } },
+        result: { data: { message: { __typename: "ChatMessage", id: "2", trace: { answer: { guard: { original: text } } } } } },
+      };
+    }
+
+    it("says the model's answer looped and was replaced by quotes, with the reasons and the model's text on request", async () => {
+      const { user } = setup({ trace: trace({ answer: loopedAnswer }) }, [original(looped)]);
+      const notice = screen.getByTestId("guard-notice");
+      expect(notice).toHaveAttribute("data-decision", "FALLBACK");
+      expect(notice).toHaveTextContent("The model's answer looped; showing sentences quoted from your documents instead.");
+      expect(within(notice).getByRole("list", { name: "What the answer guard found" })).toHaveTextContent("the text “the source of” repeats 4+ times in a row");
+      expect(screen.queryByTestId("answer-label")).toBeNull();
+
+      const show = within(notice).getByRole("button", { name: "Show the model's text" });
+      expect(show).toHaveAttribute("aria-expanded", "false");
+      await user.click(show);
+      expect(await within(notice).findByTestId("guard-original")).toHaveTextContent(looped);
+      expect(within(notice).getByRole("button", { name: "Hide the model's text" })).toHaveAttribute("aria-expanded", "true");
+      // The stored (quoted) answer is what the message shows.
+      const content = document.querySelector(".message__content");
+      expect(content).toHaveTextContent("Run the installer");
+      expect(content).not.toHaveTextContent("the source of");
+    });
+
+    it("flags a kept answer with unsupported sentences, and says when the stored text is the model's own", async () => {
+      const flagged = { ...loopedAnswer, guard: guard({ decision: "FLAGGED", reasons: ["1 of 3 sentence(s) unsupported"], unsupportedSentences: 1 }) };
+      const { user } = setup({ trace: trace({ answer: flagged }) }, [original(null)]);
+      const notice = screen.getByTestId("guard-notice");
+      expect(notice).toHaveTextContent("Parts of this answer may not be supported by your documents.");
+      expect(notice).toHaveTextContent("1 of 3 sentence(s) unsupported");
+      await user.click(within(notice).getByRole("button", { name: "Show the model's text" }));
+      expect(await within(notice).findByText("The stored answer is the model's own text.")).toBeInTheDocument();
+    });
+
+    it("explains a rejected answer next to its failure", () => {
+      const rejected = { ...loopedAnswer, guard: guard({ decision: "REJECTED", reasons: ["the answer only repeated the prompt"] }) };
+      setup({ status: "FAILED", content: "", error: { code: "failed", message: "the answer guard rejected the answer" }, sources: [], trace: trace({ answer: rejected }) });
+      expect(screen.getByTestId("guard-notice")).toHaveTextContent("The model's answer was unusable, and no sentence in your documents answered the question instead.");
+      expect(screen.getByTestId("guard-notice")).toHaveTextContent("the answer only repeated the prompt");
+      expect(screen.getByTestId("message-error")).toHaveTextContent("The answer guard rejected the answer");
+    });
+
+    it("labels an extractive answer as quoted from the documents", () => {
+      setup({ trace: trace({ answer: extractiveAnswer }) });
+      expect(screen.getByTestId("answer-label")).toHaveTextContent("Quoted from your documents");
+      expect(screen.queryByTestId("guard-notice")).toBeNull();
+    });
+
+    it("says nothing about a generated answer that passed, or a trace from before answer modes", () => {
+      setup({ trace: trace({ answer: { ...loopedAnswer, guard: guard(), sentences: null } }) });
+      expect(screen.queryByTestId("guard-notice")).toBeNull();
+      expect(screen.queryByTestId("answer-label")).toBeNull();
+      setup({ trace: trace({ answer: null }) });
+      expect(screen.queryByTestId("guard-notice")).toBeNull();
+    });
+
+    it("shows a quoted source as quoted, with the exact lines or page of each sentence", () => {
+      const quoted = { ...location, lineStart: 5, lineEnd: 5 };
+      setup({
+        trace: trace({ answer: extractiveAnswer }),
+        sources: [
+          { ...item().sources[0]!, kind: "EXTRACTED", location: quoted, quotes: [{ location: quoted, text: "Run the installer." }, { location: { ...location, lineStart: 9, lineEnd: 10 }, text: "Then log in." }] },
+          { ...item().sources[1]!, kind: "EXTRACTED", quotes: [{ location: { ...location, page: 7 }, text: "Reboot after installing." }] },
+        ],
+      });
+      const [first, second] = screen.getAllByTestId("source");
+      expect(within(first!).getByText("quoted")).toBeInTheDocument();
+      expect(first).toHaveTextContent("quoted from line 5, lines 9–10");
+      expect(first).toHaveTextContent("Run the installer.");
+      expect(first).toHaveTextContent("Then log in.");
+      expect(second).toHaveTextContent("quoted from p. 7");
+      expect(screen.getByRole("button", { name: "Source 1: guide.md, quoted from line 5, lines 9–10" })).toBeInTheDocument();
+    });
   });
 });

@@ -2,8 +2,9 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { ChatItem } from "../../lib/chatReducer";
 import { Markdown, type MarkdownCitations } from "../Markdown";
 import { AlertIcon, InfoIcon, LayersIcon, LogoMark, RefreshIcon, SlidersIcon } from "../icons";
+import { AnswerNotice } from "./AnswerNotice";
 import { describeTurnError } from "./describeError";
-import { SourceList } from "./SourceList";
+import { SourceList, quotedPlaces } from "./SourceList";
 
 export interface AssistantMessageProps {
   item: ChatItem;
@@ -41,7 +42,11 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
       numbers,
       onCite: cite,
       active,
-      label: (n) => `Source ${n}: ${item.sources.find((s) => s.number === n)?.documentName ?? ""}`.trim(),
+      label: (n) => {
+        const source = item.sources.find((s) => s.number === n);
+        const quoted = source && quotedPlaces(source);
+        return `Source ${n}: ${source?.documentName ?? ""}${quoted ? `, quoted from ${quoted}` : ""}`.trim();
+      },
     }),
     [numbers, cite, active, item.sources],
   );
@@ -88,6 +93,7 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
             </div>
           </div>
         )}
+        <AnswerNotice answer={item.trace?.answer} messageId={item.id} />
         {pending && !item.content && (
           <p className="message__pending" role="status">
             <span className="typing" aria-hidden="true">

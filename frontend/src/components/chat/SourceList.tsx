@@ -13,6 +13,11 @@ export interface SourceListProps {
   compact?: boolean;
 }
 
+/** Where an extractive answer's sentences sit in this source ("line 5, lines 9–10"); "" when none were quoted. */
+export function quotedPlaces(source: SourceView): string {
+  return [...new Set((source.quotes ?? []).map((q) => formatPlace(q.location)))].join(", ");
+}
+
 /** The sources under an answer: document, where in it, similarity, and the cited text. */
 export function SourceList({ sources, idPrefix, active, title, compact = false }: SourceListProps) {
   if (sources.length === 0) return null;
@@ -35,7 +40,10 @@ export function SourceList({ sources, idPrefix, active, title, compact = false }
 function SourceItem({ source, id, active, compact }: { source: SourceView; id: string; active: boolean; compact: boolean }) {
   const [expanded, setExpanded] = useState(false);
   const heading = formatHeadingPath(source.location.headingPath);
-  const long = source.text.length > 280;
+  const quoted = quotedPlaces(source);
+  // Quoted sentences show as they were quoted; a plain source shows its snippet.
+  const text = quoted ? [...new Set(source.quotes!.map((q) => q.text))].join("\n…\n") : source.text;
+  const long = text.length > 280;
   return (
     <li id={id} className="source" data-active={active || undefined} tabIndex={-1} data-testid="source" data-number={source.number}>
       <div className="source__head">
@@ -46,7 +54,7 @@ function SourceItem({ source, id, active, compact }: { source: SourceView; id: s
         <span className="source__doc" title={source.documentName}>
           {source.documentName}
         </span>
-        <span className="source__place">{formatPlace(source.location)}</span>
+        <span className="source__place">{quoted ? `quoted from ${quoted}` : formatPlace(source.location)}</span>
         <span className="source__score" title="Cosine similarity to the question (0–1)">
           score {formatScore(source.score)}
         </span>
@@ -55,10 +63,15 @@ function SourceItem({ source, id, active, compact }: { source: SourceView; id: s
             attributed
           </span>
         )}
+        {quoted && (
+          <span className="badge badge--soft" title="The answer quotes this source's sentences word for word, at the lines shown">
+            quoted
+          </span>
+        )}
       </div>
       {!compact && heading && <p className="source__heading">{heading}</p>}
       {/* Plain text: React escapes it, so document content can never become markup. */}
-      {!compact && <blockquote className={`source__snippet${long && !expanded ? " source__snippet--clamped" : ""}`}>{source.text}</blockquote>}
+      {!compact && <blockquote className={`source__snippet${long && !expanded ? " source__snippet--clamped" : ""}`}>{text}</blockquote>}
       {!compact && long && (
         <button type="button" className="link-button" onClick={() => setExpanded((v) => !v)} aria-expanded={expanded}>
           {expanded ? "Show less" : "Show more"}

@@ -1,7 +1,9 @@
+import { MockedProvider } from "@apollo/client/testing/react";
 import { render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
-import type { TraceFieldsFragment } from "../../gql/graphql";
+import { GuardOriginalDocument, type TraceFieldsFragment } from "../../gql/graphql";
+import { extractiveAnswer, guard, loopedAnswer } from "../../test/fixtures";
 import { TracePanel } from "./TracePanel";
 
 const where = { page: null, lineStart: 1, lineEnd: 5, headingPath: "" };
@@ -27,6 +29,7 @@ const trace: TraceFieldsFragment = {
   tokens: { prompt: 812, context: 540, completion: 64, answerReserve: 384, contextWindow: 2048, tokenizer: "estimate", exact: false },
   budget: { chunksOverBudget: [2], historyDropped: 1 },
   citations: { valid: 1, invalidRemoved: 2, attributed: false },
+  answer: null,
 };
 
 function renderPanel(onClose = vi.fn()) {
@@ -79,6 +82,50 @@ describe("TracePanel", () => {
     expect(tokens).toHaveTextContent("sources 2");
     expect(within(panel).getByText("estimated")).toBeInTheDocument();
     expect(panel).toHaveTextContent("2 invalid markers removed");
+  });
+
+  it("shows an answer's requested and actual mode, why, and the guard's verdict with its reasons, counts and the model's text", async () => {
+    const answer = { ...loopedAnswer, guard: guard({ ...loopedAnswer.guard, echoRemoved: 2, markersDropped: 1, unsupportedSentences: 3 }) };
+    const looped = "the source of the source of the source of the source of";
+    const mocks = [
+      {
+        request: { query: GuardOriginalDocument, variables: { id: "2" } },
+        result: { data: { message: { __typename: "ChatMessage", id: "2", trace: { answer: { guard: { original: looped } } } } } },
+      },
+    ];
+    render(
+      <MockedProvider mocks={mocks}>
+        <TracePanel trace={{ ...trace, answer }} messageId="2" open onClose={vi.fn()} />
+      </MockedProvider>,
+    );
+    const section = screen.getByRole("region", { name: "Answer" });
+    const facts = within(section).getByTestId("trace-answer");
+    expect(facts).toHaveTextContent("Modegenerative");
+    expect(facts).toHaveTextContent("Whythe session asks for generated answers");
+    expect(facts).toHaveTextContent("Answer guardreplaced by quoted sentences");
+    expect(facts).toHaveTextContent("Unsupported sentences3");
+    expect(facts).toHaveTextContent("Prompt echoes removed2");
+    expect(facts).toHaveTextContent("Markers dropped1");
+    expect(facts).toHaveTextContent("Stopped earlyyes: the answer looped");
+    expect(facts).toHaveTextContent("Sentences quoted2");
+    expect(within(section).getByRole("list", { name: "What the answer guard found" })).toHaveTextContent("the text “the source of” repeats 4+ times in a row");
+    await userEvent.click(within(section).getByRole("button", { name: "Show the model's text" }));
+    expect(await within(section).findByTestId("guard-original")).toHaveTextContent(looped);
+  });
+
+  it("shows AUTO choosing the extractive mode, and no guard for a quoted answer", () => {
+    render(<TracePanel trace={{ ...trace, answer: extractiveAnswer }} messageId="2" open onClose={vi.fn()} />);
+    const facts = within(screen.getByRole("region", { name: "Answer" })).getByTestId("trace-answer");
+    expect(facts).toHaveTextContent("Modeauto → extractive");
+    expect(facts).toHaveTextContent("is not a reliable writer");
+    expect(facts).toHaveTextContent("Sentences quoted2");
+    expect(facts).not.toHaveTextContent("Answer guard");
+    expect(screen.queryByRole("button", { name: "Show the model's text" })).toBeNull();
+  });
+
+  it("has no Answer section for a trace from before answer modes", () => {
+    renderPanel();
+    expect(screen.queryByRole("region", { name: "Answer" })).toBeNull();
   });
 
   it("closes with Escape", async () => {

@@ -3,24 +3,27 @@ import { formatCount, formatHeadingPath, formatMs, formatPlace, formatScore, for
 import { Dialog } from "../Dialog";
 import { AlertIcon } from "../icons";
 import { FATE_ORDER, FateBadge, ScoreBar, fateCounts, fateReason } from "../retrieval/Fate";
+import { OriginalDisclosure } from "./AnswerNotice";
 
 export interface TracePanelProps {
   trace: TraceFieldsFragment | null;
+  /** The answer's id: the panel loads the model's original text from it when asked. */
+  messageId?: string | null;
   open: boolean;
   onClose: () => void;
 }
 
 /** "Why this answer": what retrieval considered and did, the settings, timings and token budget. */
-export function TracePanel({ trace, open, onClose }: TracePanelProps) {
+export function TracePanel({ trace, messageId = null, open, onClose }: TracePanelProps) {
   return (
     <Dialog open={open && trace !== null} onClose={onClose} variant="drawer" size="lg" title="Why this answer" testId="trace-panel"
       description={trace ? <>For “{trace.query}”</> : undefined}>
-      {trace && <TraceBody trace={trace} />}
+      {trace && <TraceBody trace={trace} messageId={messageId} />}
     </Dialog>
   );
 }
 
-export function TraceBody({ trace }: { trace: TraceFieldsFragment }) {
+export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragment; messageId?: string | null }) {
   const counts = fateCounts(trace.candidates);
   return (
     <div className="trace">
@@ -37,6 +40,7 @@ export function TraceBody({ trace }: { trace: TraceFieldsFragment }) {
           </div>
         </div>
       )}
+      {trace.answer && <AnswerSection answer={trace.answer} messageId={messageId} />}
       <section className="trace__section" aria-labelledby="trace-settings">
         <h3 id="trace-settings" className="trace__title">
           Settings used
@@ -153,6 +157,65 @@ export function TraceBody({ trace }: { trace: TraceFieldsFragment }) {
         </section>
       )}
     </div>
+  );
+}
+
+type Answer = NonNullable<TraceFieldsFragment["answer"]>;
+type Decision = NonNullable<Answer["guard"]>["decision"];
+
+const DECISIONS: Record<Decision, { label: string; badge: string }> = {
+  PASS: { label: "passed", badge: "badge--success" },
+  FLAGGED: { label: "flagged, kept", badge: "badge--warning" },
+  FALLBACK: { label: "replaced by quoted sentences", badge: "badge--warning" },
+  REJECTED: { label: "rejected", badge: "badge--danger" },
+};
+
+/** Which answer mode ran and why, and what the answer guard found in a generated answer. */
+function AnswerSection({ answer, messageId }: { answer: Answer; messageId: string | null }) {
+  const guard = answer.guard;
+  const mode = (m: string) => m.toLowerCase();
+  return (
+    <section className="trace__section" aria-labelledby="trace-answer">
+      <h3 id="trace-answer" className="trace__title">
+        Answer
+      </h3>
+      <dl className="kv" data-testid="trace-answer">
+        <dt>Mode</dt>
+        <dd>{answer.requestedMode === answer.mode ? mode(answer.mode) : `${mode(answer.requestedMode)} → ${mode(answer.mode)}`}</dd>
+        <dt>Why</dt>
+        <dd>{answer.reason}</dd>
+        {guard && (
+          <>
+            <dt>Answer guard</dt>
+            <dd>
+              <span className={`badge ${DECISIONS[guard.decision].badge}`}>{DECISIONS[guard.decision].label}</span>
+            </dd>
+            <dt>Unsupported sentences</dt>
+            <dd className="mono">{guard.unsupportedSentences}</dd>
+            <dt>Prompt echoes removed</dt>
+            <dd className="mono">{guard.echoRemoved}</dd>
+            <dt>Markers dropped</dt>
+            <dd className="mono">{guard.markersDropped}</dd>
+            <dt>Stopped early</dt>
+            <dd>{guard.stoppedEarly ? "yes: the answer looped" : "no"}</dd>
+          </>
+        )}
+        {answer.sentences != null && (
+          <>
+            <dt>Sentences quoted</dt>
+            <dd className="mono">{answer.sentences}</dd>
+          </>
+        )}
+      </dl>
+      {guard && guard.reasons.length > 0 && (
+        <ul className="trace__reasons" aria-label="What the answer guard found">
+          {guard.reasons.map((reason) => (
+            <li key={reason}>{reason}</li>
+          ))}
+        </ul>
+      )}
+      {guard && guard.decision !== "PASS" && messageId && <OriginalDisclosure messageId={messageId} />}
+    </section>
   );
 }
 

@@ -1,7 +1,7 @@
 import { useApolloClient } from "@apollo/client/react";
 import { useCallback, useEffect, useReducer, useRef } from "react";
 import type { Subscription } from "rxjs";
-import { type ChatEventFieldsFragment, ChatDocument, type MessageFieldsFragment, RegenerateDocument } from "../../gql/graphql";
+import { type ChatEventFieldsFragment, ChatDocument, type MessageFieldsFragment, RegenerateDocument, StoredMessageDocument } from "../../gql/graphql";
 import { chatReducer, initialChatState } from "../../lib/chatReducer";
 
 let turnCounter = 0;
@@ -28,6 +28,19 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
 
   useEffect(() => () => current.current?.subscription.unsubscribe(), []);
 
+  // A failed answer's stored trace says why (e.g. the answer guard rejected it); the error event does not carry it.
+  const fetchStored = useCallback(
+    async (key: string, id: string) => {
+      try {
+        const { data } = await client.query({ query: StoredMessageDocument, variables: { id }, fetchPolicy: "no-cache" });
+        if (data?.message.__typename === "ChatMessage") dispatch({ type: "stored", key, message: data.message });
+      } catch {
+        // Only the trace is missing; the failure itself is already shown.
+      }
+    },
+    [client],
+  );
+
   const follow = useCallback(
     (key: string, source: ReturnType<typeof client.subscribe<Record<string, ChatEventFieldsFragment>>>) => {
       current.current?.subscription.unsubscribe();
@@ -43,6 +56,7 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
           const event = result.data && Object.values(result.data)[0];
           if (event) {
             dispatch({ type: "event", key, event });
+            if (event.__typename === "ChatError" && event.failedMessageId) void fetchStored(key, event.failedMessageId);
             if (event.__typename === "ChatDone" || event.__typename === "ChatError") finish();
           } else if (result.error) {
             dispatch({ type: "streamFailed", key, message: result.error.message });
@@ -60,7 +74,7 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
       });
       if (!finished) current.current = { key, subscription };
     },
-    [client],
+    [client, fetchStored],
   );
 
   const send = useCallback(
