@@ -97,7 +97,7 @@ class FakeModels:
         self.validate(provider, model)
         return self.models[model]
 
-    def list_models(self) -> list[object]:
+    async def list_models(self) -> list[object]:
         from app.llm.chat.registry import ProviderModels
 
         return [ProviderModels("fake", True, None, tuple(self.models), False, next(iter(self.models)))]

@@ -22,8 +22,11 @@ UNREADABLE = (StorageError,)
 @strawberry.type(description="A chat-model provider and the models it offers.")
 class ProviderInfo:
     provider: str
-    available: bool
-    reason: str | None = strawberry.field(description="Why it cannot be used, when it cannot.")
+    available: bool = strawberry.field(description="The settings allow it (a key, an installed package).")
+    reachable: bool = strawberry.field(
+        description="It answered a quick check just now (cached for 30 s); false whenever not available."
+    )
+    reason: str | None = strawberry.field(description="Why it cannot be used or is not reachable, when so.")
     models: list[str] = strawberry.field(description="Known model names (suggestions when openEnded).")
     open_ended: bool = strawberry.field(description="Any model name the provider knows is accepted.")
     default_model: str | None
@@ -155,7 +158,7 @@ class Query:
             raising=UNREADABLE,
         )
 
-    @strawberry.field(description="Chat-model providers this server can use, and their models.")
+    @strawberry.field(description="Chat-model providers this server knows, whether each answers now, and their models.")
     async def providers(self, info: Info) -> list[ProviderInfo]:
         return [
             ProviderInfo(
@@ -163,8 +166,9 @@ class Query:
                 available=p.available,
                 reason=p.reason,
                 models=list(p.models),
+                reachable=p.reachable,
                 open_ended=p.open_ended,
                 default_model=p.default_model,
             )
-            for p in info.context.container.chat_models.list_models()
+            for p in await info.context.container.chat_models.list_models()
         ]

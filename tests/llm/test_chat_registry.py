@@ -70,9 +70,9 @@ def test_get_validates_first() -> None:
 
 
 @pytest.mark.requires_llama
-def test_list_models_describes_every_provider() -> None:
+async def test_list_models_describes_every_provider() -> None:
     reg = registry(llm=ChatModelSettings(provider="ollama", model="qwen2.5:0.5b"))
-    listed = {p.provider: p for p in reg.list_models()}
+    listed = {p.provider: p for p in await reg.list_models()}
     assert list(listed) == ["local", "ollama", "openai"]
     assert listed["local"].available and listed["local"].models == (SMOLLM2,) and not listed["local"].open_ended
     assert listed["ollama"].models == ("qwen2.5:0.5b",) and listed["ollama"].default_model == "qwen2.5:0.5b"

@@ -9,11 +9,14 @@ trip to OpenAI or Ollama would add latency and make configuring a chat session f
 provider is briefly down; and Ollama's model list changes with every ``ollama pull``. So a remote
 provider is refused only when it cannot work at all (OpenAI with neither key nor base URL), any
 well-formed model name is accepted, and an unknown one surfaces at generation as
-:class:`app.errors.ModelNotFoundError`.
+:class:`app.errors.ModelNotFoundError`. Whether a provider answers right now is a separate,
+cached question (:meth:`ChatModelRegistry.list_models`, :mod:`app.llm.chat.reachability`) that the
+``providers`` query asks so the UI can show it, and validation never waits for.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -24,6 +27,16 @@ from app.llm.chat import scripted
 from app.llm.chat.local import LocalChatModel, shipped_models
 from app.llm.chat.ollama import OllamaChatModel
 from app.llm.chat.openai import KNOWN_CONTEXT_WINDOWS, OpenAIChatModel, context_window_for
+from app.llm.chat.reachability import (
+    REACHABLE,
+    Probe,
+    ProbeCache,
+    Reachability,
+    probe_file,
+    probe_model_files,
+    probe_ollama,
+    probe_openai,
+)
 from app.settings import Settings
 
 MAX_MODEL_NAME = 200
@@ -38,6 +51,7 @@ class ChatProvider:
     models: tuple[str, ...] = ()  # names known without asking the provider
     open_ended: bool = False  # also accepts names not in ``models``
     unavailable: str | None = None  # why it cannot be used with these settings; None when usable
+    probe: Probe | None = None  # asks whether it answers right now; None: whenever available
 
 
 @dataclass(frozen=True)
@@ -46,23 +60,32 @@ class ProviderModels:
 
     provider: str
     available: bool
-    reason: str | None  # why not available
+    reason: str | None  # why not available, or else why not reachable
     models: tuple[str, ...]  # known names (suggestions when ``open_ended``)
     open_ended: bool  # any model name the provider knows is accepted
     default_model: str | None  # the configured default, when this is the default provider
+    reachable: bool = True  # answered its probe (cached briefly); never when not available
 
 
 class ChatModelRegistry:
     """Builds chat models on first use and keeps them, so the local model loads once."""
 
-    def __init__(self, settings: Settings, *, providers: Iterable[ChatProvider] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        providers: Iterable[ChatProvider] | None = None,
+        probes: ProbeCache | None = None,
+    ) -> None:
         self._settings = settings
+        self._probes = probes or ProbeCache()
         self._providers = {p.name: p for p in (builtin_providers(settings) if providers is None else providers)}
         self._models: dict[tuple[str, str], ChatModel] = {}
 
     def register(self, provider: ChatProvider) -> None:
         """Add (or replace) a provider."""
         self._providers[provider.name] = provider
+        self._probes.forget(provider.name)
         self._models = {key: model for key, model in self._models.items() if key[0] != provider.name}
 
     def validate(self, provider: str, model: str) -> None:
@@ -93,20 +116,31 @@ class ChatModelRegistry:
         """The model the settings choose (``RAGCHAT_LLM__PROVIDER`` / ``RAGCHAT_LLM__MODEL``)."""
         return self.get(self._settings.llm.provider, self._settings.llm.model)
 
-    def list_models(self) -> list[ProviderModels]:
-        """Every provider, whether it can be used, and the model names known without the network."""
+    async def list_models(self) -> list[ProviderModels]:
+        """Every provider, whether it can be used and answers now, and the model names known
+        without asking it. Providers are probed concurrently, each answer cached (:class:`ProbeCache`)."""
         llm = self._settings.llm
+        providers = sorted(self._providers.values(), key=lambda p: p.name)
+        found = await asyncio.gather(*(self._reachability(p) for p in providers))
         return [
             ProviderModels(
                 provider=p.name,
                 available=p.unavailable is None,
-                reason=p.unavailable,
+                reason=p.unavailable or reach.reason,
                 models=p.models,
                 open_ended=p.open_ended,
                 default_model=llm.model if llm.provider == p.name else None,
+                reachable=reach.reachable,
             )
-            for p in sorted(self._providers.values(), key=lambda p: p.name)
+            for p, reach in zip(providers, found, strict=True)
         ]
+
+    async def _reachability(self, provider: ChatProvider) -> Reachability:
+        if provider.unavailable is not None:
+            return Reachability(False, provider.unavailable)
+        if provider.probe is None:
+            return REACHABLE
+        return await self._probes.check(provider.name, provider.probe)
 
     async def aclose(self) -> None:
         """Close the HTTP clients of the models built so far."""
@@ -143,6 +177,7 @@ def builtin_providers(settings: Settings) -> list[ChatProvider]:
             ),
             models=tuple(shipped),
             unavailable=local_unavailable,
+            probe=probe_model_files(shipped),
         ),
         ChatProvider(
             name="openai",
@@ -154,12 +189,14 @@ def builtin_providers(settings: Settings) -> list[ChatProvider]:
             unavailable=None
             if has_key or openai_settings.base_url
             else "set RAGCHAT_OPENAI__API_KEY (or RAGCHAT_OPENAI__BASE_URL for a compatible server without keys)",
+            probe=probe_openai(openai_settings),
         ),
         ChatProvider(
             name="ollama",
             build=lambda model: OllamaChatModel(model, settings.ollama, context_window=llm.context_window),
             models=configured("ollama"),
             open_ended=True,
+            probe=probe_ollama(settings.ollama),
         ),
         *_scripted(settings),
     ]
@@ -176,5 +213,6 @@ def _scripted(settings: Settings) -> list[ChatProvider]:
             name=scripted.PROVIDER,
             build=lambda model: scripted.ScriptedChatModel(script, token_delay_ms=llm.token_delay_ms),
             models=(scripted.MODEL,),
+            probe=probe_file(script, "RAGCHAT_LLM__SCRIPT"),
         )
     ]

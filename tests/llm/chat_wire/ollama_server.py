@@ -4,7 +4,7 @@ The "model" answers by echoing the last user message word by word, one NDJSON li
 (``{"model", "created_at", "message": {"role": "assistant", "content"}, "done": false}``), then a
 final line with ``"done": true``, ``done_reason`` and the counts Ollama reports. It honours
 ``options.num_predict`` (``done_reason: "length"``) and answers 404 with Ollama's error body for
-models it does not have. Every request body is kept in ``received``.
+models it does not have; ``GET /api/version`` answers as Ollama does. Every request body is kept in ``received``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 CREATED_AT = "2024-07-01T12:00:00.000000Z"
+VERSION = "0.5.7"  # GET /api/version answers {"version": ...}
 
 
 def create_app(models: tuple[str, ...] = ("tiny:latest",)) -> tuple[FastAPI, list[dict[str, Any]]]:
@@ -31,6 +32,10 @@ def create_app(models: tuple[str, ...] = ("tiny:latest",)) -> tuple[FastAPI, lis
         if model not in models:
             return JSONResponse({"error": f"model '{model}' not found"}, status_code=404)
         return StreamingResponse(_lines(body), media_type="application/x-ndjson")
+
+    @app.get("/api/version")
+    async def version() -> dict[str, str]:
+        return {"version": VERSION}
 
     return app, received
 
