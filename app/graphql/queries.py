@@ -164,9 +164,9 @@ class Query:
             ProviderInfo(
                 provider=p.provider,
                 available=p.available,
+                reachable=p.reachable,
                 reason=p.reason,
                 models=list(p.models),
-                reachable=p.reachable,
                 open_ended=p.open_ended,
                 default_model=p.default_model,
             )

@@ -1,4 +1,4 @@
-import { render, screen } from "@testing-library/react";
+import { render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import type { SessionFieldsFragment } from "../../gql/graphql";
@@ -20,14 +20,15 @@ const session: SessionFieldsFragment = {
 };
 
 const providers = [
-  { provider: "scripted", available: true, reason: null, models: ["scripted"], openEnded: false, defaultModel: "scripted" },
-  { provider: "openai", available: false, reason: "set RAGCHAT_OPENAI__API_KEY", models: ["gpt-4o"], openEnded: true, defaultModel: null },
+  { provider: "scripted", available: true, reachable: true, reason: null, models: ["scripted"], openEnded: false, defaultModel: "scripted" },
+  { provider: "openai", available: false, reachable: false, reason: "set RAGCHAT_OPENAI__API_KEY", models: ["gpt-4o"], openEnded: true, defaultModel: null },
+  { provider: "ollama", available: true, reachable: false, reason: "connection refused at http://127.0.0.1:11434", models: [], openEnded: true, defaultModel: null },
 ];
 
-function setup(onSubmit = vi.fn().mockResolvedValue(null)) {
+function setup(onSubmit = vi.fn().mockResolvedValue(null), session_ = session) {
   render(
     <>
-      <SessionSettingsForm session={session} providers={providers} onSubmit={onSubmit} />
+      <SessionSettingsForm session={session_} providers={providers} onSubmit={onSubmit} />
       <button type="submit" form="session-settings">
         Save
       </button>
@@ -49,6 +50,27 @@ describe("SessionSettingsForm", () => {
     expect(screen.getByLabelText("Threshold")).toHaveValue(0.25);
     expect(screen.getByRole("switch", { name: "Answer from the knowledge base (RAG)" })).toBeChecked();
     expect(screen.getByRole("option", { name: "openai (unavailable)" })).toBeDisabled();
+  });
+
+  it("offers unreachable providers disabled, each with the reason it cannot be used", () => {
+    setup();
+    const select = within(screen.getByLabelText("Provider"));
+    expect(select.getByRole("option", { name: "scripted" })).toBeEnabled();
+    expect(select.getByRole("option", { name: "ollama (unreachable)" })).toBeDisabled();
+    const hint = screen.getByTestId("provider-problems");
+    expect(hint).toHaveTextContent("ollama is unreachable: connection refused at http://127.0.0.1:11434");
+    expect(hint).toHaveTextContent("openai is unavailable: set RAGCHAT_OPENAI__API_KEY");
+    expect(hint).not.toHaveTextContent("scripted");
+    // The reason is what the select is described by, so a screen reader says it too.
+    const describedBy = screen.getByLabelText("Provider").getAttribute("aria-describedby") ?? "";
+    expect(document.getElementById(describedBy)).toContainElement(hint);
+  });
+
+  it("keeps a chat's own provider selectable when it stops answering, and says why", () => {
+    setup(undefined, { ...session, provider: "ollama", model: "llama3.2" });
+    expect(screen.getByRole("option", { name: "ollama (unreachable)" })).toBeEnabled();
+    expect(screen.getByLabelText("Provider")).toHaveValue("ollama");
+    expect(screen.getByTestId("provider-problems")).toHaveTextContent("ollama is unreachable");
   });
 
   it("flags out-of-range values next to their input and does not submit them", async () => {

@@ -54,9 +54,11 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
   const provider = providers?.find((p) => p.provider === draft.provider);
   const providerOptions = providers ? [...providers] : [];
   if (!providerOptions.some((p) => p.provider === draft.provider)) {
-    providerOptions.push({ provider: draft.provider, available: true, reason: null, models: [draft.model], openEnded: true, defaultModel: null });
+    providerOptions.push({ provider: draft.provider, available: true, reachable: true, reason: null, models: [draft.model], openEnded: true, defaultModel: null });
   }
   const models = provider ? [...new Set([...(provider.models ?? []), ...(draft.provider === session.provider ? [session.model] : [])])] : [draft.model];
+  // Shown, not hidden: a user should learn why a provider cannot be chosen.
+  const problems = providerOptions.filter((p) => !p.available || !p.reachable);
 
   function chooseProvider(name: string) {
     const next = providers?.find((p) => p.provider === name);
@@ -139,12 +141,12 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
       <fieldset className="fieldset">
         <legend className="fieldset__legend">Model</legend>
         <div className="field-row">
-          <Field label="Provider" error={shown("provider")} hint={provider && !provider.available ? provider.reason : undefined}>
+          <Field label="Provider" error={shown("provider")} hint={problems.length > 0 ? <ProviderProblems problems={problems} /> : undefined}>
             <select className="input" value={draft.provider} onChange={(e) => chooseProvider(e.target.value)}>
               {providerOptions.map((p) => (
-                <option key={p.provider} value={p.provider} disabled={!p.available && p.provider !== session.provider}>
+                <option key={p.provider} value={p.provider} disabled={(!p.available || !p.reachable) && p.provider !== session.provider}>
                   {p.provider}
-                  {p.available ? "" : " (unavailable)"}
+                  {p.available ? (p.reachable ? "" : " (unreachable)") : " (unavailable)"}
                 </option>
               ))}
             </select>
@@ -181,5 +183,19 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
         </p>
       )}
     </form>
+  );
+}
+
+/** One line per provider that cannot be chosen, with the server's reason. */
+function ProviderProblems({ problems }: { problems: readonly Provider[] }) {
+  return (
+    <span data-testid="provider-problems">
+      {problems.map((p) => (
+        <span key={p.provider} className="field__hint-line">
+          {p.provider} is {p.available ? "unreachable" : "unavailable"}
+          {p.reason ? `: ${p.reason}` : ""}
+        </span>
+      ))}
+    </span>
   );
 }

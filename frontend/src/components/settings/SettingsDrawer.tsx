@@ -21,7 +21,8 @@ export interface SettingsDrawerProps {
 
 /** Edit a chat's settings at any time; they apply from the next message. */
 export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, isNew = false }: SettingsDrawerProps) {
-  const providers = useQuery(ProvidersDocument, { skip: !open });
+  // Reachability changes (a server started or stopped): ask again each time the drawer opens.
+  const providers = useQuery(ProvidersDocument, { skip: !open, fetchPolicy: "cache-and-network" });
   const [update, { loading }] = useMutation(UpdateChatSessionDocument);
   const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
   const onDraftChange = useCallback((d: SettingsDraft) => setDraft(d), []);
