@@ -70,6 +70,10 @@ describe("from a knowledge base to a cited, explained answer", () => {
     const drawer = page.getByRole("dialog", { name: "Set up this chat" });
     await drawer.waitFor();
     assert.equal(await drawer.getByLabel("Top K").inputValue(), "5");
+    // How answers are written: a radio group with the server's default (sessionDefaults: AUTO) chosen.
+    const answerModes = drawer.getByRole("group", { name: "Answer mode" });
+    assert.equal(await answerModes.getByRole("radio").count(), 3);
+    assert.ok(await answerModes.getByRole("radio", { name: "Auto" }).isChecked());
 
     await drawer.getByLabel("Top K").fill("99");
     const topK = drawer.getByLabel("Top K");

@@ -15,6 +15,7 @@ const session: SessionFieldsFragment = {
   topK: 5,
   threshold: 0.25,
   includeCitations: true,
+  answerMode: "AUTO",
   createdAt: "2025-01-01T10:00:00",
   updatedAt: "2025-01-01T10:00:00",
 };
@@ -113,6 +114,31 @@ describe("SessionSettingsForm", () => {
     await user.type(screen.getByLabelText("Top K"), "8");
     expect(describedError(screen.getByLabelText("Top K"))).toBeNull();
     expect(describedError(screen.getByLabelText("Model"))).toBe("scripted has no model 'x'");
+  });
+
+  it("offers the answer modes as a labelled radio group, each with its help, and saves the choice", async () => {
+    const { user, onSubmit } = setup();
+    const group = screen.getByRole("group", { name: "Answer mode" });
+    const radios = within(group).getAllByRole("radio");
+    expect(radios.map((r) => r.getAttribute("value"))).toEqual(["AUTO", "GENERATIVE", "EXTRACTIVE"]);
+    expect(within(group).getByRole("radio", { name: "Auto" })).toBeChecked();
+    expect(within(group).getByRole("radio", { name: "Auto" })).toHaveAccessibleDescription(
+      "The model writes when it is a reliable writer; otherwise answers are quoted from your documents.",
+    );
+    expect(within(group).getByRole("radio", { name: "Extractive" })).toHaveAccessibleDescription(/quoted from your documents/);
+    await user.click(within(group).getByRole("radio", { name: "Extractive" }));
+    expect(within(group).getByRole("radio", { name: "Auto" })).not.toBeChecked();
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenCalledExactlyOnceWith({ answerMode: "EXTRACTIVE" });
+  });
+
+  it("shows the chat's own answer mode, and sends nothing when it is chosen again", async () => {
+    const { user, onSubmit } = setup(undefined, { ...session, answerMode: "GENERATIVE" });
+    expect(screen.getByRole("radio", { name: "Generative" })).toBeChecked();
+    await user.click(screen.getByRole("radio", { name: "Auto" }));
+    await user.click(screen.getByRole("radio", { name: "Generative" }));
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenCalledExactlyOnceWith({});
   });
 
   it("shows an error for no particular field above the buttons", async () => {

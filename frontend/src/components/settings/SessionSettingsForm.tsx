@@ -2,6 +2,7 @@ import { type FormEvent, type ReactNode, useEffect, useState } from "react";
 import type { ChatSessionInput, ProvidersQuery, SessionFieldsFragment } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 import { Field, Switch } from "../Field";
+import { AnswerModeControl } from "./AnswerModeControl";
 import { type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
 
 type Provider = ProvidersQuery["providers"][number];
@@ -137,6 +138,8 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
         />
         {retrievalExtra}
       </fieldset>
+
+      <AnswerModeControl value={draft.answerMode} onChange={(mode) => set("answerMode", mode)} />
 
       <fieldset className="fieldset">
         <legend className="fieldset__legend">Model</legend>

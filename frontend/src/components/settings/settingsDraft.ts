@@ -1,4 +1,4 @@
-import type { ChatSessionInput, SessionFieldsFragment } from "../../gql/graphql";
+import type { AnswerMode, ChatSessionInput, SessionFieldsFragment } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -11,9 +11,17 @@ export interface SettingsDraft {
   topK: string;
   threshold: string;
   includeCitations: boolean;
+  answerMode: AnswerMode;
 }
 
 export const TOP_K_RANGE = [1, 50] as const;
+
+/** The answer modes in the order the form offers them, each with its one-line help. */
+export const ANSWER_MODES: readonly { mode: AnswerMode; label: string; help: string }[] = [
+  { mode: "AUTO", label: "Auto", help: "The model writes when it is a reliable writer; otherwise answers are quoted from your documents." },
+  { mode: "GENERATIVE", label: "Generative", help: "The model writes every answer; ragchat checks it and quotes your documents instead when it fails." },
+  { mode: "EXTRACTIVE", label: "Extractive", help: "Answers are sentences quoted from your documents, each cited to its lines; no model writes." },
+];
 
 export function draftOf(session: SessionFieldsFragment): SettingsDraft {
   return {
@@ -25,6 +33,7 @@ export function draftOf(session: SessionFieldsFragment): SettingsDraft {
     topK: String(session.topK),
     threshold: String(session.threshold),
     includeCitations: session.includeCitations,
+    answerMode: session.answerMode,
   };
 }
 
@@ -67,5 +76,6 @@ export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft):
   const threshold = parseThreshold(draft.threshold);
   if (threshold !== null && threshold !== session.threshold) input.threshold = threshold;
   if (draft.includeCitations !== session.includeCitations) input.includeCitations = draft.includeCitations;
+  if (draft.answerMode !== session.answerMode) input.answerMode = draft.answerMode;
   return input;
 }
