@@ -8,7 +8,7 @@ import strawberry
 from app.errors import StorageError
 from app.graphql import types
 from app.graphql.context import Info
-from app.graphql.errors import NotFoundError, parse_id
+from app.graphql.errors import NotFoundError, page_size, parse_id
 from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
 from app.graphql.search_types import search_results
 from app.graphql.trace_types import RetrievalMode
@@ -96,7 +96,7 @@ class Query:
         self, info: Info, project_id: strawberry.ID | None = None, first: int = 50, offset: int = 0
     ) -> list[types.ChatSession]:
         ctx = info.context
-        limit = ctx.page_size(first, "first")
+        limit = page_size(first, "first", ctx.container.settings.api.max_page_size)
         pid = parse_id(project_id, "projectId") if project_id is not None else None
         rows = await anyio.to_thread.run_sync(
             lambda: sessions.list_for(ctx.container.db, pid, limit=limit, offset=max(offset, 0))

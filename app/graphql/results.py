@@ -17,6 +17,7 @@ from app.graphql.errors import (
     ProviderError,
     StorageError,
     ValidationError,
+    parse_id,
     to_graphql,
 )
 from app.graphql.search_types import SearchResults
@@ -86,8 +87,6 @@ async def call(fn: Callable[[], T], *, raising: tuple[type[RagchatError], ...] =
 
 
 def deleting(delete: Callable[[int], None], ident: strawberry.ID, field: str = "id") -> Callable[[], Deleted]:
-    from app.graphql.errors import parse_id
-
     def run() -> Deleted:
         delete(parse_id(ident, field))
         return Deleted(id=ident)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import enum
 from datetime import datetime
 
+import anyio.to_thread
 import strawberry
 
 from app.db import models
 from app.graphql.context import Info
+from app.graphql.errors import page_offset, page_size, parse_id
 from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
+from app.services import documents, sessions
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
@@ -92,7 +95,10 @@ class Document:
 
     @strawberry.field(description="The document's chunks in order (paginated).")
     async def chunks(self, info: Info, first: int = 50, offset: int = 0) -> list[Chunk]:
-        rows = await info.context.page_chunks(int(self.id), first, offset)
+        limit = page_size(first, "first", info.context.container.settings.api.max_page_size)
+        start = page_offset(offset)
+        store = info.context.container.db
+        rows = await anyio.to_thread.run_sync(lambda: documents.chunks(store, int(self.id), limit=limit, offset=start))
         return [Chunk.of(r) for r in rows]
 
 
@@ -267,7 +273,12 @@ class ChatSession:
 
     @strawberry.field(description="The latest messages, oldest first; `before` pages further back.")
     async def messages(self, info: Info, last: int = 50, before: strawberry.ID | None = None) -> list[ChatMessage]:
-        rows = await info.context.page_messages(int(self.id), last, before)
+        limit = page_size(last, "last", info.context.container.settings.api.max_page_size)
+        before_id = parse_id(before, "before") if before is not None else None
+        store = info.context.container.db
+        rows = await anyio.to_thread.run_sync(
+            lambda: sessions.messages(store, int(self.id), limit=limit, before_id=before_id)
+        )
         return [ChatMessage.of(r) for r in rows]
 
     @strawberry.field

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 
 from app.db.database import Database
-from app.db.models import Document
+from app.db.models import Chunk, Document
 from app.errors import IngestError, NotFoundError, ValidationError
 from app.rag.ingest import Ingestor, IngestSummary, Source
 from app.rag.parsing import detect_kind
@@ -28,6 +28,13 @@ def get(store: Database, document_id: int) -> Document:
 def list_for(store: Database, project_id: int) -> list[Document]:
     with store.read() as db:
         return list(db.scalars(select(Document).where(Document.project_id == project_id).order_by(Document.name)))
+
+
+def chunks(store: Database, document_id: int, *, limit: int, offset: int = 0) -> list[Chunk]:
+    """A page of a document's chunks, in document order."""
+    with store.read() as db:
+        query = select(Chunk).where(Chunk.document_id == document_id).order_by(Chunk.ordinal)
+        return list(db.scalars(query.limit(limit).offset(offset)))
 
 
 def delete(store: Database, document_id: int) -> None:
