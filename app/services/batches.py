@@ -9,6 +9,8 @@ not 101.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from sqlalchemy import func, select
 
@@ -17,11 +19,24 @@ from app.db.models import ChatMessage, Citation, Document, Project
 from app.services import projects
 from app.services.projects import ProjectStats
 
+R = TypeVar("R")
+
+
+def _one_each(rows: Iterable[R], key: Callable[[R], int], keys: list[int]) -> list[R | None]:
+    found = {key(row): row for row in rows}
+    return [found.get(k) for k in keys]
+
+
+def _all_of_each(rows: Iterable[R], key: Callable[[R], int], keys: list[int]) -> list[list[R]]:
+    grouped: dict[int, list[R]] = defaultdict(list)
+    for row in rows:
+        grouped[key(row)].append(row)
+    return [grouped[k] for k in keys]
+
 
 def projects_by_id(store: Database, ids: list[int]) -> list[Project | None]:
     with store.read() as db:
-        rows = {p.id: p for p in db.scalars(select(Project).where(Project.id.in_(ids)))}
-    return [rows.get(i) for i in ids]
+        return _one_each(db.scalars(select(Project).where(Project.id.in_(ids))), lambda p: p.id, ids)
 
 
 def project_stats(store: Database, ids: list[int]) -> list[ProjectStats]:
@@ -31,12 +46,9 @@ def project_stats(store: Database, ids: list[int]) -> list[ProjectStats]:
 
 def documents_by_project(store: Database, project_ids: list[int]) -> list[list[Document]]:
     """Each project's documents, by name."""
-    grouped: dict[int, list[Document]] = defaultdict(list)
+    query = select(Document).where(Document.project_id.in_(project_ids)).order_by(Document.name)
     with store.read() as db:
-        query = select(Document).where(Document.project_id.in_(project_ids)).order_by(Document.name)
-        for doc in db.scalars(query):
-            grouped[doc.project_id].append(doc)
-    return [grouped[i] for i in project_ids]
+        return _all_of_each(db.scalars(query), lambda d: d.project_id, project_ids)
 
 
 def last_messages(store: Database, session_ids: list[int]) -> list[ChatMessage | None]:
@@ -44,16 +56,13 @@ def last_messages(store: Database, session_ids: list[int]) -> list[ChatMessage |
     latest = (
         select(func.max(ChatMessage.id)).where(ChatMessage.session_id.in_(session_ids)).group_by(ChatMessage.session_id)
     )
+    query = select(ChatMessage).where(ChatMessage.id.in_(latest))
     with store.read() as db:
-        rows = {m.session_id: m for m in db.scalars(select(ChatMessage).where(ChatMessage.id.in_(latest)))}
-    return [rows.get(i) for i in session_ids]
+        return _one_each(db.scalars(query), lambda m: m.session_id, session_ids)
 
 
 def citations_by_message(store: Database, message_ids: list[int]) -> list[list[Citation]]:
     """Each message's citations, by marker."""
-    grouped: dict[int, list[Citation]] = defaultdict(list)
+    query = select(Citation).where(Citation.message_id.in_(message_ids)).order_by(Citation.marker)
     with store.read() as db:
-        query = select(Citation).where(Citation.message_id.in_(message_ids)).order_by(Citation.marker)
-        for cite in db.scalars(query):
-            grouped[cite.message_id].append(cite)
-    return [grouped[i] for i in message_ids]
+        return _all_of_each(db.scalars(query), lambda c: c.message_id, message_ids)
