@@ -22,11 +22,11 @@ from typing import Any, cast
 from sqlalchemy import event
 
 from app.llm.base import ChatModel, Embedder
-from app.rag.retrieval import retrieve
+from app.rag.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.providers import Clock, Models, TimedChatModel, TimedEmbedder
-from benchmarks.server import chat_params, create_session, live, settings_for
+from benchmarks.server import create_session, live, settings_for
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.graphql.ops import MESSAGE_FIELDS, SEND
 
@@ -73,7 +73,7 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
         inner.default_answer = ANSWER
         model = TimedChatModel(cast(ChatModel, inner), clock)
         settings = settings_for(copy.path, rag={"mode": "vector"})
-        params = chat_params(settings, TOP_K, 0.0)
+        params = RetrievalParams.for_session(settings.rag, top_k=TOP_K, threshold=0.0)
         query_vectors = fake.embed(questions)
         stages: dict[str, list[float]] = {}
         last: list[str] = []

@@ -22,11 +22,11 @@ from typing import Any
 
 from app.llm.base import GenerationOptions, Message, TextDelta
 from app.llm.chat.local import SMOLLM2, LocalChatModel, shipped_models
-from app.rag.retrieval import retrieve
+from app.rag.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.providers import Clock, Models, TimedChatModel
-from benchmarks.server import chat_params, create_session, live, settings_for
+from benchmarks.server import create_session, live, settings_for
 from tests.graphql.ops import CHAT
 
 NAME = "first_token"
@@ -76,7 +76,7 @@ def run(cfg: Config) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         copy = kb.copy_to(Path(tmp))
         settings = settings_for(copy.path, rag={"mode": "vector"}, llm={"max_answer_tokens": ANSWER_TOKENS})
-        params = chat_params(settings, top_k, 0.0)
+        params = RetrievalParams.for_session(settings.rag, top_k=top_k, threshold=0.0)
         with live(settings, embedder, Models(model)) as server:
             session = create_session(
                 server.api, kb.project_id, provider="local", model=SMOLLM2, threshold=0.0, topK=top_k

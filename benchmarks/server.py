@@ -18,7 +18,6 @@ import uvicorn
 from app.container import Container
 from app.llm.base import Embedder
 from app.main import create_app
-from app.rag.retrieval import RetrievalParams
 from app.services.chat import ChatModels
 from app.settings import Settings
 from tests.graphql.client import Api
@@ -98,17 +97,3 @@ def create_session(api: Api, project_id: int, **settings: object) -> str:
     result = api.run(CREATE_SESSION, p=str(project_id), input=settings)["createChatSession"]
     assert result["__typename"] == "ChatSession", result
     return str(result["id"])
-
-
-def chat_params(settings: Settings, top_k: int, threshold: float) -> RetrievalParams:
-    """The retrieval parameters ChatService uses for a session with these settings."""
-    rag = settings.rag
-    return RetrievalParams(
-        mode=rag.mode,
-        top_k=top_k,
-        threshold=threshold,
-        candidates=max(4 * top_k, 20),
-        rrf_k=rag.rrf_k,
-        vector_weight=rag.vector_weight,
-        keyword_weight=rag.keyword_weight,
-    )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import uvicorn
 from fastapi import FastAPI
+
+from tests.waiting import wait_until
 
 
 def free_port() -> int:
@@ -27,11 +28,13 @@ def serve(app: FastAPI, *, timeout: float = 20.0) -> Iterator[str]:
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("test server did not start")
-        time.sleep(0.02)
+
+    def started() -> bool:
+        if not thread.is_alive():
+            raise RuntimeError("test server stopped before it started")
+        return bool(server.started)
+
+    wait_until(started, timeout, "the test server to start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

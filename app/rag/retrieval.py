@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -254,8 +253,3 @@ def _apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalPar
         else:
             candidate.fate = "kept"
             kept += 1
-
-
-def normalise(vectors: Vectors) -> Vectors:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return (vectors / np.clip(norms, 1e-12, None)).astype(np.float32)

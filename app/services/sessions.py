@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import ChatMessage, ChatSession
@@ -135,11 +135,6 @@ def messages(store: Database, session_id: int, *, limit: int, before_id: int | N
             query = query.where(ChatMessage.id < before_id)
         rows = list(db.scalars(query.order_by(ChatMessage.id.desc()).limit(limit)))
     return rows[::-1]
-
-
-def message_count(store: Database, session_id: int) -> int:
-    with store.read() as db:
-        return int(db.scalar(select(func.count()).where(ChatMessage.session_id == session_id)) or 0)
 
 
 def message(store: Database, message_id: int) -> ChatMessage:

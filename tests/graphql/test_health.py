@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import httpx
 
 from app.container import Container
 from app.main import create_app
 from tests.live import free_port, serve
+from tests.waiting import wait_until
 
 HEALTH = "{ health { ok version sqliteVersion sqliteVecVersion migrationRevision headRevision } }"
 
@@ -34,7 +35,7 @@ def test_graphiql_is_served(container: Container) -> None:
     assert "graphiql" in page.text.lower()
 
 
-def test_cli_migrates_then_serves_on_loopback(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cli_migrates_then_serves_on_loopback(tmp_path: Path) -> None:
     env = {**os.environ, "RAGCHAT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
     subprocess.run([sys.executable, "-m", "app", "migrate"], env=env, check=True, capture_output=True)
     port = free_port()
@@ -45,15 +46,15 @@ def test_cli_migrates_then_serves_on_loopback(tmp_path) -> None:  # type: ignore
         stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
+
+        def answered() -> httpx.Response | None:
             try:
-                response = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": HEALTH}, timeout=2)
-                break
+                return httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": HEALTH}, timeout=2)
             except httpx.TransportError:
                 assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-                assert time.monotonic() < deadline, "server did not come up"
-                time.sleep(0.2)
+                return None
+
+        response = wait_until(answered, 60, "`ragchat serve` to answer", interval=0.2)
         assert response.json()["data"]["health"]["ok"] is True
     finally:
         proc.terminate()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 from app.container import Container
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
+from tests.waiting import wait_until
 
 
 def _session(api: Api, **settings: object) -> str:
@@ -73,18 +72,14 @@ def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
         retrieval = next(stream)["data"]["chat"]
         next(stream)
     message_id = int(retrieval["messageId"])
-    deadline = time.monotonic() + 10
-    while True:
+
+    def ended() -> tuple[str, str] | None:
         with fake_container.db.read() as db:
-            status, error = (
-                db.connection()
-                .exec_driver_sql("SELECT status, error FROM chat_messages WHERE id = ?", (message_id,))
-                .one()
-            )
-        if status != "streaming" or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+            query = "SELECT status, error FROM chat_messages WHERE id = ?"
+            status, error = db.connection().exec_driver_sql(query, (message_id,)).one()
+        return (status, error) if status != "streaming" else None
+
+    status, error = wait_until(ended, 10, "the message to stop streaming")
     assert status == "failed" and "disconnected" in error
-    while fake_container.chat._active and time.monotonic() < deadline:  # the slot is freed just after the write
-        time.sleep(0.05)
-    assert fake_container.chat._active == 0
+    # the slot is freed just after the write
+    wait_until(lambda: fake_container.chat._active == 0, 10, "the generation slot to be freed")

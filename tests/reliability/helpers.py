@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from collections.abc import Callable
-from typing import TypeVar, cast
+from typing import cast
 
 import httpx
 
@@ -16,7 +14,6 @@ from app.services.chat import ChatModels
 from app.settings import Settings
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 
-T = TypeVar("T")
 CASES: Counter[str] = Counter()  # generated cases per suite, shown in the terminal summary
 TABLES = ("projects", "documents", "chunks", "chat_sessions", "chat_messages", "citations", "embedding_spaces")
 
@@ -38,18 +35,6 @@ def row_counts(store: Database) -> dict[str, int]:
     with store.read() as db:
         conn = db.connection()
         return {t: int(conn.exec_driver_sql(f"SELECT count(*) FROM {t}").scalar_one()) for t in TABLES}
-
-
-def wait_for(probe: Callable[[], T | None], timeout: float = 20.0, what: str = "condition") -> T:
-    """Poll ``probe`` until it returns something truthy; bounded, so a test cannot hang."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def check(response: httpx.Response, before: dict[str, int], after: dict[str, int]) -> None:

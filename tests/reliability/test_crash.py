@@ -17,7 +17,7 @@ from app.db import migrate
 from benchmarks.load import Server, audit, open_db, problems
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
-from tests.reliability.helpers import wait_for
+from tests.waiting import wait_until
 
 FILES = 320  # five embedding batches of 64 files
 WORDS = "penguin owl tea winter night steam leaf huddle hunt mouse river stone cloud paper lamp clock".split()
@@ -60,7 +60,7 @@ def test_sigkill_during_a_large_ingestion_leaves_whole_documents_and_a_rerun_com
                 stderr=subprocess.STDOUT,
             )
         try:
-            wait_for(_stopped_or_reached(proc, server.db, threshold), 240, f"{threshold} documents")
+            wait_until(_stopped_or_reached(proc, server.db, threshold), 240, f"{threshold} documents")
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)

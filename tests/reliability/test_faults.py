@@ -13,7 +13,8 @@ from app.errors import ProviderUnavailableError
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
-from tests.reliability.helpers import row_counts, wait_for
+from tests.reliability.helpers import row_counts
+from tests.waiting import wait_until
 
 MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { status content error degraded } } }"""
 REGENERATE = (
@@ -139,7 +140,7 @@ def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
             )
         return rig.chat._active == 0 and streaming == 0
 
-    wait_for(ended, what="the turn to end and its slot to be released")
+    wait_until(ended, what="the turn to end and its slot to be released")
     with rig.db.read() as db:
         rows = db.connection().exec_driver_sql("SELECT status, error FROM chat_messages WHERE role = 'assistant'").all()
     assert all(status == "failed" and "cancelled" in error for status, error in rows), rows

@@ -27,7 +27,8 @@ from benchmarks.load import audit, problems
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
-from tests.reliability.helpers import fake_container, row_counts, wait_for
+from tests.reliability.helpers import fake_container, row_counts
+from tests.waiting import wait_until
 
 UPLOAD = "mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) { __typename ... on Error { message } } }"
 READS = [
@@ -107,7 +108,7 @@ def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, m
     error = events[-1]
     assert (error["__typename"], error["code"]) == ("ChatError", "storage")
     assert error["failedMessageId"] == retrieval["messageId"] and len(error["partial"]) > 8000
-    wait_for(lambda: rig.chat._active == 0, what="the slot to be released")
+    wait_until(lambda: rig.chat._active == 0, what="the slot to be released")
 
     # Either the failure was stored (without its text), or the next start marks it interrupted.
     chat_store.recover_interrupted(rig.db)

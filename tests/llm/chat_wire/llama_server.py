@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import IO
 
 from tests.live import free_port
+from tests.waiting import wait_until
 
 
 @contextmanager
@@ -38,7 +38,7 @@ def llama_server(model: Path, *, api_key: str, n_ctx: int = 2048, deadline: floa
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             base_url = f"http://127.0.0.1:{port}/v1"
-            _wait_ready(process, f"{base_url}/models", api_key, time.monotonic() + deadline, log)
+            _wait_ready(process, f"{base_url}/models", api_key, deadline, log)
             yield base_url
         finally:
             process.terminate()
@@ -49,20 +49,19 @@ def llama_server(model: Path, *, api_key: str, n_ctx: int = 2048, deadline: floa
                 process.wait()
 
 
-def _wait_ready(process: subprocess.Popen[bytes], url: str, api_key: str, deadline: float, log: IO[bytes]) -> None:
+def _wait_ready(process: subprocess.Popen[bytes], url: str, api_key: str, timeout: float, log: IO[bytes]) -> None:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"})
-    while True:
+
+    def ready() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"llama_cpp.server exited with {process.returncode}:\n{_tail(log)}")
         try:
             with urllib.request.urlopen(request, timeout=2) as response:
-                if response.status == 200:
-                    return
+                return bool(response.status == 200)
         except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"llama_cpp.server was not ready in time:\n{_tail(log)}")
-        time.sleep(0.1)
+            return False
+
+    wait_until(ready, timeout, f"llama_cpp.server to answer {url}", interval=0.1, detail=lambda: _tail(log))
 
 
 def _tail(log: IO[bytes]) -> str:
