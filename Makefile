@@ -88,6 +88,12 @@ $(FRONTEND)/dist/index.html: $(NPM_STAMP) $(FRONTEND_SOURCES)
 	cd $(FRONTEND) && npm run --silent build
 	@touch $@
 
+# The README's pictures (docs/screenshots/) from a real run of the offline default (SmolLM2 and the
+# local embedder) on the demo knowledge base, in a real browser. `make test` never rewrites them.
+.PHONY: screenshots
+screenshots: install frontend-deps frontend
+	cd $(FRONTEND) && node e2e/screenshots.mjs
+
 lint: install
 	$(VENV)/bin/ruff check app tests migrations benchmarks examples
 	$(VENV)/bin/ruff format --check app tests migrations benchmarks examples

@@ -1,6 +1,6 @@
 // The product scenario against a real ragchat (real database, local embedder) with a scripted chat
 // model: knowledge base -> upload -> chat with custom RAG settings -> streamed, cited answer ->
-// trace -> retrieval preview -> failed answer -> retry. Screenshots go to docs/screenshots/.
+// trace -> retrieval preview -> failed answer -> retry. Screenshots go to e2e/.artifacts/.
 
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";

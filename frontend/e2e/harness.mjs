@@ -15,7 +15,10 @@ import { chromium } from "playwright-core";
 export const FRONTEND_DIR = fileURLToPath(new URL("..", import.meta.url));
 export const REPO_DIR = resolve(FRONTEND_DIR, "..");
 export const DIST_DIR = join(FRONTEND_DIR, "dist");
-export const SCREENSHOT_DIR = join(REPO_DIR, "docs", "screenshots");
+// Tests save what they saw here (gitignored): a test run never rewrites the README's pictures in
+// docs/screenshots/, which `make screenshots` (e2e/screenshots.mjs) refreshes from a real model.
+export const SCREENSHOT_DIR = join(FRONTEND_DIR, "e2e", ".artifacts");
+export const README_SCREENSHOT_DIR = join(REPO_DIR, "docs", "screenshots");
 const RAGCHAT = process.env.RAGCHAT_BIN ?? join(REPO_DIR, ".venv", "bin", "ragchat");
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -41,9 +44,10 @@ export async function freePort() {
  * @param {object} [options]
  * @param {Record<string, string>} [options.env] extra RAGCHAT_* settings (override the defaults here)
  * @param {boolean} [options.migrate] run `ragchat migrate` first (default true)
+ * @param {string[][]} [options.commands] more `ragchat` commands to run before serving, e.g. [["demo"]]
  * @param {number} [options.timeoutMs] how long to wait for /healthz
  */
-export async function startServer({ env = {}, migrate = true, timeoutMs = 60_000 } = {}) {
+export async function startServer({ env = {}, migrate = true, commands = [], timeoutMs = 60_000 } = {}) {
   if (!existsSync(join(DIST_DIR, "index.html"))) {
     throw new Error(`${DIST_DIR} has no index.html: run \`make frontend\` (or \`npm run build\`) first`);
   }
@@ -62,6 +66,7 @@ export async function startServer({ env = {}, migrate = true, timeoutMs = 60_000
   const output = [];
   try {
     if (migrate) await run(RAGCHAT, ["migrate"], spawnOptions, output);
+    for (const args of commands) await run(RAGCHAT, args, spawnOptions, output);
   } catch (error) {
     await rm(workDir, { recursive: true, force: true });
     throw error;
@@ -150,10 +155,10 @@ export async function openPage(browser, server, { path = "/", viewport = VIEWPOR
   return page;
 }
 
-/** Save a PNG to docs/screenshots/<name>.png (the README shows these) and return its path. */
-export async function screenshot(page, name) {
-  await mkdir(SCREENSHOT_DIR, { recursive: true });
-  const file = join(SCREENSHOT_DIR, `${name}.png`);
+/** Save a PNG to `dir`/<name>.png (by default e2e/.artifacts/, gitignored) and return its path. */
+export async function screenshot(page, name, dir = SCREENSHOT_DIR) {
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${name}.png`);
   await page.screenshot({ path: file, animations: "disabled", caret: "hide" });
   return file;
 }
