@@ -111,6 +111,18 @@ async def test_something_else_answering_is_not_taken_for_an_openai_server() -> N
     assert not found.reachable and "not as an OpenAI-compatible server" in (found.reason or "")
 
 
+async def test_a_probe_costs_the_event_loop_next_to_no_cpu() -> None:
+    # A new httpx client loads the CA bundle (70-200 ms of CPU) unless given a ready SSL context:
+    # on the event loop's thread that would stall every stream for as long, every 30 s.
+    async with ScriptedServer([json_reply(200, MODELS)]) as server:
+        probe = probe_openai(openai(f"{server.url}/v1"))
+        await probe()  # imports and the one shared TLS context (built in a worker thread)
+        started = time.thread_time()
+        assert (await probe()).reachable
+        loop_cpu = time.thread_time() - started
+    assert loop_cpu < 0.008, f"{loop_cpu * 1000:.0f} ms of CPU on the event loop's thread"
+
+
 # --- Ollama --------------------------------------------------------------------------------------
 
 
