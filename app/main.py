@@ -19,7 +19,7 @@ from app.errors import StorageError
 from app.graphql.context import context_getter
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
-from app.security import ApiKeyMiddleware
+from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
 from app.services import chat_store, health
 from app.settings import Settings
 from app.web import BUILT_FRONTEND, SinglePageApp
@@ -82,20 +82,25 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app = FastAPI(
         title="ragchat", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
-    if keys:
-        app.add_middleware(ApiKeyMiddleware, keys=keys)
-    if settings.api.cors_origins:
+    origins = allowed_origins(settings.api.cors_origins)
+    # Host, Origin, API key and CSRF checks, for HTTP and websocket handshakes (app/security.py).
+    app.add_middleware(
+        Perimeter, hosts=HostPolicy.build(settings.api.allowed_hosts, settings.host), origins=origins, keys=keys
+    )
+    if origins:  # outermost: preflights are answered, and refusals carry CORS headers the page can read
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.api.cors_origins,
+            allow_origins=sorted(origins),
             allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["authorization", "content-type"],
+            allow_headers=["authorization", "content-type", *PREFLIGHT_HEADERS],
         )
     graphql = RagchatGraphQLRouter(
         build_schema(settings.api),
         context_getter=context_getter(current),
         graphql_ide="graphiql",
         subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+        allowed_origins=sorted(origins),  # strawberry's own websocket check agrees with the perimeter's
+        max_subscriptions_per_connection=settings.api.max_operations_per_socket,
         multipart_uploads_enabled=True,
         api_keys=keys,
     )

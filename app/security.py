@@ -1,24 +1,75 @@
-"""Optional API keys: when configured, every API request must carry one.
+"""The perimeter: what an HTTP request or a websocket handshake must show before anything runs.
 
-HTTP: ``Authorization: Bearer <key>``. Websockets: ``connectionParams: {authorization: "Bearer <key>"}``.
-Keys are compared in constant time and never logged or echoed in errors.
+:class:`Perimeter` (a pure ASGI middleware, so websockets and streamed responses pass through it
+untouched) checks, in this order:
+
+1. ``Host`` is allowed (``RAGCHAT_API__ALLOWED_HOSTS``): a DNS-rebinding page sends its own name.
+   A host that is an IP address always passes, since rebinding needs a name the attacker controls.
+2. ``Origin``, when sent, is this server's own (the request's scheme and Host) or listed in
+   ``RAGCHAT_API__CORS_ORIGINS``. Browsers apply no CORS to websockets, so this is their only guard.
+3. API keys, when configured: ``Authorization: Bearer <key>`` (the scheme in any case, RFC 7235),
+   compared in constant time, never logged or echoed. Websockets carry theirs in connection_init
+   (``connectionParams: {authorization: "Bearer <key>"}``), checked by the GraphQL router.
+   GraphiQL's page is public: it holds no data, and what it sends carries the key.
+4. CSRF, as Apollo Server does it: a request a page elsewhere could send without a CORS preflight
+   (no content type, or multipart/form-data, x-www-form-urlencoded or text/plain: GETs and HTML
+   forms) needs a non-empty ``Apollo-Require-Preflight`` or ``X-Apollo-Operation-Name`` header.
+   GETs of the frontend and of /healthz run no operation and are exempt.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.datastructures import Headers, QueryParams
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
+from app.errors import SettingsError
+
+GRAPHQL_PATH = "/graphql"
 # Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
 # route such as /sessions/7): no data, and the browser must load it before it can send a key.
-API_PATHS = frozenset({"/graphql", "/healthz"})
+API_PATHS = frozenset({GRAPHQL_PATH, "/healthz"})
+KEY_REQUIRED = "an API key is required: send 'Authorization: Bearer <key>'"
+CSRF_REFUSED = (
+    "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send a "
+    "content-type other than application/x-www-form-urlencoded, multipart/form-data or text/plain, "
+    "or a non-empty Apollo-Require-Preflight or X-Apollo-Operation-Name header."
+)
+# The content types a cross-site page can send without a preflight (the Fetch standard's list).
+SIMPLE_CONTENT_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
+PREFLIGHT_HEADERS = ("apollo-require-preflight", "x-apollo-operation-name")
+WILDCARD_BINDS = frozenset({"", "0.0.0.0", "::", "[::]"})
+_HOST = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(?::(\d{1,5}))?")
+_ORIGIN = re.compile(r"(https?)://(\[[0-9a-f:.]+\]|[a-z0-9_.-]+)(?::(\d{1,5}))?/?")
+_MIME = re.compile(r"[a-z0-9!#$%&'*+.^_`|~-]+/[a-z0-9!#$%&'*+.^_`|~-]+")
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
 def is_public(method: str, path: str) -> bool:
     return method in ("GET", "HEAD") and path not in API_PATHS
+
+
+def wants_graphiql(method: str, query_params: Mapping[str, object], accept: str) -> bool:
+    """A browser's GET for GraphiQL's page, which runs nothing. The router renders the page on
+    exactly this test (narrower than strawberry's, which also takes ``*/*``), so the page being
+    public never lets an operation through."""
+    return method == "GET" and "query" not in query_params and "text/html" in accept
+
+
+def bearer_token(value: object) -> str:
+    """The key in ``Bearer <key>`` (the scheme in any case), or "" for anything else."""
+    if not isinstance(value, str):
+        return ""
+    scheme, _, token = value.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 def key_matches(given: str, keys: list[str]) -> bool:
@@ -28,23 +79,142 @@ def key_matches(given: str, keys: list[str]) -> bool:
     return bool(given) and ok
 
 
-class ApiKeyMiddleware(BaseHTTPMiddleware):
-    def __init__(self, app: object, keys: list[str]) -> None:
-        super().__init__(app)  # type: ignore[arg-type]
+def host_name(host: str) -> str | None:
+    """The name in a Host header (``name``, ``name:port``, ``[v6]:port``), lower case, without the
+    port or a trailing dot; None when it is not a host."""
+    match = _HOST.fullmatch(host.strip().lower())
+    return match.group(1).rstrip(".") if match else None
+
+
+def normalize_origin(origin: str) -> str | None:
+    """``scheme://host[:port]`` as browsers send it (lower case, no default port); None for
+    anything else, ``null`` included."""
+    match = _ORIGIN.fullmatch(origin.strip().lower())
+    if match is None:
+        return None
+    scheme, host, port = match.groups()
+    return f"{scheme}://{host.rstrip('.')}" + (f":{int(port)}" if port and port != _DEFAULT_PORTS[scheme] else "")
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class HostPolicy:
+    """Which Host headers the server answers: ``names`` (and every IP address), or any."""
+
+    names: frozenset[str]
+    any: bool = False
+
+    @classmethod
+    def build(cls, configured: list[str] | None, bound: str) -> HostPolicy:
+        """``configured`` (RAGCHAT_API__ALLOWED_HOSTS), or by default ``localhost`` and the bound
+        host; bound to every interface (0.0.0.0, ::), this machine's name (and ``<name>.local``)."""
+        if configured is None:
+            configured = ["localhost"]
+            if bound.strip().lower() in WILDCARD_BINDS:
+                configured += [socket.gethostname(), f"{socket.gethostname()}.local"]
+            else:
+                configured.append(bound)
+        if "*" in configured:
+            return cls(frozenset(), any=True)
+        names = {entry: host_name(entry) for entry in configured}
+        if bad := [entry for entry, name in names.items() if not name]:
+            raise SettingsError(f"RAGCHAT_API__ALLOWED_HOSTS: not host names: {bad}")
+        return cls(frozenset(name for name in names.values() if name))
+
+    def allows(self, host: str) -> bool:
+        if self.any:
+            return True
+        name = host_name(host)
+        return name is not None and (name in self.names or _is_ip(name))
+
+
+def allowed_origins(configured: Iterable[str]) -> frozenset[str]:
+    """RAGCHAT_API__CORS_ORIGINS, normalized; ``*`` stays ``*`` (any origin)."""
+    origins = {entry: "*" if entry.strip() == "*" else normalize_origin(entry) for entry in configured}
+    if bad := [entry for entry, origin in origins.items() if not origin]:
+        raise SettingsError(f"RAGCHAT_API__CORS_ORIGINS: not origins (scheme://host[:port]): {bad}")
+    return frozenset(origin for origin in origins.values() if origin)
+
+
+def _preflighted(headers: Headers) -> bool:
+    """Whether a browser would have asked the server first (CORS) before sending this cross-site."""
+    content_type = headers.get("content-type")
+    if content_type is not None:
+        essence = content_type.split(";", 1)[0].strip(" \t").lower()
+        if _MIME.fullmatch(essence) and essence not in SIMPLE_CONTENT_TYPES:
+            return True
+    return any(headers.get(name, "").strip() for name in PREFLIGHT_HEADERS)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    status: int
+    message: str
+    headers: Mapping[str, str] | None = None
+
+    async def send(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse({"errors": [{"message": self.message}]}, self.status, headers=self.headers)
+        if scope["type"] == "http":
+            await response(scope, receive, send)
+        elif "websocket.http.response" in scope.get("extensions", {}):
+            await WebSocket(scope, receive, send).send_denial_response(response)
+        else:  # a server without the denial-response extension answers the handshake with 403
+            await send({"type": "websocket.close", "code": 1008, "reason": self.message[:120]})
+
+
+class Perimeter:
+    """The checks in this module's docstring, for every HTTP request and websocket handshake."""
+
+    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, origins: frozenset[str], keys: list[str]) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.origins = origins
         self.keys = keys
 
-    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        path = request.url.path
-        if request.method == "OPTIONS" or is_public(request.method, path):
-            return await call_next(request)
-        if request.method == "GET" and path == "/graphql" and "text/html" in request.headers.get("accept", ""):
-            return await call_next(request)  # the GraphiQL page itself; its queries carry the key
-        header = request.headers.get("authorization", "")
-        given = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        if not key_matches(given, self.keys):
-            return JSONResponse(
-                {"errors": [{"message": "an API key is required: send 'Authorization: Bearer <key>'"}]},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = self.check(scope) if scope["type"] in ("http", "websocket") else None
+        if refusal is None:
+            await self.app(scope, receive, send)
+        else:
+            await refusal.send(scope, receive, send)
+
+    def check(self, scope: Scope) -> Refusal | None:
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if not self.hosts.allows(host):
+            return Refusal(
+                400, f"this server does not answer to Host {host[:100]!r}: add it to RAGCHAT_API__ALLOWED_HOSTS"
             )
-        return await call_next(request)
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin, scope["scheme"], host):
+            return Refusal(
+                403, f"requests from Origin {origin[:100]!r} are refused: add it to RAGCHAT_API__CORS_ORIGINS"
+            )
+        method, path = scope.get("method", "GET"), scope["path"]
+        if scope["type"] == "websocket" or method == "OPTIONS":
+            return None  # websockets: the router checks keys in connection_init; OPTIONS: CORS preflights
+        page = path == GRAPHQL_PATH and wants_graphiql(
+            method, QueryParams(scope["query_string"]), headers.get("accept", "")
+        )
+        if page or is_public(method, path):
+            return None
+        if self.keys and not key_matches(bearer_token(headers.get("authorization")), self.keys):
+            return Refusal(401, KEY_REQUIRED, {"WWW-Authenticate": "Bearer"})
+        runs_operations = path == GRAPHQL_PATH or method not in ("GET", "HEAD")  # not GET /healthz
+        if runs_operations and not _preflighted(headers):
+            return Refusal(400, CSRF_REFUSED)
+        return None
+
+    def _origin_allowed(self, origin: str, scheme: str, host: str) -> bool:
+        normalized = normalize_origin(origin)
+        if normalized is None:
+            return False
+        own = normalize_origin(f"{'https' if scheme in ('https', 'wss') else 'http'}://{host}")
+        return normalized == own or normalized in self.origins or "*" in self.origins

@@ -93,8 +93,16 @@ class ChatSettings(BaseModel):
 
 
 class ApiSettings(BaseModel):
+    """The API's perimeter and limits (app/security.py says what each check guards against)."""
+
     api_keys: list[SecretStr] = Field(default_factory=list)
+    # Origins (scheme://host[:port]) of a separately served frontend: CORS, and websockets from them.
     cors_origins: list[str] = Field(default_factory=list)
+    # Host names the server answers to (ports ignored; "*" for any); any IP address is always
+    # accepted, as DNS rebinding needs a name. None: localhost and Settings.host, or, bound to
+    # 0.0.0.0 or ::, localhost and this machine's name (and <name>.local).
+    allowed_hosts: list[str] | None = None
+    max_operations_per_socket: int = Field(16, ge=1, le=10_000)
     max_query_depth: int = Field(12, ge=2, le=100)
     max_aliases: int = Field(30, ge=1, le=1000)
     max_tokens: int = Field(2000, ge=50, le=100_000)

@@ -70,7 +70,10 @@ def main() -> None:
     parser.add_argument("--provider")
     parser.add_argument("--model")
     args = parser.parse_args()
-    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    # Uploads are multipart bodies, which the server takes only with this header (its CSRF guard).
+    headers = {"Apollo-Require-Preflight": "true"}
+    if args.api_key:
+        headers["Authorization"] = f"Bearer {args.api_key}"
     transport = RequestsHTTPTransport(url=args.url, headers=headers, timeout=600)
     files = args.files or sorted(DEMO.glob("*.md"))
 

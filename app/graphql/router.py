@@ -1,5 +1,7 @@
 """The GraphQL router: GraphiQL with an example operation, API-key checks on websockets, and HTTP-level
-errors (malformed JSON or multipart bodies) answered as GraphQL errors in JSON, with their 4xx status."""
+errors (malformed JSON or multipart bodies) answered as GraphQL errors in JSON, with their 4xx status.
+Over the websocket, a document refused before it runs gets an ``error`` message for its id (the
+socket and its other operations carry on), and each socket runs a bounded number of operations."""
 
 from __future__ import annotations
 
@@ -9,16 +11,20 @@ from typing import Any
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from fastapi import Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from graphql import GraphQLError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.fastapi import GraphQLRouter
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler
+from strawberry.http.base import BaseRequestProtocol
+from strawberry.schema.schema import StreamResult
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler, Operation
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import SubscribeMessage
 from strawberry.types.unset import UNSET, UnsetType
 
 from app.graphql import json_body
 from app.graphql.context import Context
 from app.graphql.uploads import place_files
-from app.security import key_matches
+from app.security import bearer_token, key_matches, wants_graphiql
 
 EXAMPLE_OPERATION = """# Welcome to ragchat. Press the run button to try this.
 # Then create a session with createChatSession and ask with sendMessage,
@@ -37,6 +43,36 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         # strawberry's ``del`` raised KeyError in the second (a traceback per race, under load).
         self.operations.pop(id, None)
 
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        limit = self.max_subscriptions_per_connection
+        if (
+            self.connection_acknowledged
+            and limit is not None
+            and message["id"] not in self.operations
+            and len(self.operations) >= limit
+        ):
+            # An `error` for this id, not a close: graphql-ws clients fail every operation of a
+            # socket closed with a 4xxx code (and do not retry it), the well-behaved ones included.
+            error = GraphQLError(
+                f"too many operations at once on this socket (at most {limit}, "
+                "RAGCHAT_API__MAX_OPERATIONS_PER_SOCKET): wait for one to complete"
+            )
+            await self.send_message({"id": message["id"], "type": "error", "payload": [error.formatted]})
+            return
+        await super().handle_subscribe(message)
+
+    async def _send_result_stream(self, operation: Operation[Context, None], result_source: StreamResult) -> None:
+        try:
+            await super()._send_result_stream(operation, result_source)
+        except GraphQLError as error:
+            # The parser cache and the token limit parse inside an extension hook, where strawberry's
+            # stream does not catch: a syntax error ended with a bare `complete` and a traceback.
+            await operation.send_initial_errors([error])
+
+    @staticmethod
+    def _get_pre_execution_close_reason(error: GraphQLError) -> str | None:
+        return None  # a bad document fails its own operation (`error`), not the whole socket (4400)
+
 
 class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
@@ -44,6 +80,10 @@ class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
     def __init__(self, *args: Any, api_keys: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._api_keys = api_keys
+
+    def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
+        # The one test the perimeter also uses to let GraphiQL's page through without a key.
+        return wants_graphiql(request.method, request.query_params, request.headers.get("accept", ""))
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
         html = self.graphql_ide_html.replace(
@@ -87,8 +127,8 @@ class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
         if not self._api_keys:
             return await super().on_ws_connect(context)
         params = context.connection_params or {}
-        raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey") or ""
-        given = str(raw).removeprefix("Bearer ").strip()
+        raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey")
+        given = (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
         if not key_matches(given, self._api_keys):
             raise ConnectionRejectionError({"message": "an API key is required: connectionParams.authorization"})
         return await super().on_ws_connect(context)
