@@ -49,6 +49,11 @@ class Base(DeclarativeBase):
     pass
 
 
+# AUTOINCREMENT: an id is never handed out twice, so work still running for a deleted row (an answer
+# streaming into its message, an upload into its project) can never land in a newer row (0008).
+NEVER_REUSED_IDS = {"sqlite_autoincrement": True}
+
+
 class Timestamps:
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, onupdate=utcnow)
@@ -58,6 +63,7 @@ class Project(Timestamps, Base):
     """A knowledge base: documents, their chunks, and the embedding space they live in."""
 
     __tablename__ = "projects"
+    __table_args__ = NEVER_REUSED_IDS
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
@@ -77,6 +83,7 @@ class EmbeddingSpace(Base):
         CheckConstraint("status IN ('building', 'active', 'retired')", name="ck_spaces_status"),
         # A project searches exactly one space at a time; reindexing builds the next one beside it.
         Index("uq_spaces_one_active", "project_id", unique=True, sqlite_where=text("status = 'active'")),
+        NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -114,6 +121,7 @@ class Document(Timestamps, Base):
     __table_args__ = (
         UniqueConstraint("project_id", "name", name="uq_documents_project_name"),
         CheckConstraint("status IN ('ready', 'failed')", name="ck_documents_status"),
+        NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -140,7 +148,7 @@ class Chunk(Base):
     """A piece of a document, with the exact place it came from so a citation can point at it."""
 
     __tablename__ = "chunks"
-    __table_args__ = (Index("ix_chunks_document_ordinal", "document_id", "ordinal"),)
+    __table_args__ = (Index("ix_chunks_document_ordinal", "document_id", "ordinal"), NEVER_REUSED_IDS)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
@@ -168,6 +176,7 @@ class ChatSession(Timestamps, Base):
         CheckConstraint("top_k BETWEEN 1 AND 50", name="ck_chat_sessions_top_k"),
         CheckConstraint("threshold >= 0 AND threshold <= 1", name="ck_chat_sessions_threshold"),
         CheckConstraint("answer_mode IN ('generative', 'extractive', 'auto')", name="ck_chat_sessions_answer_mode"),
+        NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -196,6 +205,15 @@ class ChatMessage(Base):
         CheckConstraint("role IN ('user', 'assistant')", name="ck_chat_messages_role"),
         CheckConstraint("status IN ('complete', 'streaming', 'failed')", name="ck_chat_messages_status"),
         Index("ix_chat_messages_session_id_id", "session_id", "id"),
+        # A client's key for a turn (clientMessageId): a repeat of the request finds the turn it started.
+        Index(
+            "uq_chat_messages_client_message_id",
+            "session_id",
+            "client_message_id",
+            unique=True,
+            sqlite_where=text("client_message_id IS NOT NULL"),
+        ),
+        NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -208,6 +226,7 @@ class ChatMessage(Base):
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # What made this answer: candidates and their fate, stage timings, token counts, flags.
     trace: Mapped[dict[str, object] | None] = mapped_column(JSON)
+    client_message_id: Mapped[str | None] = mapped_column(String(100))
 
     session: Mapped[ChatSession] = relationship(back_populates="messages")
     citations: Mapped[list[Citation]] = relationship(
@@ -226,6 +245,7 @@ class Citation(Base):
     __table_args__ = (
         CheckConstraint("kind IN ('model', 'attributed', 'extracted')", name="ck_citations_kind"),
         Index("ix_citations_message_id", "message_id"),
+        NEVER_REUSED_IDS,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

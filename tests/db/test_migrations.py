@@ -86,7 +86,8 @@ def test_every_revision_downgrades_to_base_and_back(database_url: str) -> None:
     with engine.connect() as conn:
         tables = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master").all()}
     engine.dispose()
-    assert tables <= {"alembic_version", "sqlite_autoindex_alembic_version_1"}
+    # sqlite_sequence (made by the first AUTOINCREMENT table) is SQLite's own and cannot be dropped.
+    assert tables <= {"alembic_version", "sqlite_autoindex_alembic_version_1", "sqlite_sequence"}
     migrate.upgrade(database_url, "head")
 
 
@@ -113,7 +114,7 @@ def test_step_by_step_down_keeps_messages(database_url: str) -> None:
     """Downgrading one revision at a time (batch-mode table rebuilds) loses no child rows."""
     migrate.upgrade(database_url, "head")
     _fill_revision_1_compatible_rows(database_url)
-    for target in ("0004", "0003", "0002", "0001"):
+    for target in (BEFORE_0008, "0004", "0003", "0002", "0001"):
         migrate.downgrade(database_url, target)
         engine = make_engine(database_url)
         with engine.connect() as conn:
@@ -168,3 +169,135 @@ def test_fts_index_follows_chunk_inserts_updates_and_cascading_deletes(migrated)
         conn.exec_driver_sql("DELETE FROM projects WHERE id = 1")
     assert hits("owl") == []
     engine.dispose()
+
+
+# -- 0008: ids are never handed out twice ---------------------------------------------------------
+
+BEFORE_0008 = "0007"
+NEVER_REUSED = ("projects", "embedding_spaces", "documents", "chunks", "chat_sessions", "chat_messages", "citations")
+
+
+def _fill_before_0008(url: str) -> None:
+    """Two projects with everything a project holds, including a vector space with its vec0 table and
+    trigger, so the rebuild of ``chunks`` has its FTS, journal and vector triggers to carry over."""
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        for pid in (1, 2):
+            run("INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (?, ?, '', ?, ?)",
+                (pid, f"kb{pid}", NOW, NOW))  # fmt: skip
+            run("INSERT INTO documents(id, project_id, name, kind, size_bytes, content_hash, status, chunk_count, "
+                "ingested_at, created_at, updated_at) VALUES (?, ?, 'd', 'text', 1, 'h', 'ready', 1, ?, ?, ?)",
+                (pid, pid, NOW, NOW, NOW))  # fmt: skip
+            run("INSERT INTO chunks(id, document_id, project_id, ordinal, text, content_hash, token_count, "
+                "char_start, char_end, line_start, line_end, heading_path) "
+                "VALUES (?, ?, ?, 0, ?, 'h', 2, 0, 13, 1, 1, '')", (pid, pid, pid, f"penguins swim {pid}"))  # fmt: skip
+            run("INSERT INTO chat_sessions(id, project_id, title, system_prompt, provider, model, created_at, "
+                "updated_at, threshold) VALUES (?, ?, 't', '', 'local', 'm', ?, ?, 0.3)", (pid, pid, NOW, NOW))  # fmt: skip
+            for role in ("user", "assistant"):
+                run("INSERT INTO chat_messages(session_id, role, content, created_at) VALUES (?, ?, 'hi', ?)",
+                    (pid, role, NOW))  # fmt: skip
+        run("INSERT INTO citations(message_id, chunk_id, document_id, marker, kind, score, rank, document_name, "
+            "location, snippet) VALUES (2, 1, 1, 1, 'model', 0.5, 1, 'd', '{}', 's')")  # fmt: skip
+        run("INSERT INTO embedding_spaces(id, project_id, provider, model, dimensions, status, created_at) "
+            "VALUES (1, 1, 'fake', 'm', 2, 'active', ?)", (NOW,))  # fmt: skip
+        run("CREATE VIRTUAL TABLE vec_space_1 USING vec0(embedding float[2])")
+        run("CREATE TRIGGER vec_space_1_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = 1 "
+            "BEGIN DELETE FROM vec_space_1 WHERE rowid = old.id; END")  # fmt: skip
+        run("INSERT INTO vec_space_1(rowid, embedding) VALUES (1, '[1, 0]')")
+    engine.dispose()
+
+
+def _schema(url: str) -> dict[tuple[str, str], str]:
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL").all()
+    engine.dispose()
+    return {(kind, name): sql for kind, name, sql in rows}
+
+
+def test_0008_keeps_every_row_and_no_deleted_id_comes_back(database_url: str) -> None:
+    migrate.upgrade(database_url, BEFORE_0008)
+    _fill_before_0008(database_url)
+    triggers_before = {k: v for k, v in _schema(database_url).items() if k[0] == "trigger"}
+    indexes_before = {k: v for k, v in _schema(database_url).items() if k[0] == "index"}
+
+    migrate.upgrade(database_url, "head")
+
+    schema = _schema(database_url)
+    assert {k: v for k, v in schema.items() if k[0] == "trigger"} == triggers_before
+    assert indexes_before.items() <= schema.items()
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        counts = {t: run(f"SELECT count(*) FROM {t}").scalar() for t in NEVER_REUSED}
+        assert counts == {t: 1 if t in ("citations", "embedding_spaces") else 2 for t in NEVER_REUSED} | {
+            "chat_messages": 4
+        }
+        # Seeded at the highest id in use, so the ids already handed out are never handed out again.
+        sequences = dict(run("SELECT name, seq FROM sqlite_sequence").all())  # vec0's shadow tables have some too
+        assert {t: sequences.get(t) for t in NEVER_REUSED} == {
+            t: run(f"SELECT max(id) FROM {t}").scalar() for t in NEVER_REUSED
+        }
+        # The rebuilt chunks table still drives its keyword index, its vectors and the journal.
+        assert run("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'swimming'").scalars().all() == [1, 2]
+        run("DELETE FROM projects WHERE id = 1")
+        assert run("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'swim'").scalars().all() == [2]
+        assert run("SELECT count(*) FROM vec_space_1").scalar() == 0
+        run("DELETE FROM chat_messages WHERE id = 4")
+        run("INSERT INTO projects(name, description, created_at, updated_at) VALUES ('new', '', ?, ?)", (NOW, NOW))
+        run("INSERT INTO chat_messages(session_id, role, content, created_at, status) VALUES (2, 'user', 'x', ?, "
+            "'complete')", (NOW,))  # fmt: skip
+        assert run("SELECT id FROM projects WHERE name = 'new'").scalar() == 3  # not 1 again
+        assert run("SELECT max(id) FROM chat_messages").scalar() == 5  # not 4 again
+    engine.dispose()
+
+
+def test_0008_downgrade_keeps_rows_and_triggers(database_url: str) -> None:
+    migrate.upgrade(database_url, BEFORE_0008)
+    before = _schema(database_url)
+    _fill_before_0008(database_url)
+    migrate.upgrade(database_url, "head")
+    migrate.downgrade(database_url, BEFORE_0008)
+
+    after = _schema(database_url)
+    assert {k for k in after if k[0] == "trigger"} == {k for k in before if k[0] == "trigger"} | {
+        ("trigger", "vec_space_1_chunk_deleted")
+    }
+    assert {k for k in after if k[0] == "index"} == {k for k in before if k[0] == "index"}
+    for table in NEVER_REUSED:
+        assert "AUTOINCREMENT" not in after[("table", table)]
+    assert "client_message_id" not in after[("table", "chat_messages")]
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM chat_messages").scalar() == 4
+        assert conn.exec_driver_sql("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'swim'").scalar() == 2
+    engine.dispose()
+    migrate.upgrade(database_url, "head")
+
+
+def test_client_message_ids_are_unique_per_session(migrated) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    from sqlalchemy.exc import IntegrityError
+
+    _fill_before_0008(migrated.database_url)
+    engine = make_engine(migrated.database_url)
+    insert = (
+        "INSERT INTO chat_messages(session_id, role, content, created_at, status, client_message_id) "
+        "VALUES (?, 'user', 'q', ?, 'complete', ?)"
+    )
+    with engine.begin() as conn:
+        for session_id, key in ((1, "k1"), (2, "k1"), (1, None), (1, None)):
+            conn.exec_driver_sql(insert, (session_id, NOW, key))
+    with pytest.raises(IntegrityError, match="UNIQUE"), engine.begin() as conn:
+        conn.exec_driver_sql(insert, (1, NOW, "k1"))
+    engine.dispose()
+
+
+def test_tables_marked_never_reused_keep_autoincrement_at_head(migrated) -> None:  # type: ignore[no-untyped-def]
+    """Autogenerate does not compare AUTOINCREMENT, and a later batch rebuild drops it unless the
+    revision passes ``table_kwargs={"sqlite_autoincrement": True}``: this is the check that sees it."""
+    marked = {t.name for t in Base.metadata.sorted_tables if t.dialect_options["sqlite"]["autoincrement"]}
+    assert marked == set(NEVER_REUSED)
+    schema = _schema(migrated.database_url)
+    assert [t for t in sorted(marked) if "AUTOINCREMENT" not in schema[("table", t)]] == []
