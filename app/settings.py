@@ -90,6 +90,9 @@ class ChatSettings(BaseModel):
     max_concurrent_generations: int = Field(3, ge=1, le=1000)
     idle_timeout: float = Field(30.0, gt=0, le=3600)
     total_timeout: float = Field(300.0, gt=0, le=86_400)
+    # How long a turn whose client's connection dropped keeps running for the client to re-attach
+    # (graphql-ws retries after 1.3-4 s, then 2.3-5 s more); a client that stops cancels at once.
+    reattach_grace: float = Field(10.0, ge=0, le=600, allow_inf_nan=False)
 
 
 class ApiSettings(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 from strawberry.file_uploads import Upload
 
@@ -21,6 +23,7 @@ from app.graphql.results import (
     call,
     deleting,
 )
+from app.graphql.subscriptions import CLIENT_MESSAGE_ID
 from app.rag.ingest import IngestSummary
 from app.services import chat_turns, documents, projects, sessions
 
@@ -143,19 +146,32 @@ class Mutation:
         description="Ask a question and wait for the whole answer (use the `chat` subscription to stream it). "
         "A model failure is not an error here: the answer comes back with status FAILED and its error."
     )
-    async def send_message(self, info: Info, session_id: strawberry.ID, content: str) -> MessageResult:
+    async def send_message(
+        self,
+        info: Info,
+        session_id: strawberry.ID,
+        content: str,
+        client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
+    ) -> MessageResult:
         container = info.context.container
         try:
-            message_id = await chat_turns.complete(container, parse_id(session_id, "sessionId"), content)
+            sid = parse_id(session_id, "sessionId")
+            message_id = await chat_turns.complete(container, sid, content, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
         return await call(lambda: types.ChatMessage.of(sessions.message(container.db, message_id)))
 
     @strawberry.mutation(description="Generate an assistant message again (after a failure, or to try anew).")
-    async def regenerate_message(self, info: Info, message_id: strawberry.ID) -> MessageResult:
+    async def regenerate_message(
+        self,
+        info: Info,
+        message_id: strawberry.ID,
+        client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
+    ) -> MessageResult:
         container = info.context.container
         try:
-            done = await chat_turns.complete_regenerate(container, parse_id(message_id, "messageId"))
+            mid = parse_id(message_id, "messageId")
+            done = await chat_turns.complete_regenerate(container, mid, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
         return await call(lambda: types.ChatMessage.of(sessions.message(container.db, done)))

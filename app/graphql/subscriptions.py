@@ -1,18 +1,23 @@
 """Subscription root: stream an answer over graphql-transport-ws (Apollo's GraphQLWsLink).
 
 Events, in order: ChatRetrieval (the sources, before any token), ChatToken deltas, then ChatDone
-(the stored message with citations and trace) or ChatError. When the client goes away the
-generator is closed, which cancels generation; the answer is stored as failed ("cancelled").
+(the stored message with citations and trace) or ChatError. With a ``clientMessageId``, subscribing
+again (graphql-ws does after a reconnect) follows the same turn from its start, or gets its stored
+outcome. A client that stops (``complete``) cancels generation at once; one whose connection is lost,
+after the re-attach grace period. Either way the answer is stored as failed ("cancelled"); see
+app/services/chat_live.py.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Annotated
 
 import anyio.to_thread
 import strawberry
+from starlette.websockets import WebSocket, WebSocketState
 
 from app.errors import NotFoundError, RagchatError
 from app.graphql import types
@@ -20,7 +25,7 @@ from app.graphql.context import Info
 from app.graphql.errors import parse_id
 from app.services import sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
-from app.services.chat_store import Turn
+from app.services.chat_live import Listener
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +75,28 @@ class ChatError:
 ChatEventType = Annotated[ChatRetrieval | ChatToken | ChatDone | ChatError, strawberry.union("ChatEvent")]
 
 
-async def _events(info: Info, start: object) -> AsyncGenerator[ChatEventType, None]:
-    service = info.context.container.chat
+CLIENT_MESSAGE_ID = strawberry.argument(
+    description="The client's id for this turn (1-100 printable characters, unique in the session). The same "
+    "request sent again with it (graphql-ws subscribes again after a reconnect) follows the turn it started, or "
+    "returns its stored outcome: never a second answer. The same id with another question is a conflict."
+)
+
+
+def connection_lost(info: Info) -> Callable[[], bool]:
+    """Whether the websocket is gone, asked when a listener leaves: a client that stops sends
+    ``complete`` on an open socket; one whose connection dropped may come back with the same key."""
+    socket = info.context.request
+
+    def lost() -> bool:
+        connected = WebSocketState.CONNECTED
+        return not (isinstance(socket, WebSocket) and socket.client_state == socket.application_state == connected)
+
+    return lost
+
+
+async def _events(info: Info, start: Callable[[], Awaitable[Listener]]) -> AsyncGenerator[ChatEventType, None]:
     try:
-        turn: Turn = await start()  # type: ignore[operator]
+        listener = await start()
     except RagchatError as exc:
         yield ChatError(failed_message_id=None, code=exc.code, message=exc.message, partial="")
         return
@@ -84,12 +107,11 @@ async def _events(info: Info, start: object) -> AsyncGenerator[ChatEventType, No
         masked = f"Unexpected error (request {request_id}); it has been logged."
         yield ChatError(failed_message_id=None, code="internal", message=masked, partial="")
         return
-    stream = service.run(turn)
     try:
-        async for event in stream:
+        async for event in listener:
             yield await _convert(info, event)
     finally:
-        await stream.aclose()  # type: ignore[attr-defined]
+        await listener.aclose()
 
 
 async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
@@ -135,21 +157,36 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
 @strawberry.type
 class Subscription:
     @strawberry.subscription(description="Ask a question and stream the answer.")
-    async def chat(self, info: Info, session_id: strawberry.ID, content: str) -> AsyncGenerator[ChatEventType, None]:
-        service = info.context.container.chat
+    async def chat(
+        self,
+        info: Info,
+        session_id: strawberry.ID,
+        content: str,
+        client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
+    ) -> AsyncGenerator[ChatEventType, None]:
+        live = info.context.container.chat.live
 
-        async def start() -> Turn:
-            return await service.start(parse_id(session_id, "sessionId"), content)
+        async def start() -> Listener:
+            sid = parse_id(session_id, "sessionId")
+            return await live.chat(sid, content, client_message_id, lost=connection_lost(info))
 
-        async for event in _events(info, start):
-            yield event
+        async with aclosing(_events(info, start)) as events:
+            async for event in events:
+                yield event
 
     @strawberry.subscription(description="Generate an assistant message again and stream it.")
-    async def regenerate(self, info: Info, message_id: strawberry.ID) -> AsyncGenerator[ChatEventType, None]:
-        service = info.context.container.chat
+    async def regenerate(
+        self,
+        info: Info,
+        message_id: strawberry.ID,
+        client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
+    ) -> AsyncGenerator[ChatEventType, None]:
+        live = info.context.container.chat.live
 
-        async def start() -> Turn:
-            return await service.start_regenerate(parse_id(message_id, "messageId"))
+        async def start() -> Listener:
+            mid = parse_id(message_id, "messageId")
+            return await live.regenerate(mid, client_message_id, lost=connection_lost(info))
 
-        async for event in _events(info, start):
-            yield event
+        async with aclosing(_events(info, start)) as events:
+            async for event in events:
+                yield event

@@ -20,8 +20,8 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
-from app.db.models import Chunk, Document, utcnow
-from app.errors import IngestError
+from app.db.models import Chunk, Document, Project, utcnow
+from app.errors import IngestError, NotFoundError
 from app.llm.base import Embedder
 from app.rag import spaces, vector_store
 from app.rag.chunking import chunk
@@ -185,6 +185,7 @@ class Ingestor:
 
     def _write(self, project_id: int, plan: _Plan, vectors: object) -> FileResult:
         with self.db.write() as db:
+            _project_still_there(db, project_id)
             space = spaces.ensure_space(db, project_id, self.embedder.space)
             doc = _document(db, project_id, plan.source.name)
             if (doc.content_hash if doc else None) != (plan.existing.content_hash if plan.existing else None):
@@ -217,6 +218,7 @@ class Ingestor:
         if existing is not None and existing.status == "ready":
             return FileResult(name, "failed", existing.id, existing.chunk_count, error=reason)
         with self.db.write() as db:
+            _project_still_there(db, project_id)
             doc = _document(db, project_id, name)
             if doc is None:
                 doc = Document(project_id=project_id, name=name, chunk_count=0)
@@ -225,6 +227,13 @@ class Ingestor:
             doc.status, doc.error, doc.ingested_at = "failed", reason, utcnow()
             db.flush()
             return FileResult(name, "failed", doc.id, error=reason)
+
+
+def _project_still_there(db: Session, project_id: int) -> None:
+    """An ingestion outlives its request: the project may have been deleted since it started. Its
+    id is never given to another project (0008), so finding it means finding the same one."""
+    if db.get(Project, project_id) is None:
+        raise NotFoundError("project", project_id)
 
 
 def _document(db: Session, project_id: int, name: str) -> Document | None:

@@ -14,7 +14,9 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Protocol
+from contextlib import suppress
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
@@ -27,11 +29,14 @@ from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, retri
 from app.rag.sanitize import clean_message
 from app.services import chat_store
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
+from app.services.chat_live import LiveTurns
 from app.services.chat_store import Turn
 from app.services.chat_trace import TraceBuilder
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+CANCELLED = "cancelled: the client disconnected before the answer finished"
 
 
 class ChatModels(Protocol):
@@ -54,6 +59,7 @@ class ChatService:
         self.models = models
         self._active = 0
         self._lock = threading.Lock()
+        self.live = LiveTurns(self)  # turns running for the API, which clients follow and re-attach to
 
     # -- admission ---------------------------------------------------------------------------
     def _acquire(self) -> None:
@@ -68,28 +74,47 @@ class ChatService:
         with self._lock:
             self._active -= 1
 
-    async def start(self, session_id: int, content: str) -> Turn:
+    def question(self, content: str) -> str:
+        """The message as it will be stored and sent; raises ValidationError."""
+        return clean_message(content, self.settings.chat.max_message_chars)
+
+    async def start(self, session_id: int, content: str, client_key: str | None = None) -> Turn:
         """Validate, take a generation slot and store the question. Raises before anything is
         written when the input is bad or the server is busy."""
-        question = clean_message(content, self.settings.chat.max_message_chars)
+        turns = self.settings.chat.history_turns
+        return await self._begin(
+            partial(chat_store.begin, self.store, session_id, self.question(content), turns, client_key)
+        )
+
+    async def start_regenerate(self, message_id: int, client_key: str | None = None) -> Turn:
+        turns = self.settings.chat.history_turns
+        return await self._begin(partial(chat_store.begin_regenerate, self.store, message_id, turns, client_key))
+
+    async def _begin(self, begin: Callable[[], Turn]) -> Turn:
+        """Take a slot and store the turn's first rows. Whoever stores a placeholder answer finishes
+        it: when the caller is cancelled while the rows are being written, they are written anyway,
+        then the answer is stored as cancelled and the slot freed."""
         self._acquire()
+        job = asyncio.ensure_future(anyio.to_thread.run_sync(begin))
         try:
-            return await anyio.to_thread.run_sync(
-                chat_store.begin, self.store, session_id, question, self.settings.chat.history_turns
-            )
+            return await asyncio.shield(job)
+        except asyncio.CancelledError:
+            turn = await _outcome(job)
+            if turn is None:
+                self._release()
+            else:
+                await self.abandon(turn)
+            raise
         except BaseException:
             self._release()
             raise
 
-    async def start_regenerate(self, message_id: int) -> Turn:
-        self._acquire()
+    async def abandon(self, turn: Turn) -> None:
+        """End a started turn that will not run: its answer is stored as cancelled, its slot freed."""
         try:
-            return await anyio.to_thread.run_sync(
-                chat_store.begin_regenerate, self.store, message_id, self.settings.chat.history_turns
-            )
-        except BaseException:
+            await self._fail(turn, [], CANCELLED, TraceBuilder(turn, self.settings))
+        finally:
             self._release()
-            raise
 
     # -- the turn ----------------------------------------------------------------------------
     async def run(self, turn: Turn) -> AsyncIterator[ChatEvent]:
@@ -121,42 +146,45 @@ class ChatService:
                 yield ErrorEvent(turn.message_id, "not_found", gone, content, stored=False)
         except RagchatError as exc:
             log.warning("chat turn %s failed: %s", turn.message_id, exc.message)
-            await self._fail(turn, parts, exc.message, trace)
+            kept = await self._fail(turn, parts, exc.message, trace)
             stored = True
-            yield ErrorEvent(turn.message_id, exc.code, exc.message, "".join(parts))
+            yield ErrorEvent(turn.message_id, exc.code, exc.message, "".join(parts), stored=kept)
         except (asyncio.CancelledError, GeneratorExit):
             if not stored:
-                await self._fail(turn, parts, "cancelled: the client disconnected before the answer finished", trace)
+                await self._fail(turn, parts, CANCELLED, trace)
             raise
         except Exception:
             log.exception("chat turn %s failed unexpectedly", turn.message_id)
-            await self._fail(turn, parts, "internal error: the answer could not be generated", trace)
+            kept = await self._fail(turn, parts, "internal error: the answer could not be generated", trace)
             stored = True
-            yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts))
+            yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts), stored=kept)
         finally:
             self._release()
 
-    async def _fail(self, turn: Turn, parts: list[str], error: str, trace: TraceBuilder) -> None:
+    async def _fail(self, turn: Turn, parts: list[str], error: str, trace: TraceBuilder) -> bool:
+        """Store the failure; False when the answer's row is gone (or no longer this turn's)."""
         # Shielded: this must reach the database even while the turn is being cancelled.
         job = asyncio.ensure_future(
-            anyio.to_thread.run_sync(self._store_failure, turn.message_id, "".join(parts), error, trace.build())
+            anyio.to_thread.run_sync(self._store_failure, turn, "".join(parts), error, trace.build())
         )
         try:
-            await asyncio.shield(job)
+            return await asyncio.shield(job)
         except asyncio.CancelledError:
-            await job
+            return await job
 
-    def _store_failure(self, message_id: int, partial: str, error: str, trace: dict[str, object]) -> None:
+    def _store_failure(self, turn: Turn, partial: str, error: str, trace: dict[str, object]) -> bool:
         """Store the failure; on a full disk, without the text and trace (a smaller write), and failing
         that, leave the answer 'streaming' for the next start to mark it interrupted."""
+        message_id = turn.message_id
         try:
-            chat_store.fail(self.store, message_id, partial, error, trace)
+            return chat_store.fail(self.store, turn, partial, error, trace)
         except StorageError as exc:
             log.error("answer %s: the failure could not be stored (%s); retrying without its text", message_id, exc)
             try:
-                chat_store.fail(self.store, message_id, "", error, None)
+                return chat_store.fail(self.store, turn, "", error, None)
             except StorageError:
                 log.error("answer %s stays 'streaming' until the next start marks it interrupted", message_id)
+                return False
 
     async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
         session = turn.session
@@ -206,7 +234,10 @@ class ChatService:
                 remaining = deadline - time.perf_counter()
                 idle_bound = chat.idle_timeout <= remaining
                 try:
-                    event = await asyncio.wait_for(anext(stream), timeout=max(min(chat.idle_timeout, remaining), 0.001))
+                    # Not asyncio.wait_for: on 3.11 it swallows a cancellation that arrives as the token
+                    # does, and a turn whose client left would then run on (and stay 'streaming').
+                    async with asyncio.timeout(max(min(chat.idle_timeout, remaining), 0.001)):
+                        event = await anext(stream)
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:
@@ -252,6 +283,14 @@ class ChatService:
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)
+
+
+async def _outcome(job: asyncio.Future[T]) -> T | None:
+    """Wait for ``job`` to finish, whatever cancellations arrive meanwhile; its result, or None."""
+    while not job.done():
+        with suppress(Exception, asyncio.CancelledError):
+            await asyncio.shield(job)
+    return None if job.cancelled() or job.exception() is not None else job.result()
 
 
 def _where(candidate: Candidate) -> str:

@@ -1,10 +1,15 @@
-"""The chat turn's writes, each one short transaction (called from worker threads)."""
+"""The chat turn's writes, each one short transaction (called from worker threads).
+
+A turn's late writes (``finish``, ``fail``) touch its answer only while that row is still the one it
+started: same id, same session, still 'streaming'. Ids are never reused (0008), and this scoping
+keeps a stale turn from writing anywhere else even so.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Update, delete, select, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
@@ -66,13 +71,63 @@ def _history(db: Session, session_id: int, before_id: int, turns: int) -> list[M
     return [Message("user" if role == "user" else "assistant", content) for role, content in reversed(rows)]
 
 
-def begin(store: Database, session_id: int, question: str, history_turns: int) -> Turn:
+@dataclass(frozen=True)
+class Keyed:
+    """What a client key (clientMessageId) already names in a session."""
+
+    answer_id: int
+    question: str | None  # the question the key was sent with; None when it named a regeneration
+
+
+def keyed(store: Database, session_id: int, client_key: str) -> Keyed | None:
+    with store.read() as db:
+        row = db.scalar(
+            select(ChatMessage).where(ChatMessage.session_id == session_id, ChatMessage.client_message_id == client_key)
+        )
+        if row is None:
+            return None
+        if row.role == "assistant":
+            return Keyed(row.id, None)
+        answer_id = db.scalar(
+            select(ChatMessage.id)
+            .where(ChatMessage.session_id == session_id, ChatMessage.id > row.id, ChatMessage.role == "assistant")
+            .order_by(ChatMessage.id)
+            .limit(1)
+        )
+        if answer_id is None:
+            raise NotFoundError("answer to message", row.id)
+        return Keyed(answer_id, row.content)
+
+
+def keyed_for_message(store: Database, message_id: int, client_key: str) -> Keyed | None:
+    """What ``client_key`` names in the session of message ``message_id`` (which must exist)."""
+    with store.read() as db:
+        session_id = db.scalar(select(ChatMessage.session_id).where(ChatMessage.id == message_id))
+    if session_id is None:
+        raise NotFoundError("message", message_id)
+    return keyed(store, session_id, client_key)
+
+
+def _key_in_use(db: Session, session_id: int, client_key: str | None, by: int | None = None) -> None:
+    if client_key is None:
+        return
+    holder = db.scalar(
+        select(ChatMessage.id).where(ChatMessage.session_id == session_id, ChatMessage.client_message_id == client_key)
+    )
+    if holder is not None and holder != by:
+        raise ConflictError(f"clientMessageId {client_key!r} is already used by another message in this session")
+
+
+def begin(store: Database, session_id: int, question: str, history_turns: int, client_key: str | None = None) -> Turn:
     """Store the user's message and a placeholder for the answer, before any model is called."""
     with store.write() as db:
         row = db.get(ChatSession, session_id)
         if row is None:
             raise NotFoundError("chat session", session_id)
-        user = ChatMessage(session_id=session_id, role="user", content=question, status="complete")
+        _key_in_use(db, session_id, client_key)
+        user = ChatMessage(
+            session_id=session_id, role="user", content=question, status="complete", client_message_id=client_key
+        )
         answer = ChatMessage(session_id=session_id, role="assistant", content="", status="streaming")
         db.add_all([user, answer])
         row.updated_at = utcnow()
@@ -81,8 +136,9 @@ def begin(store: Database, session_id: int, question: str, history_turns: int) -
         return Turn(_snapshot(row), user.id, answer.id, question, history)
 
 
-def begin_regenerate(store: Database, message_id: int, history_turns: int) -> Turn:
-    """Reuse the question an assistant message answered; clear the old answer for the new one."""
+def begin_regenerate(store: Database, message_id: int, history_turns: int, client_key: str | None = None) -> Turn:
+    """Reuse the question an assistant message answered; clear the old answer for the new one.
+    The answer takes ``client_key``: it names this regeneration until the next one."""
     with store.write() as db:
         answer = db.get(ChatMessage, message_id)
         if answer is None:
@@ -100,6 +156,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int) -> Tu
             raise ValidationError("messageId", "there is no question before this answer")
         session = db.get(ChatSession, answer.session_id)
         assert session is not None
+        _key_in_use(db, answer.session_id, client_key, by=answer.id)
         db.execute(delete(Citation).where(Citation.message_id == message_id))
         answer.content, answer.status, answer.error, answer.trace, answer.completed_at = (
             "",
@@ -108,6 +165,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int) -> Tu
             None,
             None,
         )
+        answer.client_message_id = client_key
         db.flush()
         history = _history(db, answer.session_id, user.id, history_turns)
         return Turn(_snapshot(session), user.id, answer.id, user.content, history)
@@ -123,11 +181,13 @@ def finish(
     """Store the answer, its trace and its citations ``(source, kind)`` in one transaction.
     False when there is nothing to store it in: the session was deleted while the answer streamed."""
     with store.write() as db:
-        answer = db.get(ChatMessage, turn.message_id)
-        if answer is None:
+        stored = db.execute(
+            _still_streaming(turn).values(
+                content=content, status="complete", error=None, trace=trace, completed_at=utcnow()
+            )
+        )
+        if not stored.rowcount:  # type: ignore[attr-defined]
             return False
-        answer.content, answer.status, answer.error = content, "complete", None
-        answer.trace, answer.completed_at = trace, utcnow()
         # A cited chunk (or its document) may have been deleted or re-ingested while the answer
         # streamed; the citation keeps its name, location and snippet, and loses only the link.
         chunk_ids = {s.chunk_id for s, _ in citations}
@@ -152,13 +212,24 @@ def finish(
     return True
 
 
-def fail(store: Database, message_id: int, partial: str, error: str, trace: dict[str, object] | None) -> None:
+def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str, object] | None) -> bool:
+    """Store the answer as failed; False when its row is no longer this turn's (see ``finish``)."""
     with store.write() as db:
-        db.execute(
-            update(ChatMessage)
-            .where(ChatMessage.id == message_id)
-            .values(content=partial, status="failed", error=error, trace=trace, completed_at=utcnow())
+        result = db.execute(
+            _still_streaming(turn).values(
+                content=partial, status="failed", error=error, trace=trace, completed_at=utcnow()
+            )
         )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _still_streaming(turn: Turn) -> Update:
+    """An UPDATE of the turn's answer that touches it only while it is still this turn's."""
+    return update(ChatMessage).where(
+        ChatMessage.id == turn.message_id,
+        ChatMessage.session_id == turn.session.id,
+        ChatMessage.status == "streaming",
+    )
 
 
 def recover_interrupted(store: Database) -> int:

@@ -66,6 +66,9 @@ export class AuthWsLink extends ApolloLink {
       url: this.url,
       // graphql-ws is lazy: the socket opens with the first subscription and closes when idle.
       lazy: true,
+      // Idle for a moment first: a Stop's `complete` then reaches the server on an open socket, which
+      // tells it the user stopped (cancel now) rather than lost the connection (wait to re-attach).
+      lazyCloseTimeout: 3000,
       connectionParams: () => {
         const authorization = this.keys.authorization();
         return authorization ? { authorization } : {};

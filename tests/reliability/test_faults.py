@@ -144,4 +144,6 @@ def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
     with rig.db.read() as db:
         rows = db.connection().exec_driver_sql("SELECT status, error FROM chat_messages WHERE role = 'assistant'").all()
     assert all(status == "failed" and "cancelled" in error for status, error in rows), rows
-    assert len(rows) == (0 if leave == "close_at_once" and not model.history else 1)
+    # Gone before the server began the turn: nothing stored. Gone while the question was being stored:
+    # the question is kept and its answer stored as cancelled, the model never called. Later: one answer.
+    assert len(rows) == 1 if model.history or leave != "close_at_once" else len(rows) <= 1

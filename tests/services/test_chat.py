@@ -16,6 +16,7 @@ from app.services.chat import ChatService
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
+from tests.waiting import wait_until
 
 DOCS = {
     "penguins.md": "# Penguins\n\nEmperor penguins huddle together to survive the Antarctic winter.",
@@ -289,3 +290,48 @@ async def test_closing_the_stream_after_done_keeps_the_answer(rig: Rig) -> None:
     await stream.aclose()  # type: ignore[attr-defined]
     stored, _ = rig.message(turn.message_id)
     assert (stored.status, stored.error) == ("complete", None)
+
+
+def _reuse_answer_id(rig: Rig, answer_id: int, other_session: int) -> None:
+    """Put a message of another session at ``answer_id``, as a database that reused ids would."""
+    with rig.container.db.write() as db:
+        db.connection().exec_driver_sql(
+            "INSERT INTO chat_messages(id, session_id, role, content, status, created_at) "
+            "VALUES (?, ?, 'assistant', 'theirs', 'complete', '2026-01-01 00:00:00')",
+            (answer_id, other_session),
+        )
+
+
+async def test_a_stale_turn_never_writes_into_a_row_that_took_its_id(rig: Rig) -> None:
+    rig.model.enqueue("Penguins huddle [1].")
+    mine, theirs = rig.session(), rig.session()
+    turn = await rig.service.start(mine, "penguins")
+    sessions.delete(rig.container.db, mine)
+    _reuse_answer_id(rig, turn.message_id, theirs)
+
+    events = [e async for e in rig.service.run(turn)]
+
+    assert isinstance(events[-1], ErrorEvent) and events[-1].code == "not_found" and not events[-1].stored
+    stored, cites = rig.message(turn.message_id)
+    assert (stored.session_id, stored.content, stored.status, cites) == (theirs, "theirs", "complete", [])
+    assert not chat_store.fail(rig.container.db, turn, "late", "cancelled", None)
+    assert rig.message(turn.message_id)[0].content == "theirs"
+    assert rig.service._active == 0
+
+
+async def test_a_client_cancelled_while_its_question_is_stored_leaves_no_answer_streaming(rig: Rig) -> None:
+    sid = rig.session()
+    store = rig.container.db
+    with store._write_lock:  # the question's write waits here, in its worker thread
+        task = asyncio.create_task(rig.service.start(sid, "penguins"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.sleep(0.05)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # the question is stored anyway (its thread was already writing), and so is the answer's end
+    wait_until(lambda: len(sessions.messages(store, sid, limit=10)) == 2, timeout=5, what="the question's write")
+    rows = [(m.role, m.status, m.error or "") for m in sessions.messages(store, sid, limit=10)]
+    assert [row[:2] for row in rows] == [("user", "complete"), ("assistant", "failed")]
+    assert rows[1][2].startswith("cancelled")
+    assert rig.service._active == 0

@@ -79,6 +79,22 @@ describe("chatReducer", () => {
     expect(state.activeKey).toBeNull();
   });
 
+  it("follows a turn replayed after a reconnect from its start, without doubling its text", () => {
+    let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval), ev(token("Run ")), ev(token("the ")));
+    // graphql-ws subscribed again with the same clientMessageId: the server replays the turn, then follows it
+    state = [retrieval, token("Run "), token("the "), token("installer [1].")].reduce((s, e) => chatReducer(s, ev(e)), state);
+    expect(state.items[1]).toMatchObject({ id: "2", status: "STREAMING", content: "Run the installer [1]." });
+  });
+
+  it("takes a turn that finished while the connection was down, replayed as Done alone", () => {
+    const state = run({ type: "sent", key: "t1", content: "How?" }, ev({ __typename: "ChatDone", answer: message() }));
+    expect(state.items.map((i) => [i.role, i.status])).toEqual([
+      ["USER", "COMPLETE"],
+      ["ASSISTANT", "COMPLETE"],
+    ]);
+    expect(state.activeKey).toBeNull();
+  });
+
   it("shows the stored answer after Done, not the streamed text the answer guard replaced", () => {
     let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval));
     state = [token("the source of "), token("the source of "), token("the source of")].reduce((s, t) => chatReducer(s, ev(t)), state);

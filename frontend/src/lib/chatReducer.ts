@@ -195,7 +195,9 @@ function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment):
     case "ChatToken":
       return patch(state, key, (item) => ({ ...item, status: "STREAMING", content: item.content + event.text }));
     case "ChatDone": {
-      const done = patch(state, key, (item) => {
+      // A turn that finished while the connection was down is replayed as ChatDone alone: its question was stored too.
+      const stored = patch(state, questionKey(key), (q) => (q.status === "PENDING" ? { ...q, status: "COMPLETE" } : q));
+      const done = patch(stored, key, (item) => {
         const stored = fromMessage(event.answer, key);
         // Without citations (turned off, or none attributed) keep the retrieved sources on screen.
         return stored.sources.length === 0 && item.sources.length > 0 ? { ...stored, sources: item.sources, cited: false } : stored;

@@ -3,6 +3,7 @@ import { useCallback, useEffect, useReducer, useRef } from "react";
 import type { Subscription } from "rxjs";
 import { type ChatEventFieldsFragment, ChatDocument, type MessageFieldsFragment, RegenerateDocument, StoredMessageDocument } from "../../gql/graphql";
 import { chatReducer, initialChatState } from "../../lib/chatReducer";
+import { newClientMessageId } from "../../lib/clientMessageId";
 
 let turnCounter = 0;
 
@@ -81,7 +82,9 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
     (content: string) => {
       const key = `t${++turnCounter}`;
       dispatch({ type: "sent", key, content });
-      follow(key, client.subscribe({ query: ChatDocument, variables: { sessionId, content }, fetchPolicy: "no-cache" }));
+      // One id per question: graphql-ws re-sends this subscribe after a reconnect, and the server follows the same turn.
+      const variables = { sessionId, content, clientMessageId: newClientMessageId() };
+      follow(key, client.subscribe({ query: ChatDocument, variables, fetchPolicy: "no-cache" }));
     },
     [client, follow, sessionId],
   );
@@ -92,7 +95,8 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
       const item = state.items.find((i) => i.key === key);
       if (!item?.id || item.role !== "ASSISTANT") return;
       dispatch({ type: "regenerating", key });
-      follow(key, client.subscribe({ query: RegenerateDocument, variables: { messageId: item.id }, fetchPolicy: "no-cache" }));
+      const variables = { messageId: item.id, clientMessageId: newClientMessageId() };
+      follow(key, client.subscribe({ query: RegenerateDocument, variables, fetchPolicy: "no-cache" }));
     },
     [client, follow, state.items],
   );
