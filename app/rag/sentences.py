@@ -1,0 +1,327 @@
+"""Sentences, clauses and content words: the units answers are composed from and checked against.
+
+One splitter for the rag layer (the extractive composer, the answer guard, citations). ``split``
+returns :class:`Unit` s with exact offsets (``text[unit.start:unit.end] == unit.text``), whitespace
+trimmed, in order, never overlapping. It reads Markdown-ish text line by line:
+
+- Blocks: a fenced code block (or leading YAML front matter) is one ``code`` unit; ``# Title``
+  lines and setext-underlined lines are ``heading`` s; table rows are ``table``, table and
+  thematic rules are ``rule``; a list item is an ``item`` (its marker left out of the span).
+  Everything else is prose.
+- Prose is cut at blank lines, at ``.``/``!``/``?``/``…`` followed by space and an upper-case letter,
+  digit, quote or bracket (so "e.g. this" and "3.5" stay whole; "Dr. Who" too), at the CJK full stops and at a
+  line end after such punctuation. A single line break elsewhere is a wrapped line and joins the
+  next one — except after a short unpunctuated line followed by a capitalised one, which is a
+  ``title`` (a heading in plain text or PDF). ``[n]`` markers right after a sentence end belong to
+  that sentence.
+- A sentence longer than ``max_chars`` is cut into clauses at ``;``/``:``/dashes, else at commas,
+  nearest the middle, each piece at least ``_MIN_CLAUSE`` characters; pieces stay ``sentence`` s.
+
+``terms`` gives a text's content words: lower-cased, light-stemmed (plural, -ing, -ed, -ation),
+stop words out, numbers kept (they carry facts). Words alone match across inflections
+("installing" / "installation" / "installed" -> "install"); no dictionary is needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["PROSE", "STOP_WORDS", "Unit", "names", "numbers", "runs", "split", "stem", "terms", "words"]
+
+Kind = Literal["sentence", "item", "title", "heading", "code", "table", "rule"]
+PROSE: frozenset[str] = frozenset({"sentence", "item"})
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r" {0,3}#{1,6}(?:[ \t]+|$)")
+_SETEXT = re.compile(r" {0,3}(?:=+|-+)[ \t]*$")
+_THEMATIC = re.compile(r" {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_TABLE_RULE = re.compile(r"\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_ITEM = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]+(?=\S)")
+_QUOTE = re.compile(r" {0,3}>[ \t]?")
+# A sentence end: punctuation, closing quotes/brackets, whitespace, then any [n] markers.
+_END = re.compile(
+    r"(?:[.!?\u2026]+[\"'\u201d\u2019)\]]*)(?=\s)(?P<space>\s+)(?P<markers>(?:\[\d{1,3}(?:\s*,\s*\d{1,3})*\]\s*)*)"
+)
+_CJK_END = re.compile(r"[\u3002\uff01\uff1f]+")
+_STARTS_SENTENCE = re.compile(r"[\"'\u201c\u2018(\[`*_]*[^\W\d_a-z]|[\"'\u201c\u2018(\[`*_]*\d|[^\x00-\x7f]")
+_ABBREVIATIONS = frozenset("mr mrs ms dr prof st sr jr vs fig no vol cf approx inc ltd co dept ca".split())
+_CLAUSE_STRONG = re.compile(r"[;:]\s+|\s+[\u2014\u2013]\s+|\s+-\s+")
+_CLAUSE_WEAK = re.compile(r",\s+")
+_MIN_CLAUSE = 40
+_TITLE_MAX = 60
+_FIELD = re.compile(r"(?:\*\*|__)[^*_\n]{1,40}(?::(?:\*\*|__)|(?:\*\*|__):)\s")  # **Label:** value
+_LABELLED = re.compile(r"[^:\n]{1,30}:\s+\S")  # Label: value
+
+
+@dataclass(frozen=True)
+class Unit:
+    start: int  # offset of the first character in the text given to split()
+    end: int  # offset just past the last character
+    text: str  # exactly text[start:end]
+    kind: Kind
+
+    @property
+    def normalised(self) -> str:
+        """The text on one line: whitespace runs and quote markers of wrapped lines collapsed."""
+        return " ".join(re.sub(r"\n[ \t]*>[ \t]?", " ", self.text).split())
+
+
+def split(text: str, *, max_chars: int = 300) -> list[Unit]:
+    """Cut ``text`` into units; see the module docstring."""
+    units: list[Unit] = []
+    para: list[tuple[int, int]] = []  # (start, end) of the prose lines of the current paragraph
+    para_kind: Kind = "sentence"
+    lines = _lines(text)
+    i = 0
+    if text.startswith("---") and _THEMATIC.match(text[: lines[0][1]]):  # YAML front matter: metadata
+        close = next(
+            (j for j in range(1, len(lines)) if text[lines[j][0] : lines[j][1]].rstrip() in ("---", "...")), None
+        )
+        if close is not None:
+            units.extend(_block(text, 0, lines[close][1], "code"))
+            i = close + 1
+
+    def flush() -> None:
+        nonlocal para
+        if para:
+            units.extend(_prose(text, para, para_kind, max_chars))
+        para = []
+
+    while i < len(lines):
+        start, end = lines[i]
+        line = text[start:end]
+        fence = _FENCE.match(line)
+        if fence:
+            flush()
+            close = next((j for j in range(i + 1, len(lines)) if _closes(text, lines[j], fence.group(1))), None)
+            last = close if close is not None else len(lines) - 1
+            units.extend(_block(text, start, lines[last][1], "code"))
+            i = last + 1
+            continue
+        if not line.strip():
+            flush()
+        elif _ATX.match(line):
+            flush()
+            units.extend(_block(text, start + _ATX.match(line).end(), end, "heading"))  # type: ignore[union-attr]
+        elif _SETEXT.match(line) and para and para_kind == "sentence":
+            heading, para = para[-1], para[:-1]  # the underlined line; CommonMark would take the paragraph
+            flush()
+            units.extend(_block(text, heading[0], heading[1], "heading"))
+        elif _THEMATIC.match(line) or (_TABLE_RULE.match(line) and "|" in line):
+            flush()
+            units.extend(_block(text, start, end, "rule"))
+        elif line.lstrip().startswith("|"):
+            flush()
+            units.extend(_block(text, start, end, "table"))
+        elif item := _ITEM.match(line):
+            flush()
+            para, para_kind = [(start + item.end(), end)], "item"
+        else:
+            quote = _QUOTE.match(line)
+            if quote and not para:
+                start += quote.end()
+            if not para:
+                para_kind = "sentence"
+            para.append((start, end))
+        i += 1
+    flush()
+    return units
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    offset = 0
+    for line in text.split("\n"):
+        out.append((offset, offset + len(line)))
+        offset += len(line) + 1
+    return out
+
+
+def _closes(text: str, line: tuple[int, int], fence: str) -> bool:
+    stripped = text[line[0] : line[1]].strip()
+    return stripped.startswith(fence[0] * len(fence)) and not stripped.strip(fence[0])
+
+
+def _block(text: str, start: int, end: int, kind: Kind) -> list[Unit]:
+    piece = text[start:end]
+    if kind == "heading":  # without its closing hashes ("C#" keeps its own)
+        piece = re.sub(r"(?:^|[ \t]+)#+[ \t]*$", "", piece)
+    left = len(piece) - len(piece.lstrip())
+    right = len(piece.rstrip())
+    if right <= left:
+        return []
+    return [Unit(start + left, start + right, text[start + left : start + right], kind)]
+
+
+def _prose(text: str, lines: list[tuple[int, int]], kind: Kind, max_chars: int) -> list[Unit]:
+    """Sentences of one paragraph. A line opening with a bold label ("**Opened:** 2014") starts a
+    field, an ``item`` running to the next field; a short unpunctuated line followed by a
+    capitalised one is a title, or an ``item`` when it reads "Label: value"."""
+    out: list[Unit] = []
+    begin = lines[0][0]
+    for n, (start, end) in enumerate(lines):
+        line = text[start:end].strip()
+        following = text[lines[n + 1][0] : lines[n + 1][1]].lstrip() if n + 1 < len(lines) else ""
+        if _FIELD.match(line) and start > begin:
+            out.extend(_sentences(text, begin, start, kind, max_chars))
+            begin = start
+        if _FIELD.match(line):
+            kind = "item"
+        if n and not following and _LABELLED.match(line) and _is_title(line, "X"):
+            out.extend(_sentences(text, begin, start, kind, max_chars))  # the last of "Label: value" lines
+            begin, kind = start, "item"
+        elif following and not _FIELD.match(line) and _is_title(line, following):
+            out.extend(_sentences(text, begin, start, kind, max_chars))
+            label = _LABELLED.match(line) is not None
+            out.extend(_sentences(text, start, end, "item", max_chars) if label else _block(text, start, end, "title"))
+            begin = lines[n + 1][0]
+            kind = "sentence"
+        elif _FIELD.match(following):
+            out.extend(_sentences(text, begin, end, kind, max_chars))
+            begin = lines[n + 1][0]
+            kind = "sentence"
+    out.extend(_sentences(text, begin, lines[-1][1], kind, max_chars))
+    return out
+
+
+def _is_title(line: str, following: str) -> bool:
+    return (
+        0 < len(line) <= _TITLE_MAX
+        and len(line.split()) <= 8
+        and line[-1] not in ".,;:!?\u2026-\u2013\u2014([{\"'\u201d\u2019"
+        and bool(_STARTS_SENTENCE.match(line))
+        and bool(_STARTS_SENTENCE.match(following))
+    )
+
+
+def _sentences(text: str, start: int, end: int, kind: Kind, max_chars: int) -> list[Unit]:
+    cuts: list[tuple[int, int]] = []  # (end of a sentence, start of the next)
+    for match in _END.finditer(text, start, end):
+        after = match.end()
+        if "\n" not in match.group("space") and (
+            (after < end and not _STARTS_SENTENCE.match(text, after)) or _abbreviation(text, start, match.start())
+        ):
+            continue
+        cuts.append((after if match.group("markers") else match.start("space"), after))
+    cuts.extend((m.end(), m.end()) for m in _CJK_END.finditer(text, start, end))
+    out: list[Unit] = []
+    at = start
+    for stop, resume in sorted(cuts):
+        if stop > at:
+            out.extend(_clauses(text, at, stop, kind, max_chars))
+            at, kind = resume, "sentence"
+    out.extend(_clauses(text, at, end, kind, max_chars))
+    return out
+
+
+def _abbreviation(text: str, start: int, dot: int) -> bool:
+    """Whether the full stop at ``dot`` ends an abbreviation or an initial rather than a sentence."""
+    if text[dot] != ".":
+        return False
+    before = text[max(start, dot - 12) : dot]
+    word = re.search(r"(\w+)$", before)
+    if word is None:
+        return False
+    w = word.group(1)
+    return w.lower() in _ABBREVIATIONS or (len(w) == 1 and w.isupper()) or before.lower().endswith(("e.g", "i.e"))
+
+
+def _clauses(text: str, start: int, end: int, kind: Kind, max_chars: int) -> list[Unit]:
+    found = _block(text, start, end, kind)
+    if not found or len(found[0].text) <= max_chars:
+        return found
+    unit = found[0]
+    for pattern in (_CLAUSE_STRONG, _CLAUSE_WEAK):
+        cuts = [
+            m.end()
+            for m in pattern.finditer(text, unit.start, unit.end)
+            if m.start() - unit.start >= _MIN_CLAUSE and unit.end - m.end() >= _MIN_CLAUSE
+        ]
+        if cuts:
+            middle = (unit.start + unit.end) / 2
+            at = min(cuts, key=lambda c: (abs(c - middle), c))
+            return _clauses(text, unit.start, at, kind, max_chars) + _clauses(text, at, unit.end, "sentence", max_chars)
+    return found
+
+
+# -- words ------------------------------------------------------------------------------------
+
+_WORD = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+(?:['\u2019][^\W\d_]+)*")
+STOP_WORDS = frozenset(
+    """a an the and or but nor not no yes so if then than that this these those there here it its it's
+    i me my we our you your he him his she her they them their what which who whom whose when where why how
+    is am are was were be been being do does did done doing have has had having can could may might must
+    shall should will would of to in on at by for from with without into onto about above below over under
+    as per via up out off all any some each every both either neither other such more most much many few
+    also only just very too again once own same s t don't doesn't isn't aren't can't won't please tell
+    let say said use used using get got one""".split()
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words and numbers, in order ("0.25" and "2024" are one word each)."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: enough for plurals and common verb forms to meet."""
+    w = re.sub(r"['\u2019]s$", "", word)
+    if len(w) <= 3 or w[0].isdigit():
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]
+            break
+    if w.endswith("ation") and len(w) - 5 >= 3:
+        w = w[:-5]
+    if w.endswith("e") and len(w) > 4:
+        w = w[:-1]
+    return w
+
+
+def terms(text: str) -> list[str]:
+    """Content words: stemmed, stop words and one-letter words out, numbers kept; in order."""
+    return [stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers written in ``text`` ("2", "0.25", "2024")."""
+    return {w for w in words(text) if w[0].isdigit()}
+
+
+def names(text: str) -> dict[str, str]:
+    """Names and codes: capitalised words after the first ("Lisbon", "Priya"), words with inner
+    capitals or digits ("SM-40", "Q1", "NB-IoT"), numbers ("2024"). Squashed to lower-case letters
+    and digits -> as written; compare them with :func:`runs`."""
+    out = {}
+    for n, word in enumerate(text.split()):
+        token = re.sub(r"['\u2019]s$", "", word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d"))
+        squashed = re.sub(r"[^\w]|_", "", token).lower()
+        # A number is a name ("2024"), a number with a word is not ("12-month"): :func:`numbers` has it.
+        if token[:1].isdigit() and not token.isdigit():
+            continue
+        coded = any(ch.isdigit() for ch in token) or any(ch.isupper() for ch in token[1:])
+        if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (n > 0 and token[:1].isupper())):
+            out[squashed] = token
+    return out
+
+
+def runs(text: str) -> set[str]:
+    """Lower-case words, and adjacent pairs and triples run together: the forms :func:`names`
+    squashes to, so "SM-40", "Wi-Fi" and "7,120" are found however a text spaces them."""
+    parts = re.findall(r"[^\W_]+", text.lower())
+    out = set(parts)
+    out.update(a + b for a, b in itertools.pairwise(parts))
+    out.update(a + b + c for a, b, c in zip(parts, parts[1:], parts[2:], strict=False))
+    return out
