@@ -54,6 +54,9 @@ def test_a_malformed_question_line_is_reported_with_its_line_number(tmp_path: Pa
         ("Effective from 1st February 2024.", [r"re:\b1(st)?\s+february\s+2024"], True),
         ("Effective from 1 March 2023.", [r"re:\b1(st)?\s+february\s+2024"], False),
         ("The range is \u221220 °C to +50 °C.", [r"re:-\s?20\s?°?\s?c?\s*(to|and|-)\s*\+?\s?50"], True),
+        ("The Rotterdam office has 1,800 sensors [4].", ["4", "four"], False),  # a citation marker is no fact
+        ("1. Glasgow has 12 meeting rooms.\n4. The station is near.", ["4", "four"], False),  # nor a list number
+        ("1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16. 17. 18. 19. 20. 21.", ["20"], False),  # a loop
     ],
 )
 def test_contains_fact_in_any_accepted_form(answer: str, accept: list[str], found: bool) -> None:
@@ -78,6 +81,8 @@ def test_a_question_without_an_answer_is_answered_by_saying_so() -> None:
         ("The source for the answer is [1].", "citation-only"),
         ("the source of the source of the source of the source of the source of the", "loop"),
         ("The threshold is set to 5. " * 50, "loop"),
+        (" ".join(f"{n}." for n in range(1, 41)), "loop"),
+        ("Offices opened in 2009, 2014, 2017, 2019 and 2022.", None),
         ("The Leeds office has 38 parking spaces [1].", None),
         ("The 2023 per diem is £45, the 2024 per diem is £50 and the 2025 per diem is £55 [1][2][3].", None),
     ],

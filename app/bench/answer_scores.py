@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from pathlib import Path
 
 from app.rag.citations import MARKER
@@ -21,6 +22,7 @@ PROMPTS = Path(__file__).resolve().parents[1] / "rag" / "prompts"
 _DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2212"), "-")
 _QUOTES = {ord("\u2018"): "'", ord("\u2019"): "'", ord("\u201c"): '"', ord("\u201d"): '"'}
 _WORDS = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
+_ENUMERATOR = re.compile(r"^\s*\d{1,2}[.)](?=\s)", re.MULTILINE)
 _SENTENCES = re.compile(r"[^.!?\n]+(?:[.!?]+|$)")
 # Saying the documents do not answer: the expected reply to a question they do not cover.
 NO_ANSWER = re.compile(
@@ -44,6 +46,7 @@ _META = frozenset(
 LOOP_NGRAM = 4
 LOOP_REPEATS = 4  # the same 4 words four times is a loop, not style
 LOOP_DISTINCT_RATIO = 0.5  # or fewer than half the 4-grams of a longer answer are distinct
+COUNTING_RUN = 8
 ECHO_SHINGLE = 5  # 5 consecutive words of a prompt line in an answer is an echo
 SUPPORT_OVERLAP = 0.5  # a sentence is supported when half its content words appear in its sources
 
@@ -82,10 +85,14 @@ def matches(answer: str, form: str) -> bool:
 
 def contains_fact(answer: str, expected: str | None, accept: Sequence[str]) -> bool:
     """The expected fact, in any accepted form; for a question the documents do not answer
-    (``expected`` None), saying so."""
+    (``expected`` None), saying so. Citation markers and list numbers are not facts ("[4]" does not
+    say "4"), and a degenerate answer holds none: a loop counting to 40 does not know it is 20."""
+    if degenerate(answer) is not None:
+        return False
     if expected is None:
         return is_no_answer(answer)
-    return any(matches(answer, form) for form in (expected, *accept))
+    text = _ENUMERATOR.sub("", without_markers(answer))
+    return any(matches(text, form) for form in (expected, *accept))
 
 
 def is_no_answer(answer: str) -> bool:
@@ -104,9 +111,21 @@ def degenerate(answer: str) -> str | None:
         most = Counter(grams).most_common(1)[0][1]
         if most >= LOOP_REPEATS or (len(grams) >= 12 and len(set(grams)) / len(grams) < LOOP_DISTINCT_RATIO):
             return "loop"
+    if _counts_up(tokens):
+        return "loop"
     if not [t for t in tokens if t not in _STOP and t not in _META]:
         return "citation-only"
     return None
+
+
+def _counts_up(tokens: Sequence[str]) -> bool:
+    """Eight numbers in a row, each one more than the last ("1. 2. 3. 4. ..."): counting, not answering."""
+    run = 1
+    for previous, token in pairwise(tokens):
+        run = run + 1 if previous.isdigit() and token.isdigit() and int(token) == int(previous) + 1 else 1
+        if run >= COUNTING_RUN:
+            return True
+    return False
 
 
 class EchoDetector:

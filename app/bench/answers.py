@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
@@ -28,11 +28,15 @@ from app.db import migrate
 from app.db.models import ChatMessage, Chunk, Citation
 from app.errors import ValidationError
 from app.llm.base import Embedder
+from app.rag import prompting
 from app.rag.ingest import Ingestor, Source
 from app.services import projects, sessions
 from app.services.chat_events import DoneEvent, ErrorEvent, TokenEvent
 from app.services.sessions import SessionChanges
 from app.settings import Settings
+
+if TYPE_CHECKING:
+    from app.services.chat import ChatModels
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "answers" / "questions.jsonl"
 MODES = ("generative", "extractive", "auto")
@@ -205,6 +209,7 @@ def run(
     targets: Sequence[Target],
     *,
     embedder: Embedder | None = None,
+    chat_models: ChatModels | None = None,
     progress: Callable[[Target, Answer], None] | None = None,
 ) -> Report:
     """Ingest ``documents`` into a scratch database and ask every question once per target."""
@@ -224,7 +229,7 @@ def run(
             }
         )
         migrate.upgrade(scratch.database_url, default_threshold=scratch.rag.threshold)
-        container = Container.build(scratch, embedder=embedder)
+        container = Container.build(scratch, embedder=embedder, chat_models=chat_models)
         try:
             for target in targets:
                 container.chat_models.validate(target.provider, target.model)
@@ -269,7 +274,7 @@ async def _ask_all(
     load = getattr(model, "load", None)  # the local model loads in seconds: not in the first answer's time
     if load is not None:
         await load()
-    detector = scores.EchoDetector.from_prompt_files()
+    detector = scores.EchoDetector.from_prompt_files(prompting.PROMPTS)
     result = Run(target)
     for item in questions:
         changes = replace(SessionChanges(title=item.id, provider=target.provider, model=target.model), **mode)
