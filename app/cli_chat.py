@@ -12,6 +12,7 @@ from sqlalchemy import select
 from app.container import Container
 from app.db.models import Citation
 from app.errors import RagchatError
+from app.rag.answer_mode import AnswerMode
 from app.services import projects, sessions
 from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
@@ -38,15 +39,32 @@ async def _ask(container: Container, session_id: int, question: str) -> int:
         elif isinstance(event, DoneEvent):
             sys.stdout.write("\n")
             message = sessions.message(container.db, event.message_id)
-            cites = {c.marker: c for c in _citations(container, event.message_id)}
-            for marker, cite in sorted(cites.items()):
+            _explain(message.trace or {}, message.content)
+            for cite in sorted(_citations(container, event.message_id), key=lambda c: (c.marker, c.id)):
                 loc = cite.location
                 where = f"page {loc['page']}" if loc.get("page") else f"lines {loc['line_start']}-{loc['line_end']}"
-                sys.stdout.write(f"[{marker}] {cite.document_name} {where} (score {cite.score:.3f}, {cite.kind})\n")
+                sys.stdout.write(
+                    f"[{cite.marker}] {cite.document_name} {where} (score {cite.score:.3f}, {cite.kind})\n"
+                )
             timings = (message.trace or {}).get("timingsMs") or {}
             assert isinstance(timings, dict)
-            console.print(f"[dim]{len(cites)} citations; first token {timings.get('first_token', 0):.0f} ms[/]")
+            if "first_token" in timings:
+                console.print(f"[dim]first token {timings['first_token']:.0f} ms[/]")
     return code
+
+
+def _explain(trace: dict[str, object], stored: str) -> None:
+    """Say how the answer was written; when the guard replaced what streamed, print what was kept."""
+    answer = trace.get("answer")
+    if not isinstance(answer, dict):
+        return
+    guard = answer.get("guard") if isinstance(answer.get("guard"), dict) else None
+    if guard and guard.get("original") is not None:
+        reasons = "; ".join(guard["reasons"])
+        console.print(f"[yellow]the answer guard changed the model's answer ({reasons}); stored answer:[/]")
+        sys.stdout.write(stored + "\n")
+    verdict = f", guard: {guard['decision']}" if guard else ""
+    console.print(f"[dim]answer mode: {answer['mode']}{verdict} ({answer['reason']})[/]")
 
 
 def _citations(container: Container, message_id: int) -> list[Citation]:
@@ -62,6 +80,12 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         project: str | None = typer.Option(None, "--project", "-p", help="Ask a knowledge base (new session)."),
         top_k: int | None = typer.Option(None, help="top_k for a new session."),
         threshold: float | None = typer.Option(None, help="threshold for a new session."),
+        mode: AnswerMode | None = typer.Option(
+            None,
+            "--mode",
+            case_sensitive=False,
+            help="How answers are written: generative, extractive or auto (with --session, saved to it).",
+        ),
     ) -> None:
         """Ask a question; prints the streamed answer and its sources."""
         if (session is None) == (project is None):
@@ -73,9 +97,11 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
                     found = projects.by_name(db, project or "")
                 if found is None:
                     raise typer.BadParameter(f"no knowledge base named {project!r}")
-                changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold)
+                changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
                 settings = container.settings
                 session = sessions.create(container.db, settings, container.chat_models, found.id, changes).id
+            elif mode is not None:
+                sessions.update(container.db, container.chat_models, session, SessionChanges(answer_mode=mode))
             code = asyncio.run(_ask(container, session, question))
         except RagchatError as exc:
             console.print(f"[red]{exc.message}[/]")

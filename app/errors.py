@@ -13,7 +13,8 @@ RagchatError                      base; ``code`` is stable and shown to API clie
     ├── ProviderRateLimitError    429
     ├── ProviderTimeoutError      no answer / no token within the timeout
     ├── ProviderUnavailableError  cannot connect, 5xx, dropped connection
-    └── ModelNotFoundError        the provider does not know the model
+    ├── ModelNotFoundError        the provider does not know the model
+    └── UnusableAnswerError       the answer guard refused the model's answer and had nothing to fall back to
 """
 
 from __future__ import annotations
@@ -94,3 +95,10 @@ class ProviderUnavailableError(ProviderError):
 
 class ModelNotFoundError(ProviderError):
     code = "model_not_found"
+
+
+class UnusableAnswerError(ProviderError):
+    """The model answered, but its answer looped, only echoed the prompt or was unsupported, and there
+    were no sources to quote instead (app/rag/guard.py). Regenerating may help; retryable."""
+
+    code = "unusable_answer"

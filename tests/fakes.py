@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 
 from app.errors import ProviderError
-from app.llm.base import GenerationOptions, Message, SpaceId, StreamEvent, TextDelta, Usage, Vectors
+from app.llm.base import GenerationOptions, Message, ModelCapabilities, SpaceId, StreamEvent, TextDelta, Usage, Vectors
 from app.llm.tokenizers import EstimateTokenizer
 
 _WORD = re.compile(r"\w+")
@@ -53,8 +53,15 @@ class FakeEmbedder:
 class FakeChatModel:
     provider = "fake"
 
-    def __init__(self, model: str = "scripted", context_window: int = 4096, token_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        model: str = "scripted",
+        context_window: int = 4096,
+        token_delay: float = 0.0,
+        capabilities: ModelCapabilities | None = None,
+    ) -> None:
         self.model = model
+        self.capabilities = capabilities or ModelCapabilities()
         self.context_window = context_window
         self.tokenizer = EstimateTokenizer()
         self.token_delay = token_delay
@@ -96,6 +103,10 @@ class FakeModels:
     def get(self, provider: str, model: str) -> FakeChatModel:
         self.validate(provider, model)
         return self.models[model]
+
+    def capabilities(self, provider: str, model: str) -> ModelCapabilities:
+        self.validate(provider, model)
+        return self.models[model].capabilities
 
     async def list_models(self) -> list[object]:
         from app.llm.chat.registry import ProviderModels

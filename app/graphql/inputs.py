@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
+from app.graphql.types import AnswerMode
 from app.services.sessions import SessionChanges
 
 
@@ -23,6 +24,7 @@ class ChatSessionInput:
     top_k: int | None = strawberry.field(default=None, description="1-50")
     threshold: float | None = strawberry.field(default=None, description="Minimum cosine similarity, 0-1")
     include_citations: bool | None = None
+    answer_mode: AnswerMode | None = strawberry.field(default=None, description="How answers are written.")
 
     def changes(self) -> SessionChanges:
         return SessionChanges(
@@ -34,4 +36,5 @@ class ChatSessionInput:
             top_k=self.top_k,
             threshold=self.threshold,
             include_citations=self.include_citations,
+            answer_mode=self.answer_mode,
         )

@@ -38,6 +38,7 @@ class SessionDefaults:
     top_k: int
     threshold: float
     include_citations: bool
+    answer_mode: types.AnswerMode
     provider: str
     model: str
     mode: RetrievalMode
@@ -60,6 +61,7 @@ class Query:
             top_k=rag.top_k,
             threshold=rag.threshold,
             include_citations=rag.include_citations,
+            answer_mode=rag.answer_mode,
             provider=settings.llm.provider,
             model=settings.llm.model,
             mode=RetrievalMode(rag.mode),

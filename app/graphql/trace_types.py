@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, TypeAlias
 
 import strawberry
 
+from app.rag import answer_mode
 from app.rag.retrieval import Location as RagLocation
+
+# The services' enum, exposed as is (strawberry.enum registers it; the annotation stays the real type).
+strawberry.enum(answer_mode.AnswerMode, name="AnswerMode", description="How a session's answers are written.")
+AnswerMode: TypeAlias = answer_mode.AnswerMode
+
+
+@strawberry.enum(description="What the answer guard decided about a generated answer.")
+class GuardDecision(enum.Enum):
+    PASS = strawberry.enum_value("pass", description="The answer passed every check.")
+    FLAGGED = strawberry.enum_value(
+        "flagged", description="Kept, with a minor problem (an unsupported sentence, echoed text removed)."
+    )
+    FALLBACK = strawberry.enum_value(
+        "fallback", description="The generated answer failed; the stored answer is the extractive one."
+    )
+    REJECTED = strawberry.enum_value(
+        "rejected", description="The generated answer failed and no extractive answer was possible: stored as failed."
+    )
 
 
 @strawberry.enum
@@ -100,6 +119,26 @@ class TraceCitations:
     attributed: bool
 
 
+@strawberry.type(description="What the answer guard found in a generated answer.")
+class TraceGuard:
+    decision: GuardDecision
+    reasons: list[str] = strawberry.field(description="Each problem found, in words (empty when it passed).")
+    unsupported_sentences: int = strawberry.field(description="Sentences no source supports.")
+    echo_removed: int = strawberry.field(description="Pieces of the prompt the model repeated, removed.")
+    markers_dropped: int = strawberry.field(description="[n] markers that came from echoed text, removed.")
+    stopped_early: bool = strawberry.field(description="Generation was stopped because the answer looped.")
+    original: str | None = strawberry.field(description="The model's text, when the stored answer differs from it.")
+
+
+@strawberry.type(description="How the answer was written.")
+class TraceAnswer:
+    requested_mode: AnswerMode = strawberry.field(description="The session's setting.")
+    mode: AnswerMode = strawberry.field(description="The mode that ran (GENERATIVE or EXTRACTIVE).")
+    reason: str = strawberry.field(description="Why that mode ran.")
+    guard: TraceGuard | None = strawberry.field(description="The guard's verdict on a generated answer.")
+    sentences: int | None = strawberry.field(description="Sentences quoted, for an extractive answer.")
+
+
 @strawberry.type(description="Everything that shaped an answer.")
 class RetrievalTrace:
     query: str
@@ -115,6 +154,30 @@ class RetrievalTrace:
     tokens: TraceTokens | None
     budget: TraceBudget | None
     citations: TraceCitations | None
+    answer: TraceAnswer | None = strawberry.field(description="Answer mode and guard (absent in older traces).")
+
+
+def _answer(data: dict[str, Any] | None) -> TraceAnswer | None:
+    if not data:
+        return None
+    guard = data.get("guard")
+    return TraceAnswer(
+        requested_mode=answer_mode.AnswerMode(data["requestedMode"]),
+        mode=answer_mode.AnswerMode(data["mode"]),
+        reason=data["reason"],
+        guard=TraceGuard(
+            decision=GuardDecision(guard["decision"]),
+            reasons=list(guard["reasons"]),
+            unsupported_sentences=guard["unsupportedSentences"],
+            echo_removed=guard["echoRemoved"],
+            markers_dropped=guard["markersDropped"],
+            stopped_early=guard["stoppedEarly"],
+            original=guard.get("original"),
+        )
+        if guard
+        else None,
+        sentences=data.get("sentences"),
+    )
 
 
 def _candidate(c: dict[str, Any]) -> TraceCandidate:
@@ -173,4 +236,5 @@ def trace_from_json(data: dict[str, Any]) -> RetrievalTrace:
         )
         if cites
         else None,
+        answer=_answer(data.get("answer")),
     )

@@ -11,7 +11,8 @@ import strawberry
 from app.db import models
 from app.graphql.context import Info
 from app.graphql.errors import page_offset, page_size, parse_id
-from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
+from app.graphql.trace_types import AnswerMode, Location, RetrievalTrace, trace_from_json
+from app.rag import answer_mode
 from app.services import documents, sessions
 
 
@@ -155,6 +156,10 @@ class MessageStatus(enum.Enum):
 class CitationKind(enum.Enum):
     MODEL = strawberry.enum_value("model", description="The model wrote the [n] marker.")
     ATTRIBUTED = strawberry.enum_value("attributed", description="ragchat matched the sentence to the source.")
+    EXTRACTED = strawberry.enum_value(
+        "extracted",
+        description="The sentence was quoted from the source (an extractive answer); `location` is its span.",
+    )
 
 
 @strawberry.type(description="A source an answer relies on, as it was when the answer was written.")
@@ -251,6 +256,10 @@ class ChatSession:
     top_k: int
     threshold: float
     include_citations: bool
+    answer_mode: AnswerMode = strawberry.field(
+        description="GENERATIVE: the chat model writes; EXTRACTIVE: sentences quoted from the sources; "
+        "AUTO: generative when the model writes grounded answers reliably, else extractive."
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -267,6 +276,7 @@ class ChatSession:
             top_k=row.top_k,
             threshold=row.threshold,
             include_citations=row.include_citations,
+            answer_mode=answer_mode.AnswerMode(row.answer_mode),
             created_at=row.created_at,
             updated_at=row.updated_at,
         )

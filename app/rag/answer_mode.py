@@ -29,12 +29,16 @@ class ModeChoice:
     reason: str
 
 
-def choose(requested: AnswerMode, capabilities: ModelCapabilities, model_label: str) -> ModeChoice:
-    """The mode a turn runs in, and why (the trace shows both)."""
+def choose(requested: AnswerMode, capabilities: ModelCapabilities, model_label: str, *, rag: bool = True) -> ModeChoice:
+    """The mode a turn runs in, and why (the trace shows both). ``rag``: the session retrieves."""
     if requested is AnswerMode.GENERATIVE:
         return ModeChoice(requested, AnswerMode.GENERATIVE, "the session asks for generated answers")
     if requested is AnswerMode.EXTRACTIVE:
         return ModeChoice(requested, AnswerMode.EXTRACTIVE, "the session asks for extractive answers")
+    if not rag:
+        return ModeChoice(
+            requested, AnswerMode.GENERATIVE, "AUTO: retrieval is off for this session, so there is nothing to quote"
+        )
     if capabilities.grounded_writing:
         return ModeChoice(
             requested, AnswerMode.GENERATIVE, f"AUTO: {model_label} writes grounded answers, so it writes this one"

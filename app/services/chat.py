@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -22,12 +23,20 @@ import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
 
 from app.db.database import Database
-from app.errors import BusyError, ProviderError, ProviderTimeoutError, RagchatError, StorageError
-from app.llm.base import ChatModel, Embedder, GenerationOptions, TextDelta, Usage
-from app.rag import budget, citations, prompting
+from app.errors import (
+    BusyError,
+    ProviderError,
+    ProviderTimeoutError,
+    RagchatError,
+    StorageError,
+    UnusableAnswerError,
+)
+from app.llm.base import ChatModel, Embedder, GenerationOptions, ModelCapabilities, TextDelta, Usage
+from app.rag import answer_mode, budget, citations, extractive, guard, prompting
+from app.rag.answer_mode import AnswerMode, ModeChoice
 from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, retrieve
 from app.rag.sanitize import clean_message
-from app.services import chat_store
+from app.services import chat_answer, chat_store
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
 from app.services.chat_live import LiveTurns
 from app.services.chat_store import Turn
@@ -45,6 +54,8 @@ class ChatModels(Protocol):
     def get(self, provider: str, model: str) -> ChatModel: ...
 
     def validate(self, provider: str, model: str) -> None: ...
+
+    def capabilities(self, provider: str, model: str) -> ModelCapabilities: ...
 
     async def list_models(self) -> Sequence[Any]: ...
 
@@ -124,19 +135,40 @@ class ChatService:
         parts: list[str] = []
         stored = False  # once the answer is stored, closing the stream changes nothing
         try:
-            model = self.models.get(turn.session.provider, turn.session.model)
+            choice = self._choose(turn)
             retrieval = await self._retrieve(turn, trace)
             candidates = retrieval.kept if retrieval else []
-            with trace.stage("budget"):  # tokenizing is CPU work (and may load a local model): off the loop
-                prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
-            sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
-            no_context = turn.session.enable_rag and not sources
-            trace.set_sources(sources, no_context)
-            yield RetrievalEvent(turn.message_id, turn.user_message_id, sources, no_context, trace.degraded)
-            async for piece in self._generate(model, prompt, trace):
-                parts.append(piece)
-                yield TokenEvent(turn.message_id, piece)
-            content, cited = await self._cite(turn, "".join(parts), sources, trace)
+            if choice.used is AnswerMode.EXTRACTIVE:
+                with trace.stage("extract"):
+                    written = await self._extractive(turn, candidates, choice, trace)
+                yield RetrievalEvent(
+                    turn.message_id, turn.user_message_id, written.sources, written.no_context, trace.degraded
+                )
+                for piece in extractive.pieces(written.answer.content):
+                    parts.append(piece)
+                    yield TokenEvent(turn.message_id, piece)
+                content, cited = written.answer.content, written.answer.cited
+            else:
+                model = self.models.get(turn.session.provider, turn.session.model)
+                with trace.stage("budget"):  # tokenizing is CPU work (and may load a local model): off the loop
+                    prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
+                sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
+                no_context = turn.session.enable_rag and not sources
+                trace.set_sources(sources, no_context)
+                yield RetrievalEvent(turn.message_id, turn.user_message_id, sources, no_context, trace.degraded)
+                answer_guard = guard.AnswerGuard(
+                    turn.question, prompt.sources, session_prompt=turn.session.system_prompt
+                )
+                tokens = self._generate(model, prompt, trace)
+                try:
+                    async for piece in tokens:
+                        parts.append(piece)
+                        yield TokenEvent(turn.message_id, piece)
+                        if answer_guard.feed(piece).stop:
+                            break  # a loop: stop the model now rather than at its token limit
+                finally:
+                    await tokens.aclose()  # type: ignore[attr-defined]
+                content, cited = await self._checked(turn, answer_guard, sources, choice, trace)
             kept = await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
             stored = True
             if kept:
@@ -160,6 +192,68 @@ class ChatService:
             yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts), stored=kept)
         finally:
             self._release()
+
+    def _choose(self, turn: Turn) -> ModeChoice:
+        session = turn.session
+        capabilities = self.models.capabilities(session.provider, session.model)
+        label = f"{session.provider}/{session.model}"
+        return answer_mode.choose(session.answer_mode, capabilities, label, rag=session.enable_rag)
+
+    async def _extractive(
+        self, turn: Turn, candidates: list[Candidate], choice: ModeChoice, trace: TraceBuilder
+    ) -> _Extracted:
+        """Quote the kept sources: no model, no token budget (nothing is sent anywhere)."""
+        if not turn.session.enable_rag:
+            trace.set_sources([], False)
+            trace.set_answer(chat_answer.trace_entry(choice, sentences=0))
+            return _Extracted([], False, chat_answer.Written(chat_answer.RAG_OFF, []))
+        sources = [
+            _ref(prompting.Source(i, c.document_name, _where(c), c.text), c) for i, c in enumerate(candidates, 1)
+        ]
+        answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
+        written = chat_answer.quoted(answer, sources, turn.session.include_citations)
+        trace.set_sources(sources, answer.no_answer)
+        trace.set_answer(chat_answer.trace_entry(choice, sentences=len(answer.evidence)))
+        if turn.session.include_citations:
+            trace.set_citations(len(answer.used), 0, attributed=False)
+        return _Extracted(sources, answer.no_answer, written)
+
+    async def _checked(
+        self,
+        turn: Turn,
+        answer_guard: guard.AnswerGuard,
+        sources: list[SourceRef],
+        choice: ModeChoice,
+        trace: TraceBuilder,
+    ) -> tuple[str, list[tuple[SourceRef, str]]]:
+        """The guard's verdict on a generated answer decides what is stored (module docstring of
+        app.services.chat_answer): the cleaned text, the extractive answer instead, or a failure."""
+        with trace.stage("guard"):
+            verdict = await anyio.to_thread.run_sync(chat_answer.review, answer_guard, self.embedder)
+        if verdict.decision is not guard.Decision.FALLBACK:
+            original = answer_guard.text if verdict.text != answer_guard.text else None
+            trace.set_answer(chat_answer.trace_entry(choice, verdict=verdict, original=original))
+            return await self._cite(turn, verdict.text, sources, trace)
+        reasons = "; ".join(r.message for r in verdict.reasons)
+        if not sources:
+            trace.set_answer(
+                chat_answer.trace_entry(choice, verdict=verdict, decision="rejected", original=answer_guard.text)
+            )
+            raise UnusableAnswerError(
+                f"the model's answer was unusable ({reasons}) and there were no sources to quote instead; "
+                "regenerate it, or use a more capable model",
+                provider=turn.session.provider,
+                retryable=True,
+            )
+        log.info("answer %s: the guard replaced the model's answer (%s)", turn.message_id, reasons)
+        with trace.stage("extract"):
+            answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
+        written = chat_answer.quoted(answer, sources, turn.session.include_citations)
+        trace.set_answer(
+            chat_answer.trace_entry(choice, verdict=verdict, original=answer_guard.text, sentences=len(answer.evidence))
+        )
+        trace.set_citations(len(answer.used), 0, attributed=False)
+        return written.content, written.cited
 
     async def _fail(self, turn: Turn, parts: list[str], error: str, trace: TraceBuilder) -> bool:
         """Store the failure; False when the answer's row is gone (or no longer this turn's)."""
@@ -291,6 +385,13 @@ async def _outcome(job: asyncio.Future[T]) -> T | None:
         with suppress(Exception, asyncio.CancelledError):
             await asyncio.shield(job)
     return None if job.cancelled() or job.exception() is not None else job.result()
+
+
+@dataclass(frozen=True)
+class _Extracted:
+    sources: list[SourceRef]
+    no_context: bool  # nothing in the sources answers the question (the noContext path)
+    answer: chat_answer.Written
 
 
 def _where(candidate: Candidate) -> str:

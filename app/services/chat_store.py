@@ -16,6 +16,7 @@ from app.db.database import Database
 from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
+from app.rag.answer_mode import AnswerMode
 from app.services.chat_events import SourceRef
 
 INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
@@ -34,6 +35,7 @@ class SessionSnapshot:
     top_k: int
     threshold: float
     include_citations: bool
+    answer_mode: AnswerMode
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ def _snapshot(row: ChatSession) -> SessionSnapshot:
         row.top_k,
         row.threshold,
         row.include_citations,
+        AnswerMode(row.answer_mode),
     )
 
 

@@ -90,6 +90,11 @@ class TraceBuilder:
         tokens["prompt"] = usage.prompt_tokens
         tokens["completion"] = usage.completion_tokens
 
+    def set_answer(self, answer: dict[str, object]) -> None:
+        """How the answer was written: mode requested and used, why, and the guard's verdict
+        (built by app.services.chat_answer)."""
+        self._data["answer"] = answer
+
     def set_citations(self, valid: int, invalid: int, *, attributed: bool) -> None:
         self._data["citations"] = {"valid": valid, "invalidRemoved": invalid, "attributed": attributed}
 

@@ -184,7 +184,7 @@ def test_stop_cancels_at_once_and_a_lost_connection_after_the_grace_period(
     fake_container.settings.chat.reattach_grace = 1.0
     sid = _session(api)
     model.token_delay = 0.05
-    model.default_answer = "word " * 200
+    model.default_answer = " ".join(f"word{i}" for i in range(200))  # long, and no loop for the guard to stop
     with api.websocket() as ws:
         stream = ws.subscribe(CHAT, s=sid, c="penguins?", k="stopped")
         stopped = next(stream)["data"]["chat"]["messageId"]

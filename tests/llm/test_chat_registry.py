@@ -93,3 +93,14 @@ def test_more_providers_plug_into_the_same_seam() -> None:
     assert reg.get("fake", "echo") is reg.get("fake", "echo")
     assert built == ["echo"]
     assert refused(reg, "fake", "other").field == "model"
+
+
+@pytest.mark.requires_llama
+def test_providers_declare_whether_their_models_write_grounded_answers() -> None:
+    """AUTO answer mode reads this: the shipped 135M model is declared no reliable writer, remote ones are."""
+    registry = ChatModelRegistry(Settings(openai=OpenAISettings(api_key=SecretStr("k"))))
+    assert registry.capabilities("local", SMOLLM2).grounded_writing is False
+    assert registry.capabilities("openai", "gpt-4o-mini").grounded_writing is True
+    assert registry.capabilities("ollama", "llama3.2").grounded_writing is True
+    with pytest.raises(ValidationError):
+        registry.capabilities("nope", "m")

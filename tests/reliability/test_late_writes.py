@@ -84,7 +84,7 @@ def test_an_answer_finishing_after_its_session_was_deleted_writes_nowhere_else(
     api, container, slow = two_models
     x = _session(api, "secret", "slow", "# Vault\n\nThe vault code is 7-4-1-9.")
     y = _session(api, "public", "fast", "# Owls\n\nBarn owls hunt at night.")
-    slow.enqueue("The vault code is 7-4-1-9 [1]. " + "More words follow here. " * 10)
+    slow.enqueue("The vault code is 7-4-1-9 [1]. " + " ".join(f"Then word{i} follows." for i in range(10)))
     with api.websocket() as ws:
         stream = ws.subscribe(CHAT, s=x, c="What is the vault code?")
         x_answer = next(stream)["data"]["chat"]["messageId"]
@@ -132,7 +132,7 @@ def test_an_upload_into_a_deleted_project_never_reaches_a_newer_project(migrated
 
 def test_clients_leaving_at_once_leave_no_answer_streaming(api: Api, rig: Container, model: FakeChatModel) -> None:
     rig.settings.chat.reattach_grace = 0.3  # how long a turn with a key waits for its client to come back
-    model.token_delay, model.default_answer = 0.01, "word " * 40
+    model.token_delay, model.default_answer = 0.01, " ".join(f"word{i}" for i in range(40))
     sid = _session(api, "kb", "scripted", "# Penguins\n\nEmperor penguins huddle in the winter.")
     rng = random.Random(11)
     for i in range(30):

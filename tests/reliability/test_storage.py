@@ -99,7 +99,7 @@ def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing(api: A
 def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, model: FakeChatModel) -> None:
     _, sid = _kb(api)
     model.token_delay = 0.005
-    model.enqueue(" ".join(f"penguin-fact-number-{i}" for i in range(400)))
+    model.enqueue(" ".join(f"penguinfact{i}" for i in range(700)))  # long, and not a loop the guard would stop
     with api.websocket() as ws:
         stream = ws.subscribe(CHAT, s=sid, c="tell me everything about penguins")
         retrieval = next(stream)["data"]["chat"]

@@ -112,10 +112,10 @@ async def test_trace_records_every_candidate_its_fate_timings_and_tokens(rig: Ri
 
 
 async def test_invalid_markers_are_removed_and_counted(rig: Rig) -> None:
-    rig.model.enqueue("Penguins huddle [1] and owls hunt [7].")
+    rig.model.enqueue("Emperor penguins huddle together [1] to survive the winter [7].")
     events = await rig.ask(rig.session(top_k=1), "penguins winter")
     stored, cites = rig.message(events[-1].message_id)
-    assert stored.content == "Penguins huddle [1] and owls hunt."
+    assert stored.content == "Emperor penguins huddle together [1] to survive the winter."
     assert [c.marker for c in cites] == [1]
     assert stored.trace["citations"] == {"valid": 1, "invalidRemoved": 1, "attributed": False}
 
@@ -266,10 +266,10 @@ async def test_history_keeps_only_the_last_turns(rig: Rig) -> None:
     rig.container.settings.chat.history_turns = 2
     sid = rig.session(enable_rag=False)
     for i in range(3):
-        rig.model.enqueue(f"answer {i}")
+        rig.model.enqueue(f"Penguins swim {i} km.")
         await rig.ask(sid, f"q{i}")
     sent = rig.model.history[-1]
-    assert [m.content for m in sent[1:]] == ["q1", "answer 1", "q2"]
+    assert [m.content for m in sent[1:]] == ["q1", "Penguins swim 1 km.", "q2"]
 
 
 def test_interrupted_answers_are_marked_failed_on_recovery(rig: Rig) -> None:
