@@ -76,11 +76,24 @@ class IngestSettings(BaseModel):
     chunk_tokens: int = Field(200, ge=16, le=8192)
     overlap_tokens: int = Field(32, ge=0, le=4096)
     max_file_bytes: int = Field(50 * 1024 * 1024, ge=1, le=2 * 1024**3)
+    # A chunk's length in characters, whatever its token count: text without spaces or with huge
+    # runs of whitespace is few tokens but many characters, and every search result carries its text.
+    max_chunk_chars: int = Field(4000, ge=384, le=1_000_000)
+    # What one file may yield, and how long parsing it may take (a small file can expand hugely).
+    max_pages: int = Field(2000, ge=1, le=1_000_000)
+    max_chars_per_page: int = Field(200_000, ge=100, le=100_000_000)
+    max_chars_per_file: int = Field(5_000_000, ge=100, le=1_000_000_000)
+    parse_timeout: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IngestSettings:
         if self.overlap_tokens >= self.chunk_tokens:
             raise ValueError(f"overlap_tokens ({self.overlap_tokens}) must be below chunk_tokens ({self.chunk_tokens})")
+        if self.max_chunk_chars < 4 * self.chunk_tokens:
+            raise ValueError(
+                f"max_chunk_chars ({self.max_chunk_chars}) must be at least 4 characters per token of "
+                f"chunk_tokens ({self.chunk_tokens}), or ordinary prose would be cut by length"
+            )
         return self
 
 

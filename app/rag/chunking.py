@@ -1,11 +1,14 @@
-"""Split a :class:`ParsedDocument` into token-bounded chunks that follow its structure.
+"""Split a :class:`ParsedDocument` into chunks bounded in tokens and characters that follow its structure.
 
 The text is tokenised once per page (once in all for unpaged documents); every cut falls between
-two of the tokenizer's spans, so no token or character is ever split. Cuts are chosen greedily from
-the start of each page:
+two of the tokenizer's spans, so no token or character is ever split — except a stretch longer than
+128 characters that the tokenizer reads as one token or skips (WordPiece turns a word of more than
+100 characters into a single ``[UNK]``): that is counted, and may be cut, as 4-character tokens, so
+``"x" * 3_000_000`` is 750,000 tokens, not 1. Cuts are chosen greedily from the start of each page:
 
 1. A chunk starting at token ``i`` ends at a boundary ``j`` with ``i + target/2 <= j <= i + max``
-   (from ``i + target/4`` for a heading). The best class of boundary present wins; classes, best
+   (from ``i + target/4`` for a heading), and no further than ``max_chars`` characters allow (a
+   chunk may then be smaller). The best class of boundary present wins; classes, best
    first: a heading start, a blank line, a line end, a sentence end (". ", "? ", "! ", "。"), other
    whitespace, a bare token boundary (one splitting a grapheme last). A cut right after a heading's
    own line counts only as whitespace, so titles are not orphaned.
@@ -22,8 +25,9 @@ the start of each page:
 Stability (MiniLM, target 200, one paragraph edited, inserted or removed in a ~35-chunk document):
 about 1.5 chunk hashes change on average, 90% of edits change at most 3.
 
-``ChunkSpec.token_count`` is the number of the tokenizer's spans inside the chunk, counted in the
-context of the whole page, and never exceeds ``max_tokens``. For WordPiece (MiniLM) and the
+``ChunkSpec.token_count`` is the number of the tokenizer's spans inside the chunk (long ones counted
+as above), counted in the context of the whole page, and never exceeds ``max_tokens``; a chunk's
+text never exceeds ``max_chars`` characters. For WordPiece (MiniLM) and the
 estimate tokenizer it equals ``tokenizer.count(chunk.text)`` whenever the chunk's edges fall on
 whitespace or punctuation; a chunk with a bare-token edge is re-counted on its own and shrunk if
 needed. A BPE tokenizer's isolated count can differ at the edges, and ``TiktokenTokenizer.spans``
@@ -59,6 +63,13 @@ _JOINERS = frozenset("\u200d\ufe0e\ufe0f") | {chr(c) for c in range(0x1F3FB, 0x1
 _NEVER = -(2**62)
 _SALT_RANGE = 1 << 20
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(?:=+|-+)[ \t]*(?:\n|$)")
+# Longer than any real token (cl100k's longest is 128 spaces; WordPiece reads words up to 100
+# characters): an unknown word, or text the tokenizer skipped. Counted as 4 characters a token.
+_LONG_SPAN, _CHARS_PER_TOKEN = 128, 4
+_NON_BLANK = re.compile(r"\S+")
+# The shortest chunk that cannot be cut: a token and the skipped characters on either side of it.
+MIN_MAX_CHARS = 3 * _LONG_SPAN
+DEFAULT_MAX_CHARS = 4000  # IngestSettings.max_chunk_chars
 IntArray = npt.NDArray[np.int64]
 
 
@@ -69,6 +80,7 @@ class _Limits:
     max: int
     min: int
     min_at_heading: int
+    max_chars: int
 
 
 def chunk(
@@ -78,16 +90,24 @@ def chunk(
     target_tokens: int = 200,
     overlap_tokens: int = 32,
     max_tokens: int | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
 ) -> list[ChunkSpec]:
-    """Chunks of about ``target_tokens`` tokens, never more than ``max_tokens`` (default 1.25 x target),
-    consecutive chunks sharing about ``overlap_tokens``. Deterministic; see the module docstring."""
+    """Chunks of about ``target_tokens`` tokens, never more than ``max_tokens`` (default 1.25 x target)
+    nor ``max_chars`` characters, consecutive chunks sharing about ``overlap_tokens``. Deterministic;
+    see the module docstring."""
     limit = max_tokens if max_tokens is not None else target_tokens + target_tokens // 4
     if target_tokens < 1 or overlap_tokens < 0 or overlap_tokens >= target_tokens or limit < target_tokens:
         raise ValueError(
             f"need 1 <= target_tokens <= max_tokens and 0 <= overlap_tokens < target_tokens, got "
             f"target={target_tokens} overlap={overlap_tokens} max={limit}"
         )
-    limits = _Limits(target_tokens, overlap_tokens, limit, max(1, target_tokens // 2), max(1, target_tokens // 4))
+    if max_chars < MIN_MAX_CHARS:
+        raise ValueError(
+            f"need max_chars >= {MIN_MAX_CHARS} (a token with what it cannot be cut from), got {max_chars}"
+        )
+    limits = _Limits(
+        target_tokens, overlap_tokens, limit, max(1, target_tokens // 2), max(1, target_tokens // 4), max_chars
+    )
     if not doc.text.strip():
         return []
     fences = fence_spans(doc.text) if doc.kind == "markdown" else []
@@ -97,6 +117,41 @@ def chunk(
         ranges.extend(_Segment(doc.text, start, end, tokenizer, limits).cut(headings, fences))
     locate = _Locator(doc.text, headings, doc.page_starts)
     return [locate.spec(ordinal, *found) for ordinal, found in enumerate(ranges)]
+
+
+def _bounded(text: str, spans: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[int]]:
+    """``spans``, with every span longer than ``_LONG_SPAN`` and every longer stretch of non-blank
+    text between spans (characters the tokenizer dropped) cut into 4-character spans; and where
+    those cuts are (the start of each piece but the first)."""
+    flat = np.fromiter(itertools.chain.from_iterable(spans), dtype=np.int64, count=2 * len(spans))
+    starts, ends = flat[0::2], flat[1::2]
+    previous = np.concatenate(([0], np.maximum.accumulate(ends)[:-1]))
+    if not ((ends - starts > _LONG_SPAN).any() or (starts - previous > _LONG_SPAN).any()) and (
+        len(text) - int(ends.max(initial=0)) <= _LONG_SPAN
+    ):
+        return spans, []  # the usual case: nothing to change
+    out: list[tuple[int, int]] = []
+    inner: list[int] = []
+    covered = 0
+    for start, end in [*spans, (len(text), len(text))]:
+        if start - covered > _LONG_SPAN and text[covered:start].strip():
+            out.extend(_pieces(text, covered, start, inner))
+        if end - start > _LONG_SPAN:
+            out.extend(_pieces(text, start, end, inner))
+        elif end > start:
+            out.append((start, end))
+        covered = max(covered, end)
+    return out, inner
+
+
+def _pieces(text: str, start: int, end: int, inner: list[int]) -> list[tuple[int, int]]:
+    """4-character spans over the non-blank runs of ``text[start:end]`` (blank tokens would make
+    chunks that end where the one before them ended)."""
+    out: list[tuple[int, int]] = []
+    for run in _NON_BLANK.finditer(text, start, end):
+        inner.extend(range(run.start() + _CHARS_PER_TOKEN, run.end(), _CHARS_PER_TOKEN))
+        out.extend((s, min(s + _CHARS_PER_TOKEN, run.end())) for s in range(run.start(), run.end(), _CHARS_PER_TOKEN))
+    return out
 
 
 def _segments(doc: ParsedDocument) -> list[tuple[int, int]]:
@@ -113,21 +168,28 @@ class _Segment:
         self.offset = start
         self.tokenizer = tokenizer
         self.limits = limits
-        self.spans = tokenizer.spans(self.text)
+        self.spans, inner = _bounded(self.text, tokenizer.spans(self.text))
+        self.inner_offsets = np.asarray(inner, dtype=np.int64)
         self.k = len(self.spans)
         self.starts: IntArray = np.zeros(0, dtype=np.int64)
         self.ends: IntArray = np.zeros(0, dtype=np.int64)
+        # Where a chunk starting (ending) at boundary j starts (ends) once whitespace is trimmed.
+        self.start_at: IntArray = np.zeros(0, dtype=np.int64)
+        self.end_at: IntArray = np.zeros(0, dtype=np.int64)
         # Boundary j lies between token j - 1 and token j; filled in by _classify when needed.
         self.cls: IntArray = np.zeros(0, dtype=np.int64)
         self.salt: IntArray = np.zeros(0, dtype=np.int64)
         self.allowed = np.zeros(0, dtype=bool)  # a clean cut: not inside a fence, not inside a character
         self.valid = np.zeros(0, dtype=bool)  # a possible cut at all
+        self.inner = np.zeros(0, dtype=bool)  # a cut inside a stretch counted per 4 characters
 
     def cut(self, headings: Sequence[Heading], fences: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
         """``(char_start, char_end, token_count)`` of each chunk, absolute offsets, whitespace trimmed."""
-        if self.k <= self.limits.max or not self.text.strip():
-            found = self._range(0, self.k)
-            return [found] if found else []
+        if not self.text.strip():
+            return []
+        whole = self._range(0, self.k)
+        if self.k <= self.limits.max and whole and whole[1] - whole[0] <= self.limits.max_chars:
+            return [whole]
         self._classify(headings, fences)
         out: list[tuple[int, int, int]] = []
         i = prev = 0
@@ -155,6 +217,10 @@ class _Segment:
         run_end = np.where(after < len(nonspace), nonspace[np.minimum(after, len(nonspace) - 1)], len(codes))
         run_start = np.where(after > 0, nonspace[np.maximum(after - 1, 0)] + 1, 0)
         lines = newlines[run_end] - newlines[run_start]
+        cuts = np.concatenate(([0], self.starts[1:], [len(codes)]))
+        self.start_at = nonspace[np.minimum(np.searchsorted(nonspace, cuts), len(nonspace) - 1)]
+        before_cut = np.searchsorted(nonspace, cuts) - 1
+        self.end_at = np.where(before_cut >= 0, nonspace[np.maximum(before_cut, 0)] + 1, 0)
         before = np.minimum(codes[np.maximum(run_start - 1, 0)], len(_SENTENCE_END) - 1)
         spaced = run_end > run_start
         sentence = (spaced & _SENTENCE_END[before]) | _CJK_SENTENCE_END[before]
@@ -167,6 +233,7 @@ class _Segment:
         self.salt = self._salt(codes)
         self.valid = np.concatenate(([True], self.ends[:-1] <= self.starts[1:], [True]))
         self.allowed = self.valid.copy()
+        self.inner = np.concatenate(([False], np.isin(self.starts[1:], self.inner_offsets), [False]))
         self._mark_headings(headings, nonspace)
         for start, end in fences:
             first = int(np.searchsorted(self.ends, start - self.offset, side="right")) + 1
@@ -206,9 +273,16 @@ class _Segment:
 
     def _pick(self, i: int, prev: int) -> tuple[int, bool]:
         """The end boundary of a chunk starting at token ``i``; ``True`` when it splits a fence."""
-        if self.k - i <= self.limits.max:
+        # The furthest end within max_chars; a token longer than that still makes a chunk on its own.
+        reach = max(
+            i + 1, int(np.searchsorted(self.end_at, self.start_at[i] + self.limits.max_chars, side="right")) - 1
+        )
+        if self.k - i <= self.limits.max and reach >= self.k:
             return self.k, False
-        first, last = max(prev + 1, i + self.limits.min), i + self.limits.max
+        last = min(i + self.limits.max, reach)
+        if last <= prev:  # this chunk's overlap leaves no room for anything new
+            return last, True
+        first = min(max(prev + 1, i + self.limits.min), last)
         # A heading may end a chunk earlier than anything else: sections stay apart when they can.
         j = self._best(i, max(prev + 1, i + self.limits.min_at_heading), last, self.allowed, plain_from=first)
         if j is None:  # a fence fills the window: end before it, if that is past the previous cut
@@ -248,11 +322,12 @@ class _Segment:
     def _next_start(self, i: int, j: int) -> int:
         """First token of the chunk after a cut at ``j``: up to ``overlap`` tokens back, at a clean boundary."""
         overlap = self.limits.overlap
-        if j >= self.k or overlap == 0 or self.cls[j] == _HEADING:
+        # A stretch counted per 4 characters tokenises otherwise on its own: no overlap in or into it.
+        if j >= self.k or overlap == 0 or self.cls[j] == _HEADING or self.inner[j]:
             return j
         earliest = max(i + 1, j - overlap)
         # Overlap stays out of fences, unless the cut itself had to split one.
-        mask = self.allowed if self.allowed[j] else self.valid
+        mask = (self.allowed if self.allowed[j] else self.valid) & ~self.inner
         for last in (j - (overlap + 1) // 2, j - 1):
             if earliest > last:
                 continue

@@ -25,7 +25,8 @@ from app.errors import IngestError, NotFoundError
 from app.llm.base import Embedder
 from app.rag import spaces, vector_store
 from app.rag.chunking import chunk
-from app.rag.parsing import parse
+from app.rag.parse_worker import ParseWorker
+from app.rag.parsing import ParseLimits
 from app.rag.types import ChunkSpec, sha256
 from app.settings import IngestSettings
 
@@ -103,20 +104,24 @@ class Ingestor:
         failed: list[Callable[[], FileResult]] = []
         pending_chunks = 0
         order: dict[str, int] = {}
-        for index, source in enumerate(sources):
-            order.setdefault(source.name, index)
-            outcome = self._plan(project_id, source)
-            if isinstance(outcome, FileResult):
-                self._record(summary, outcome, progress)
-                continue
-            if isinstance(outcome, _Plan):
-                batch.append(outcome)
-                pending_chunks += len(outcome.new)
-            else:
-                failed.append(outcome)
-            if len(batch) + len(failed) >= BATCH_FILES or pending_chunks >= BATCH_NEW_CHUNKS:
-                self._flush(project_id, batch, failed, summary, progress)
-                batch, failed, pending_chunks = [], [], 0
+        limits = ParseLimits(
+            self.settings.max_pages, self.settings.max_chars_per_page, self.settings.max_chars_per_file
+        )
+        with ParseWorker(limits, self.settings.parse_timeout) as parser:
+            for index, source in enumerate(sources):
+                order.setdefault(source.name, index)
+                outcome = self._plan(project_id, source, parser)
+                if isinstance(outcome, FileResult):
+                    self._record(summary, outcome, progress)
+                    continue
+                if isinstance(outcome, _Plan):
+                    batch.append(outcome)
+                    pending_chunks += len(outcome.new)
+                else:
+                    failed.append(outcome)
+                if len(batch) + len(failed) >= BATCH_FILES or pending_chunks >= BATCH_NEW_CHUNKS:
+                    self._flush(project_id, batch, failed, summary, progress)
+                    batch, failed, pending_chunks = [], [], 0
         self._flush(project_id, batch, failed, summary, progress)
         summary.files.sort(key=lambda result: order[result.name])  # failures are known before the batch is written
         summary.seconds = time.perf_counter() - started
@@ -129,7 +134,9 @@ class Ingestor:
         if progress is not None:
             progress(result)
 
-    def _plan(self, project_id: int, source: Source) -> _Plan | FileResult | Callable[[], FileResult]:
+    def _plan(
+        self, project_id: int, source: Source, parser: ParseWorker
+    ) -> _Plan | FileResult | Callable[[], FileResult]:
         """What to write for ``source``: a plan, a result needing no write, or a failure to record."""
         try:
             data = source.read()
@@ -145,12 +152,13 @@ class Ingestor:
                 return FileResult(source.name, "unchanged", existing.id, chunks=existing.chunk_count)
             old_chunks = _chunk_hashes(db, existing.id) if existing is not None else []
         try:
-            parsed = parse(data, source.name)
+            parsed = parser.parse(data, source.name)
             specs = chunk(
                 parsed,
                 self.embedder.tokenizer,
                 target_tokens=self.settings.chunk_tokens,
                 overlap_tokens=self.settings.overlap_tokens,
+                max_chars=self.settings.max_chunk_chars,
             )
             if not specs:
                 raise IngestError("the file contains no text to index")

@@ -6,11 +6,14 @@ the file itself with line endings normalised to ``\\n`` and NULs dropped, so wha
 is what the file says. HTML and PDF text is extracted, so offsets point into the extracted text.
 
 Every failure is an :class:`app.errors.IngestError` whose message says what is wrong with the file,
-without its name (callers show the name next to it).
+without its name (callers show the name next to it). :class:`ParseLimits` bound what one file may
+yield (pages, characters); the time a parse may take is bounded by running it in
+:class:`app.rag.parse_worker.ParseWorker`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from app.errors import IngestError
@@ -18,10 +21,21 @@ from app.rag.parsers.code import code_headings
 from app.rag.parsers.html import parse_html
 from app.rag.parsers.markdown import parse_markdown
 from app.rag.parsers.pdf import parse_pdf
-from app.rag.parsers.text import decode_text
+from app.rag.parsers.text import decode_text, too_much_text
 from app.rag.types import ParsedDocument
 
-__all__ = ["CODE_EXTENSIONS", "KINDS_BY_EXTENSION", "detect_kind", "parse"]
+__all__ = ["CODE_EXTENSIONS", "KINDS_BY_EXTENSION", "ParseLimits", "detect_kind", "parse"]
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """How much text one file may yield; beyond it the file fails. The defaults are
+    :class:`app.settings.IngestSettings`'s (``RAGCHAT_INGEST__MAX_PAGES`` and so on)."""
+
+    max_pages: int = 2_000
+    max_chars_per_page: int = 200_000
+    max_chars_per_file: int = 5_000_000
+
 
 TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log", ".csv", ".tsv", ".adoc", ".org", ".tex", ".srt"})
 MARKDOWN_EXTENSIONS = frozenset({".md", ".markdown", ".mdown", ".mkd"})
@@ -74,20 +88,29 @@ def detect_kind(filename: str, data: bytes) -> str:
     raise IngestError(f"files of type {suffix} are not supported; upload text, Markdown, HTML, PDF or source code")
 
 
-def parse(data: bytes, filename: str) -> ParsedDocument:
+def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> ParsedDocument:
     """Parse an uploaded file by its kind (see :func:`detect_kind`).
 
     Raises :class:`IngestError` for an empty file, an unsupported type, a binary file posing as
-    text, undecodable bytes, or a PDF that is damaged, password-protected or has no text.
+    text, undecodable bytes, a PDF that is damaged, password-protected or has no text, or a file
+    beyond ``limits`` (the defaults when not given).
     """
+    limits = limits or ParseLimits()
     kind = detect_kind(filename, data)
     if not data.strip():
         raise IngestError("the file is empty")
     if kind == "pdf":
-        return parse_pdf(data)
+        return parse_pdf(
+            data,
+            max_pages=limits.max_pages,
+            max_chars_per_page=limits.max_chars_per_page,
+            max_chars=limits.max_chars_per_file,
+        )
     if kind == "html":
-        return parse_html(data)
+        return parse_html(data, max_chars=limits.max_chars_per_file)
     text = decode_text(data)
+    if len(text) > limits.max_chars_per_file:
+        raise IngestError(too_much_text(limits.max_chars_per_file))
     if kind == "markdown":
         return parse_markdown(text)
     if kind == "code":

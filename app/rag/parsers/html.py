@@ -13,7 +13,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from app.errors import IngestError
-from app.rag.parsers.text import decode_text
+from app.rag.parsers.text import decode_text, too_much_text
 from app.rag.types import Heading, ParsedDocument
 
 _ALWAYS_SKIP = frozenset(
@@ -30,12 +30,13 @@ _SPACES = re.compile(r"\s+")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
 
 
-def parse_html(data: bytes) -> ParsedDocument:
-    """Extract visible text; raises :class:`IngestError` when the page has none."""
+def parse_html(data: bytes, *, max_chars: int) -> ParsedDocument:
+    """Extract visible text; raises :class:`IngestError` when the page has none, or more than
+    ``max_chars`` characters of it."""
     tree = LexborHTMLParser(decode_text(data, fallback_encoding=_declared_charset(data)))
     title_node = tree.css_first("head > title")  # not an <svg><title> tooltip
     roots = _content_roots(tree)
-    writer = _Writer()
+    writer = _Writer(max_chars)
     for root in roots:
         writer.walk(root, _ALWAYS_SKIP if root.tag in ("main", "article") else _ALWAYS_SKIP | _CHROME)
         writer.pending_break = 2
@@ -62,20 +63,35 @@ def _content_roots(tree: LexborHTMLParser) -> list[LexborNode]:
     main = tree.css_first("main")
     if main is not None:
         return [main]
-    articles = [a for a in tree.css("article") if not any(p.tag == "article" for p in _ancestors(a))]
+    articles = _outermost(tree.css("article"))
     if articles:
         return articles
     root = tree.body if tree.body is not None else tree.root
     return [root] if root is not None else []
 
 
-def _ancestors(node: LexborNode) -> list[LexborNode]:
-    out = []
-    parent = node.parent
-    while parent is not None:
-        out.append(parent)
-        parent = parent.parent
-    return out
+def _outermost(articles: list[LexborNode]) -> list[LexborNode]:
+    """The articles not inside another article. Each element's answer is remembered, so a page of
+    many deeply nested articles costs one walk over its elements, not one per article."""
+    in_article: dict[int, bool] = {}  # element -> it is an article or inside one
+    outermost = []
+    for article in articles:
+        path: list[int] = []
+        node, inside = article.parent, False
+        while node is not None:
+            if node.mem_id in in_article:
+                inside = in_article[node.mem_id]
+                break
+            path.append(node.mem_id)
+            if node.tag == "article":
+                inside = True
+                break
+            node = node.parent
+        in_article.update(dict.fromkeys(path, inside))
+        in_article[article.mem_id] = True
+        if not inside:
+            outermost.append(article)
+    return outermost
 
 
 def _hidden(node: LexborNode) -> bool:
@@ -86,7 +102,8 @@ def _hidden(node: LexborNode) -> bool:
 class _Writer:
     """Accumulates text with collapsed whitespace, turning block boundaries into line breaks."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
         self.parts: list[str] = []
         self.length = 0
         self.pending_break = 0  # 0: none, 1: newline, 2: blank line
@@ -173,6 +190,8 @@ class _Writer:
     def _emit(self, piece: str) -> None:
         self.parts.append(piece)
         self.length += len(piece)
+        if self.length > self.max_chars:  # stop now: the rest of a huge page is not worth walking
+            raise IngestError(too_much_text(self.max_chars))
         if self.open_heading is not None and self.open_heading[1] >= 0:
             self.heading_parts.append(piece)
 

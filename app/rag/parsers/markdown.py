@@ -11,7 +11,9 @@ import re
 
 from app.rag.types import Heading, ParsedDocument
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+# The optional closing hashes are removed in Python: as a lazy group before "[ \t]+#+[ \t]*$" they made
+# the regex backtrack quadratically (a 200 KB line of alternating spaces and tabs took minutes).
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FRONT_MATTER_END = re.compile(r"^(---|\.\.\.)[ \t]*$")
@@ -73,6 +75,15 @@ def _front_matter_end(lines: list[tuple[int, str]]) -> int:
     return 0
 
 
+def _atx_title(rest: str) -> str:
+    """An ATX heading's text without its closing sequence (hashes after a space or tab)."""
+    title = rest.rstrip(" \t")
+    unclosed = title.rstrip("#")
+    if unclosed != title and unclosed[-1:] in (" ", "\t"):
+        title = unclosed
+    return title.strip()
+
+
 def find_headings(text: str) -> list[Heading]:
     """ATX and setext headings in document order, skipping fenced code and front matter."""
     lines = _lines(text)
@@ -89,7 +100,7 @@ def find_headings(text: str) -> list[Heading]:
         atx = _ATX.match(line)
         setext = _SETEXT.match(line)
         if atx:
-            title = (atx.group(2) or "").strip()
+            title = _atx_title(atx.group(2) or "")
             if title:
                 headings.append(Heading(start=offset, level=len(atx.group(1)), title=title))
             paragraph = []

@@ -1,4 +1,10 @@
-"""PDF: text page by page with pypdf; pages joined by a blank line, each page's start recorded."""
+"""PDF: text page by page with pypdf; pages joined by a blank line, each page's start recorded.
+
+A small PDF can expand enormously (content streams are compressed, pages can share one stream),
+so pages, characters per page and characters in all are bounded, and checked page by page: a file
+over a limit fails as soon as that is known. The time a page may take is bounded by the caller
+(parsing runs in a worker process that is killed when it takes too long).
+"""
 
 from __future__ import annotations
 
@@ -8,15 +14,15 @@ from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
 from app.errors import IngestError
-from app.rag.parsers.text import normalise
+from app.rag.parsers.text import normalise, too_much_text
 from app.rag.types import ParsedDocument
 
 PAGE_SEPARATOR = "\n\n"
 
 
-def parse_pdf(data: bytes) -> ParsedDocument:
+def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars: int) -> ParsedDocument:
     """Extract each page's text. Raises :class:`IngestError` for an empty, broken, password-protected
-    or textless (scanned) PDF."""
+    or textless (scanned) PDF, and for one with more pages or text than the limits allow."""
     if not data.strip():
         raise IngestError("the file is empty")
     if b"%PDF-" not in data[:1024]:
@@ -24,7 +30,9 @@ def parse_pdf(data: bytes) -> ParsedDocument:
     try:
         reader = PdfReader(io.BytesIO(data))
         _unlock(reader)
-        pages = [_page_text(page.extract_text()) for page in reader.pages]
+        if len(reader.pages) > max_pages:
+            raise IngestError(f"the PDF has {len(reader.pages):,} pages; the limit is {max_pages:,}")
+        pages = _pages_text(reader, max_chars_per_page, max_chars)
         title = _title(reader)
     except IngestError:
         raise
@@ -39,6 +47,23 @@ def parse_pdf(data: bytes) -> ParsedDocument:
         page_starts.append(offset)
         offset += len(page) + len(PAGE_SEPARATOR)
     return ParsedDocument(text=PAGE_SEPARATOR.join(pages), kind="pdf", title=title, page_starts=tuple(page_starts))
+
+
+def _pages_text(reader: PdfReader, max_chars_per_page: int, max_chars: int) -> list[str]:
+    """Each page's text, failing at the first page over a limit rather than after the last."""
+    pages: list[str] = []
+    total = 0
+    for number, page in enumerate(reader.pages, start=1):
+        text = _page_text(page.extract_text())
+        if len(text) > max_chars_per_page:
+            raise IngestError(
+                f"page {number} has {len(text):,} characters of text; the limit per page is {max_chars_per_page:,}"
+            )
+        total += len(text) + len(PAGE_SEPARATOR)
+        if total > max_chars + len(PAGE_SEPARATOR):  # the separators between pages count, not after the last
+            raise IngestError(too_much_text(max_chars))
+        pages.append(text)
+    return pages
 
 
 def _unlock(reader: PdfReader) -> None:

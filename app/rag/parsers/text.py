@@ -25,6 +25,11 @@ _BOMS = (
 )
 
 
+def too_much_text(limit: int) -> str:
+    """Why a file failed that yields more text than ``limit`` characters (the per-file limit)."""
+    return f"the file has more than {limit:,} characters of text; the limit per file is {limit:,}"
+
+
 def normalise(text: str) -> str:
     """``\\r\\n`` and lone ``\\r`` become ``\\n``; NUL characters are dropped. Nothing else changes."""
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
