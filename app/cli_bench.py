@@ -96,6 +96,14 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             sys.stdout.write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
             return
         Console().print(_answers_table(report, len(asked)))
+        for run in report.runs:
+            s = run.summary()
+            if s.generated:
+                console.print(
+                    f"{s.mode}: the model's own text (before the answer guard) held the fact in "
+                    f"{s.model_contains_fact}/{s.generated}, was degenerate in {s.model_degenerate}, echoed the "
+                    f"prompt in {s.model_echoed}; guard decisions {s.guard_decisions}; modes used {s.modes_used}"
+                )
         console.print(
             "fact: answers holding the expected fact (or saying the documents do not answer); right doc: citing its "
             "document; unsupported: sentences no cited source supports, in N answers; medians of time to first token "

@@ -179,7 +179,19 @@ def test_the_command_asks_every_question_in_a_fresh_session_and_scores_it(tmp_pa
     }
     args = ["--questions", str(tmp_path / "questions.jsonl"), "--provider", "scripted", "--model", "scripted"]
     done = subprocess.run(
-        [sys.executable, "-m", "app", "bench", "answers", *args, "--json"],
+        [
+            sys.executable,
+            "-m",
+            "app",
+            "bench",
+            "answers",
+            *args,
+            "--mode",
+            "generative",
+            "--mode",
+            "extractive",
+            "--json",
+        ],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -189,7 +201,7 @@ def test_the_command_asks_every_question_in_a_fresh_session_and_scores_it(tmp_pa
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["documents"], report["settings"]["max_answer_tokens"]) == (2, 200)
-    (run,) = report["runs"]
+    run, extractive = report["runs"]
     assert (run["mode"], run["provider"], run["questions"], run["failed"]) == ("generative", "scripted", 3, 0)
     a, b, c = run["answers"]
     assert a["contains_fact"] and a["right_document"] and a["cited_documents"][0] == "office-leeds.md"
@@ -197,4 +209,7 @@ def test_the_command_asks_every_question_in_a_fresh_session_and_scores_it(tmp_pa
     assert not b["contains_fact"]
     assert c["contains_fact"] and c["right_document"]  # the right reply to a question the documents do not answer
     assert (run["contains_fact"], run["degenerate"], run["echoed"]) == (2, 0, 0)
+    assert a["mode_used"] == "generative" and a["guard"] in ("pass", "flagged") and a["model_contains_fact"]
+    assert extractive["mode"] == "extractive" and extractive["modes_used"] == {"extractive": 3}
+    assert extractive["generated"] == 0 and extractive["answers"][0]["model_text"] is None
     assert not (tmp_path / "data").exists()  # the knowledge base lived in a temporary directory

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 
 from app.bench import answer_scores as scores
+from app.bench.answer_results import Answer, Report, Run, Target
 from app.container import Container
 from app.db import migrate
 from app.db.models import ChatMessage, Chunk, Citation
@@ -92,114 +91,6 @@ def check_mode(mode: str, session_fields: set[str]) -> None:
             f"answer mode {mode!r} cannot run: chat sessions have no answer_mode setting in this version, "
             "so every answer is generative (run --mode generative)",
         )
-
-
-@dataclass(frozen=True)
-class Target:
-    mode: str
-    provider: str
-    model: str
-
-
-@dataclass
-class Answer:
-    """One question's answer and its scores."""
-
-    id: str
-    kind: str
-    question: str
-    expected: str | None
-    document: str | None
-    answer: str
-    status: str
-    error: str | None
-    cited_documents: list[str]
-    no_context: bool
-    contains_fact: bool
-    right_document: bool
-    degenerate: str | None
-    echoed: str | None
-    unsupported: int
-    unsupported_from: str  # "guard" (the answer guard's own count, from the trace) or "overlap"
-    first_token_ms: float | None
-    answer_ms: float
-    trace_mode: object = None  # what the trace says about the answer mode, when it says anything
-
-
-@dataclass(frozen=True)
-class Summary:
-    """One (mode, provider/model)'s scores over the questions asked."""
-
-    mode: str
-    provider: str
-    model: str
-    questions: int
-    contains_fact: int
-    contains_fact_rate: float
-    right_document: int
-    right_document_rate: float
-    degenerate: int
-    echoed: int
-    unsupported_sentences: int
-    answers_with_unsupported: int
-    unsupported_from: str  # "guard", "overlap" or both
-    failed: int
-    no_answer_correct: int
-    no_answer_questions: int
-    median_first_token_ms: float | None
-    median_answer_ms: float | None
-
-
-@dataclass
-class Run:
-    target: Target
-    answers: list[Answer] = field(default_factory=list)
-
-    def summary(self) -> Summary:
-        answers = self.answers
-        n = len(answers) or 1
-        first = [a.first_token_ms for a in answers if a.first_token_ms is not None]
-        facts = sum(a.contains_fact for a in answers)
-        documents = sum(a.right_document for a in answers)
-        return Summary(
-            mode=self.target.mode,
-            provider=self.target.provider,
-            model=self.target.model,
-            questions=len(answers),
-            contains_fact=facts,
-            contains_fact_rate=facts / n,
-            right_document=documents,
-            right_document_rate=documents / n,
-            degenerate=sum(a.degenerate is not None for a in answers),
-            echoed=sum(a.echoed is not None for a in answers),
-            unsupported_sentences=sum(a.unsupported for a in answers),
-            answers_with_unsupported=sum(a.unsupported > 0 for a in answers),
-            unsupported_from="+".join(sorted({a.unsupported_from for a in answers})),
-            failed=sum(a.status != "complete" for a in answers),
-            no_answer_correct=sum(a.contains_fact for a in answers if a.expected is None),
-            no_answer_questions=sum(a.expected is None for a in answers),
-            median_first_token_ms=statistics.median(first) if first else None,
-            median_answer_ms=statistics.median(a.answer_ms for a in answers) if answers else None,
-        )
-
-
-@dataclass
-class Report:
-    documents_folder: str
-    documents: int
-    chunks: int
-    settings: dict[str, object]
-    runs: list[Run] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "documents_folder": self.documents_folder,
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "settings": self.settings,
-            "runs": [{**asdict(run.summary()), "answers": [asdict(a) for a in run.answers]} for run in self.runs],
-        }
 
 
 def run(
@@ -308,13 +199,16 @@ def _score(
         assert message is not None
         cited = list(db.scalars(select(Citation).where(Citation.message_id == message_id)))
         trace = dict(message.trace or {})
-        chunk_ids = [c.chunk_id for c in cited if c.chunk_id is not None] or list(trace.get("sourceChunkIds") or [])  # type: ignore[call-overload]
+        given = trace.get("sourceChunkIds")
+        chunk_ids = [c.chunk_id for c in cited if c.chunk_id is not None] or list(
+            given if isinstance(given, list) else []
+        )
         texts = dict(db.execute(select(Chunk.id, Chunk.text).where(Chunk.id.in_(chunk_ids))).tuples().all())
     content = message.content
-    no_answer_ok = item.answer is None and scores.is_no_answer(content)
+    written = _written(trace)
     documents = list(dict.fromkeys(c.document_name for c in cited))
-    guard = trace.get("guard")
-    unsupported, origin = _unsupported(content, guard, [texts.get(i, "") for i in chunk_ids])
+    unsupported, origin = _unsupported(content, written.guard, [texts.get(i, "") for i in chunk_ids])
+    model_text = written.model_text(content)
     return Answer(
         id=item.id,
         kind=item.kind,
@@ -327,24 +221,55 @@ def _score(
         cited_documents=documents,
         no_context=bool(trace.get("noContext")),
         contains_fact=message.status == "complete" and scores.contains_fact(content, item.answer, item.accept),
-        right_document=no_answer_ok if item.answer is None else item.document in documents,
+        right_document=scores.is_no_answer(content) if item.answer is None else item.document in documents,
         degenerate=scores.degenerate(content),
         echoed=detector.echoed(content),
         unsupported=unsupported,
         unsupported_from=origin,
         first_token_ms=first_token_ms,
         answer_ms=answer_ms,
-        trace_mode=trace.get("answerMode"),
+        mode_used=written.mode,
+        guard=written.decision,
+        model_text=model_text,
+        model_contains_fact=None if model_text is None else scores.contains_fact(model_text, item.answer, item.accept),
+        model_degenerate=None if model_text is None else scores.degenerate(model_text),
+        model_echoed=None if model_text is None else detector.echoed(model_text),
     )
 
 
-def _unsupported(content: str, guard: object, sources: list[str]) -> tuple[int, str]:
-    """The answer guard's own count when the trace has one, else word overlap with the sources."""
-    if isinstance(guard, dict):
-        for key in ("unsupported", "unsupportedSentences"):
-            value = guard.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value, "guard"
-            if isinstance(value, list):
-                return len(value), "guard"
+@dataclass(frozen=True)
+class _Written:
+    """How the trace says the answer was written (its ``answer`` entry; empty before answer modes)."""
+
+    mode: str | None
+    guard: dict[str, object]
+    original: str | None
+
+    @property
+    def decision(self) -> str | None:
+        value = self.guard.get("decision")
+        return value if isinstance(value, str) else None
+
+    def model_text(self, stored: str) -> str | None:
+        """What the chat model wrote: the guard's copy when it changed the text, else the stored text;
+        None for an extractive answer."""
+        if self.mode == "extractive":
+            return None
+        return self.original if self.original is not None else stored
+
+
+def _written(trace: dict[str, object]) -> _Written:
+    entry = trace.get("answer")
+    entry = entry if isinstance(entry, dict) else {}
+    guard = entry.get("guard")
+    guard = guard if isinstance(guard, dict) else {}
+    mode, original = entry.get("mode"), guard.get("original")
+    return _Written(mode if isinstance(mode, str) else None, guard, original if isinstance(original, str) else None)
+
+
+def _unsupported(content: str, guard: dict[str, object], sources: list[str]) -> tuple[int, str]:
+    """The answer guard's own count when it judged the stored text, else word overlap with the sources."""
+    count = guard.get("unsupportedSentences")
+    if guard.get("decision") in ("pass", "flagged") and isinstance(count, int) and not isinstance(count, bool):
+        return count, "guard"
     return len(scores.unsupported_sentences(content, sources)), "overlap"
