@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app import __version__
+from app.body_limit import BodyLimitMiddleware
 from app.container import Container
 from app.errors import StorageError
 from app.graphql.context import context_getter
@@ -82,6 +83,8 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app = FastAPI(
         title="ragchat", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
     )
+    # Innermost: a body is counted only once the request passed the perimeter (app/body_limit.py).
+    app.add_middleware(BodyLimitMiddleware, max_bytes=lambda: settings.api.max_upload_bytes)
     origins = allowed_origins(settings.api.cors_origins)
     # Host, Origin, API key and CSRF checks, for HTTP and websocket handshakes (app/security.py).
     app.add_middleware(

@@ -27,8 +27,10 @@ from app.rag.types import ParsedDocument
 
 __all__ = ["ParseWorker"]
 
-# Modules the forkserver imports once, so each worker it forks starts with the parsers loaded.
-_PRELOAD = ["app.rag.parse_worker"]
+# Imported once by the forkserver, so each worker it forks starts with the parsers loaded. The main
+# module is among them, as multiprocessing's default has it: a worker that finds it already
+# imported skips re-running it (the `ragchat` script would otherwise be imported per worker).
+_PRELOAD = ["__main__", "app.rag.parse_worker"]
 
 
 def _context() -> ForkServerContext | SpawnContext:
