@@ -8,7 +8,16 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from app.llm.base import ChatModel, Embedder, GenerationOptions, Message, SpaceId, StreamEvent, Vectors
+from app.llm.base import (
+    ChatModel,
+    Embedder,
+    GenerationOptions,
+    Message,
+    ModelCapabilities,
+    SpaceId,
+    StreamEvent,
+    Vectors,
+)
 
 
 class Clock:
@@ -116,7 +125,11 @@ class Models:
         if (provider, model) not in self.models:
             raise ValidationError("model", f"unknown model {provider}/{model}")
 
-    def list_models(self) -> list[object]:
+    def capabilities(self, provider: str, model: str) -> ModelCapabilities:
+        self.validate(provider, model)
+        return ModelCapabilities()  # the benchmarks measure the generative path
+
+    async def list_models(self) -> list[object]:
         from app.llm.chat.registry import ProviderModels
 
         providers = sorted({p for p, _ in self.models})

@@ -31,7 +31,8 @@ def server(migrated: Settings) -> Iterator[tuple[Api, FakeChatModel]]:
 
 def test_python_quickstart(server: tuple[Api, FakeChatModel]) -> None:
     api, model = server
-    model.enqueue("Change topK and threshold with updateChatSession [1].")
+    # A sentence the demo documents support: the answer guard replaces unsupported ones.
+    model.enqueue("Passages below the threshold are dropped before top_k is applied [1].")
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "quickstart.py"), "--url", f"{api.base}/graphql"],
         capture_output=True,
@@ -40,7 +41,7 @@ def test_python_quickstart(server: tuple[Api, FakeChatModel]) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "added  rag-settings.md" in result.stdout
-    assert "A: Change topK and threshold with updateChatSession [1]." in result.stdout
+    assert "A: Passages below the threshold are dropped before top_k is applied [1]." in result.stdout
     assert "[1] " in result.stdout and "(model)" in result.stdout
 
 

@@ -113,8 +113,8 @@ def degenerate(answer: str) -> str | None:
             return "loop"
     if _counts_up(tokens):
         return "loop"
-    if not [t for t in tokens if t not in _STOP and t not in _META]:
-        return "citation-only"
+    if not [t for t in tokens if t not in _STOP and t not in _META] and not is_no_answer(answer):
+        return "citation-only"  # ("The documents do not answer this question." is an answer, not this)
     return None
 
 

@@ -171,7 +171,9 @@ def test_many_changes_reload_instead_of_catching_up(container: Container, monkey
     assert _loads(container.db, table) == 2
 
 
-def test_a_space_recreated_under_the_same_id_starts_empty(container: Container) -> None:
+def test_a_space_recreated_after_a_delete_gets_a_new_id_and_starts_empty(container: Container) -> None:
+    """Ids are never reused (migration 0008): a recreated space has its own table and index, so no
+    vector of the dropped one can be served from memory under the new space's name."""
     rng = np.random.default_rng(8)
     pid, table = _project(container.db, "old")
     _add_chunks(container.db, pid, _unit(rng, 10))
@@ -179,10 +181,10 @@ def test_a_space_recreated_under_the_same_id_starts_empty(container: Container) 
     assert len(_knn(container.db, table, query, 100)) == 10
     projects.delete(container.db, pid)
     new_pid, new_table = _project(container.db, "new")
-    assert new_table == table  # SQLite reused the id of the dropped space
-    assert _knn(container.db, table, query, 100) == []
+    assert new_pid != pid and new_table != table
+    assert _knn(container.db, new_table, query, 100) == []
     (only,) = _add_chunks(container.db, new_pid, _unit(rng, 1))
-    assert [cid for cid, _ in _knn(container.db, table, query, 100)] == [only]
+    assert [cid for cid, _ in _knn(container.db, new_table, query, 100)] == [only]
 
 
 def test_an_older_snapshot_scores_from_its_own_vectors(container: Container) -> None:
