@@ -57,8 +57,7 @@ try {
   await page.locator('[data-testid="assistant-message"]:is([data-status="COMPLETE"], [data-status="FAILED"])').first().waitFor({ timeout: ANSWER_TIMEOUT_MS });
   const status = await answer.getAttribute("data-status");
   assert.equal(status, "COMPLETE", `the answer ended ${status}: ${await answer.textContent()}`);
-  const answerText = (await answer.locator(".message__content").textContent()).trim();
-  assert.ok(answerText, "the default model's answer is empty: not a picture for the README");
+  assert.ok((await answer.locator(".message__content").textContent()).trim(), "the answer is empty: not a picture for the README");
   const sources = await answer.locator('[data-testid="source"]').count();
   assert.ok(sources > 0, `no source kept for "${args.question}" at the default threshold: ask another --question`);
   const marker = answer.locator(".citation-marker").first();
@@ -92,8 +91,9 @@ try {
     written.push(join(args.out, basename(file)));
     await copyFile(file, written.at(-1));
   }
-  await writeFile(join(args.out, "README.md"), provenance(summary, answerText));
-  console.log(`question: ${args.question}\nanswer: ${answerText}`);
+  const stored = await storedAnswer(sessionPath);
+  await writeFile(join(args.out, "README.md"), provenance(summary, stored));
+  console.log(`question: ${args.question}\nanswer: ${stored.content}\n${stored.how}`);
   console.log(`saved:\n  ${written.join("\n  ")}`);
 } catch (error) {
   console.error(`${error.stack ?? error}\n--- server output ---\n${server.log()}`);
@@ -104,9 +104,23 @@ try {
   await rm(staging, { recursive: true, force: true });
 }
 
+/** The answer as the server stored it (markers and all), and how it was written (the trace's mode). */
+async function storedAnswer(sessionPath) {
+  const id = sessionPath.split("/").at(-1);
+  const { chatSession } = await gql(
+    server,
+    "query ($id: ID!) { chatSession(id: $id) { ... on ChatSession { messages { role content trace { answer { requestedMode mode reason guard { decision } } } } } } }",
+    { id },
+  );
+  const { content, trace } = chatSession.messages.findLast((m) => m.role === "ASSISTANT");
+  const { requestedMode, mode, reason, guard } = trace.answer;
+  const how = `${requestedMode.toLowerCase()} → ${mode.toLowerCase()}${guard ? `, answer guard: ${guard.decision.toLowerCase()}` : ""} (${reason})`;
+  return { content, how };
+}
+
 /** What docs/screenshots/README.md says: which run made the pictures, so the README never passes
  * off one model's answer as another's. */
-function provenance(summary, answerText) {
+function provenance(summary, { content, how }) {
   const commit = execFileSync("git", ["describe", "--always", "--dirty"], { cwd: REPO_DIR, encoding: "utf8" }).trim();
   return `# How these pictures were made
 
@@ -115,10 +129,11 @@ default, SmolLM2-135M-Instruct with the local all-MiniLM-L6-v2 embedder, on the 
 (\`ragchat demo\`), asked in headless Chromium. Made at commit ${commit}, ${new Date().toISOString().slice(0, 10)}.
 
 - question: ${args.question}
-- answer, as stored: ${answerText.replace(/\s+/g, " ")}
+- answer, as stored: ${content.replace(/\s+/g, " ")}
+- how it was written: ${how}
 - the chat's settings: ${summary}
 
-The browser tests save their own screenshots, with the scripted test model, to
-\`frontend/e2e/.artifacts/\` (gitignored).
+The browser tests save their own screenshots to \`frontend/e2e/.artifacts/\` (gitignored): most with
+the scripted test model, \`frontend/e2e/offline-default.test.mjs\` with the offline default.
 `;
 }
