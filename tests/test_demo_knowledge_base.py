@@ -40,7 +40,7 @@ QUESTIONS = [
     ("What happens when I upload the same file again?", "unchanged", "getting-started.md"),
     ("What is the default top_k?", "5", "rag-settings.md"),
     ("What does the threshold do?", "minimum similarity", "rag-settings.md"),
-    ("What is the default threshold?", "0.37", "rag-settings.md"),
+    ("What is the default threshold?", "0.30", "rag-settings.md"),
     ("How do I turn off retrieval?", "enable_rag", "rag-settings.md"),
     ("What happens when nothing passes the threshold?", "do not cover", "rag-settings.md"),
     ("How are passages searched?", "BM25", "how-answers-are-built.md"),
