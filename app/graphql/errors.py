@@ -6,6 +6,8 @@ masked by the schema (see schema.py) and logged with a request id.
 
 from __future__ import annotations
 
+import re
+
 import strawberry
 
 from app import errors
@@ -74,14 +76,16 @@ def to_graphql(exc: errors.RagchatError) -> ErrorType:
     raise exc
 
 
+# Ids are written as the schema writes them: ASCII digits, no sign, space, underscore or leading zero.
+# int() alone took " 1 ", "+1", "1_0" and "\u0661" (an Arabic-Indic one), so one row had many names.
+_ID = re.compile(r"[1-9][0-9]{0,18}")
+
+
 def parse_id(value: str | strawberry.ID, field: str) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        raise errors.ValidationError(field, f"{value!r} is not an id") from None
-    if number <= 0 or number > 2**62:
-        raise errors.ValidationError(field, f"{value!r} is not an id")
-    return number
+    text = str(value)
+    if not _ID.fullmatch(text) or int(text) > 2**62:
+        raise errors.ValidationError(field, f"{text[:40]!r} is not an id")
+    return int(text)
 
 
 # Page arguments, checked like ids: a bad value is a ValidationError naming the argument.

@@ -17,6 +17,7 @@ from strawberry.extensions import (
     ValidationCache,
 )
 from strawberry.printer import print_schema
+from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
 
 from app.errors import RagchatError
@@ -29,9 +30,34 @@ log = logging.getLogger("ragchat.graphql")
 SUBSCRIPTIONS_NEED_A_WEBSOCKET = "subscriptions are served over a websocket at /graphql (graphql-transport-ws)"
 
 
+def _request_id(execution_context: ExecutionContext | None) -> str:
+    return str(getattr(getattr(execution_context, "context", None), "request_id", "-"))
+
+
+def is_client_error(error: GraphQLError) -> bool:
+    """A mistake of the client's (syntax, validation, a RagchatError), not a bug of ours."""
+    return error.original_error is None or isinstance(error.original_error, RagchatError | GraphQLError)
+
+
+class RagchatSchema(strawberry.Schema):
+    """Logs each error once, before it is masked: a client's mistake as one line at info (no
+    traceback: it is not ours to debug, and a client could fill the log with them), anything
+    else at error with its traceback and the request id the client is shown."""
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        request_id = _request_id(execution_context)
+        for error in errors:
+            original = error.original_error
+            if is_client_error(error):
+                log.info("request %s: %s", request_id, error.message)
+            elif original is not None:
+                log.error("request %s failed", request_id, exc_info=(type(original), original, original.__traceback__))
+
+
 class MaskUnexpectedErrors(SchemaExtension):
-    """Errors the schema does not describe are bugs: log them with the request id and show the
-    client only that id. GraphQL's own validation errors and our RagchatErrors pass unchanged."""
+    """Errors the schema does not describe are bugs: show the client only the request id under
+    which they were logged (RagchatSchema.process_errors). GraphQL's own validation errors and our
+    RagchatErrors pass unchanged."""
 
     def on_operation(self) -> Iterator[None]:
         yield
@@ -48,10 +74,8 @@ class MaskUnexpectedErrors(SchemaExtension):
         result.errors = [self._mask(error, request_id) for error in result.errors or []]
 
     def _mask(self, error: GraphQLError, request_id: str) -> GraphQLError:
-        original = error.original_error
-        if original is None or isinstance(original, RagchatError | GraphQLError):
+        if is_client_error(error):
             return error
-        log.error("request %s failed", request_id, exc_info=(type(original), original, original.__traceback__))
         return GraphQLError(
             f"Unexpected error (request {request_id}); it has been logged.",
             nodes=error.nodes,
@@ -75,7 +99,7 @@ def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
         *QueryDepthLimiter(max_depth=api.max_query_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=api.max_aliases).validation_rules,
     ]
-    return strawberry.Schema(
+    return RagchatSchema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,

@@ -27,6 +27,7 @@ from app.rag import spaces, vector_store
 from app.rag.chunking import chunk
 from app.rag.parse_worker import ParseWorker
 from app.rag.parsing import ParseLimits
+from app.rag.sanitize import clean_name
 from app.rag.types import ChunkSpec, sha256
 from app.settings import IngestSettings
 
@@ -108,7 +109,8 @@ class Ingestor:
             self.settings.max_pages, self.settings.max_chars_per_page, self.settings.max_chars_per_file
         )
         with ParseWorker(limits, self.settings.parse_timeout) as parser:
-            for index, source in enumerate(sources):
+            for index, given in enumerate(sources):
+                source = Source(clean_name(given.name), given.read)  # every way in: upload, CLI, bench
                 order.setdefault(source.name, index)
                 outcome = self._plan(project_id, source, parser)
                 if isinstance(outcome, FileResult):
@@ -138,6 +140,8 @@ class Ingestor:
         self, project_id: int, source: Source, parser: ParseWorker
     ) -> _Plan | FileResult | Callable[[], FileResult]:
         """What to write for ``source``: a plan, a result needing no write, or a failure to record."""
+        if not source.name:
+            return FileResult(source.name, "failed", error="the file name has no visible characters")
         try:
             data = source.read()
         except OSError as exc:

@@ -36,6 +36,17 @@ def strip_control(text: str) -> str:
         cleaned = shorter
 
 
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\n\t\u2028\u2029", " "))
+
+
+def clean_name(name: str) -> str:
+    """A document name as it will be stored and shown: cleaned as a message is (control, invisible and
+    bidi-control characters and chat-template tokens removed; an ESC can no longer colour a
+    terminal, nor U+202E show "report\u202egnp.exe" as "reportexe.png"), on one line, stripped.
+    May be empty: the caller refuses that."""
+    return strip_control(name.translate(_LINE_BREAKS)).strip()
+
+
 def clean_message(content: str, max_chars: int) -> str:
     """The user's message as it will be stored and sent: control tokens stripped, length checked."""
     if len(content) > max_chars:

@@ -11,6 +11,7 @@ from app.db.models import Chunk, Document
 from app.errors import IngestError, NotFoundError, ValidationError
 from app.rag.ingest import Ingestor, IngestSummary, Source
 from app.rag.parsing import detect_kind
+from app.rag.sanitize import clean_name
 from app.services import projects
 
 if TYPE_CHECKING:
@@ -50,8 +51,9 @@ MAX_NAME = 255
 
 
 def clean_upload_name(name: str, field: str) -> str:
-    """A document name from a client: the file's base name, never a path."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1].strip()
+    """A document name from a client: the file's base name, never a path, without control or
+    bidi characters (see :func:`app.rag.sanitize.clean_name`)."""
+    base = clean_name(name).replace("\\", "/").rsplit("/", 1)[-1].strip()
     if not base or base in {".", ".."}:
         raise ValidationError(field, "needs a file name")
     if len(base) > MAX_NAME:
