@@ -8,11 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.container import Container
+from app.errors import SettingsError
 from app.rag.chunking import chunk
 from app.rag.ingest import Ingestor, Source
 from app.rag.parsers.markdown import parse_markdown
 from app.rag.types import ParsedDocument
 from app.services import projects
+from app.settings import load_settings
 from tests.fakes import FakeEmbedder
 from tests.rag.test_chunking import ESTIMATE, MINILM, PROPERTY, TOKENIZERS, check_invariants
 
@@ -92,3 +94,9 @@ def test_invariants_hold_with_a_character_limit(name: str, text: str, limits: tu
         )
         check_invariants(doc, chunks, tokenizer, (target, overlap, max_tokens))
         assert all(len(c.text) <= max_chars for c in chunks), (text, limits, [len(c.text) for c in chunks])
+
+
+def test_a_character_limit_too_small_for_the_token_target_is_refused_at_start() -> None:
+    with pytest.raises(SettingsError, match=r"max_chunk_chars \(4000\) must be at least 4 characters per token"):
+        load_settings(ingest={"chunk_tokens": 2000, "overlap_tokens": 32})
+    assert load_settings(ingest={"chunk_tokens": 2000, "max_chunk_chars": 8000}).ingest.max_chunk_chars == 8000
