@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import traceback
 from multiprocessing.connection import Connection
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.process import BaseProcess
@@ -41,8 +42,13 @@ def _context() -> ForkServerContext | SpawnContext:
     return multiprocessing.get_context("spawn")
 
 
+class RemoteParseError(Exception):
+    """The traceback of an unexpected parser exception, as the worker formatted it."""
+
+
 def _serve(conn: Connection) -> None:
-    """The worker's loop: ``(data, filename, limits)`` in, ``("ok", doc)`` or ``("error", exc)`` out."""
+    """The worker's loop: ``(data, filename, limits)`` in, ``("ok", doc, "")`` or ``("error", exc,
+    traceback)`` out (the traceback only for an exception that is not an :class:`IngestError`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the parent, which then stops us
     while True:
         try:
@@ -50,13 +56,13 @@ def _serve(conn: Connection) -> None:
         except (EOFError, OSError):  # the parent is gone
             return
         try:
-            reply: tuple[str, object] = ("ok", parse(data, filename, limits))
+            reply: tuple[str, object, str] = ("ok", parse(data, filename, limits), "")
         except Exception as exc:
-            reply = ("error", exc)
+            reply = ("error", exc, "" if isinstance(exc, IngestError) else traceback.format_exc())
         try:
             conn.send(reply)
         except Exception as exc:  # an exception that does not pickle: send what it said
-            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}"), reply[2]))
 
 
 class ParseWorker:
@@ -82,7 +88,7 @@ class ParseWorker:
             if not conn.poll(self.timeout):
                 self._stop(kill=True)
                 raise IngestError(f"parsing took longer than {self.timeout:g} s; the file may be malformed")
-            status, payload = conn.recv()
+            status, payload, remote = conn.recv()
         except (EOFError, OSError) as exc:
             code = self._process.exitcode if self._process is not None else None
             self._stop(kill=True)
@@ -91,6 +97,8 @@ class ParseWorker:
             assert isinstance(payload, ParsedDocument)
             return payload
         assert isinstance(payload, BaseException)
+        if remote:  # a bug, not a bad file: keep where it happened for the log
+            raise payload from RemoteParseError(remote)
         raise payload
 
     def _start(self) -> Connection:

@@ -151,3 +151,12 @@ def test_bad_files_fail_in_the_worker_as_they_do_inline() -> None:
 
     with ParseWorker(ParseLimits(), timeout=10) as worker, pytest.raises(IngestError, match="the file is empty"):
         worker.parse(b"  \n", "a.txt")
+
+
+def test_a_parser_bug_is_raised_as_inline_with_the_workers_traceback() -> None:
+    from app.rag.parse_worker import ParseWorker, RemoteParseError
+
+    with ParseWorker("not limits", timeout=10) as worker, pytest.raises(AttributeError) as raised:  # type: ignore[arg-type]
+        worker.parse(b"text", "a.txt")
+    assert isinstance(raised.value.__cause__, RemoteParseError)
+    assert "max_chars_per_file" in str(raised.value.__cause__)
