@@ -7,26 +7,13 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db import migrate
 from app.db.engine import make_engine
-
-NOW = "2026-01-01 00:00:00"
+from tests.db.test_migrations import _fill_revision_1_compatible_rows
 
 
 def _fill(url: str) -> None:
+    _fill_revision_1_compatible_rows(url)  # project 1, session 1, message 1
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
-            "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'kb', '', ?, ?)",
-            (NOW, NOW),
-        )
-        conn.exec_driver_sql(
-            "INSERT INTO chat_sessions(id, project_id, title, system_prompt, provider, model, created_at, "
-            "updated_at, threshold) VALUES (1, 1, 't', '', 'local', 'm', ?, ?, 0.3)",
-            (NOW, NOW),
-        )
-        conn.exec_driver_sql(
-            "INSERT INTO chat_messages(id, session_id, role, content, created_at) VALUES (1, 1, 'assistant', 'a', ?)",
-            (NOW,),
-        )
         conn.exec_driver_sql(
             "INSERT INTO citations(message_id, marker, kind, score, rank, document_name, location, snippet) "
             "VALUES (1, 1, 'attributed', 0.5, 1, 'd.md', '{}', 's')"
