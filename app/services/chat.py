@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import suppress
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+import anyio
 import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
 
@@ -68,22 +68,31 @@ class ChatService:
         self.settings = settings
         self.embedder = embedder
         self.models = models
-        self._active = 0
-        self._lock = threading.Lock()
+        # The cap on answers generated at once. A semaphore, not a CapacityLimiter: a slot is taken
+        # before the turn (and its message id) exists and given back by whichever of _begin, abandon
+        # and run ends the turn, often in another task, while a CapacityLimiter ties each token to
+        # one borrower. Taken and given back on the event loop only, never waited for.
+        self._cap = settings.chat.max_concurrent_generations
+        self._slots = anyio.Semaphore(self._cap, max_value=self._cap)
         self.live = LiveTurns(self)  # turns running for the API, which clients follow and re-attach to
 
     # -- admission ---------------------------------------------------------------------------
+    @property
+    def generations_in_flight(self) -> int:
+        """How many turns hold a generation slot now (started and not yet ended)."""
+        return self._cap - self._slots.value
+
     def _acquire(self) -> None:
-        with self._lock:
-            if self._active >= self.settings.chat.max_concurrent_generations:
-                raise BusyError(
-                    f"{self._active} answers are being generated, the most this server runs at once; retry shortly"
-                )
-            self._active += 1
+        try:
+            self._slots.acquire_nowait()  # refuse at once rather than queue: the client retries
+        except anyio.WouldBlock:
+            raise BusyError(
+                f"{self.generations_in_flight} answers are being generated, the most this server runs at once; "
+                "retry shortly"
+            ) from None
 
     def _release(self) -> None:
-        with self._lock:
-            self._active -= 1
+        self._slots.release()
 
     def question(self, content: str) -> str:
         """The message as it will be stored and sent; raises ValidationError."""

@@ -208,4 +208,4 @@ def test_stop_cancels_at_once_and_a_lost_connection_after_the_grace_period(
     while _status(fake_container, lost)[0] == "streaming" and time.monotonic() - left < 5:
         time.sleep(0.02)
     assert _status(fake_container, lost)[0] == "failed" and time.monotonic() - left >= 1.0
-    assert fake_container.chat._active == 0
+    assert fake_container.chat.generations_in_flight == 0

@@ -82,4 +82,4 @@ def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
     status, error = wait_until(ended, 10, "the message to stop streaming")
     assert status == "failed" and "disconnected" in error
     # the slot is freed just after the write
-    wait_until(lambda: fake_container.chat._active == 0, 10, "the generation slot to be freed")
+    wait_until(lambda: fake_container.chat.generations_in_flight == 0, 10, "the generation slot to be freed")

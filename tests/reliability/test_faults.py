@@ -54,7 +54,7 @@ def test_model_failing_before_the_first_token_stores_a_failure(api: Api, model: 
     model.enqueue(ProviderUnavailableError("still down", provider="fake"))
     sent = api.run(SEND, s=sid, c="penguins again?")["sendMessage"]
     assert (sent["status"], sent["error"]) == ("FAILED", "still down")
-    assert rig.chat._active == 0
+    assert rig.chat.generations_in_flight == 0
 
 
 def test_model_failing_mid_stream_keeps_what_streamed_and_can_be_regenerated(
@@ -76,7 +76,7 @@ def test_model_failing_mid_stream_keeps_what_streamed_and_can_be_regenerated(
 
     again = api.run(REGENERATE, id=error["failedMessageId"])["regenerateMessage"]
     assert again == {"__typename": "ChatMessage", "status": "COMPLETE", "content": "Emperor penguins huddle [1]."}
-    assert rig.chat._active == 0
+    assert rig.chat.generations_in_flight == 0
 
 
 def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
@@ -138,7 +138,7 @@ def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
                 .exec_driver_sql("SELECT count(*) FROM chat_messages WHERE status = 'streaming'")
                 .scalar_one()
             )
-        return rig.chat._active == 0 and streaming == 0
+        return rig.chat.generations_in_flight == 0 and streaming == 0
 
     wait_until(ended, what="the turn to end and its slot to be released")
     with rig.db.read() as db:

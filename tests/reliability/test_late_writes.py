@@ -145,7 +145,7 @@ def test_clients_leaving_at_once_leave_no_answer_streaming(api: Api, rig: Contai
     def settled() -> bool:
         with rig.db.read() as db:
             streaming = db.connection().exec_driver_sql("SELECT count(*) FROM chat_messages WHERE status = 'streaming'")
-            return streaming.scalar_one() == 0 and rig.chat._active == 0
+            return streaming.scalar_one() == 0 and rig.chat.generations_in_flight == 0
 
     wait_until(settled, timeout=5, what="every answer finished and every slot free")
     with rig.db.read() as db:

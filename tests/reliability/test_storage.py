@@ -108,7 +108,7 @@ def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, m
     error = events[-1]
     assert (error["__typename"], error["code"]) == ("ChatError", "storage")
     assert error["failedMessageId"] == retrieval["messageId"] and len(error["partial"]) > 8000
-    wait_until(lambda: rig.chat._active == 0, what="the slot to be released")
+    wait_until(lambda: rig.chat.generations_in_flight == 0, what="the slot to be released")
 
     # Either the failure was stored (without its text), or the next start marks it interrupted.
     chat_store.recover_interrupted(rig.db)

@@ -220,11 +220,14 @@ async def test_embedder_down_answers_without_context_and_says_so(rig: Rig) -> No
 
 
 async def test_past_the_concurrency_cap_callers_get_busy_and_nothing_is_written(rig: Rig) -> None:
-    rig.container.settings.chat.max_concurrent_generations = 1
+    rig.container.settings.chat.max_concurrent_generations = 1  # read when the service is built
+    rig.service = ChatService(rig.container.db, rig.container.settings, rig.service.embedder, rig.models)
     sid = rig.session()
     turn = await rig.service.start(sid, "first")
-    with pytest.raises(BusyError, match="retry"):
+    assert rig.service.generations_in_flight == 1
+    with pytest.raises(BusyError, match=r"^1 answers are being generated, the most this server runs at once; retry"):
         await rig.service.start(sid, "second")
+    assert rig.service.generations_in_flight == 1
     assert [m.content for m in sessions.messages(rig.container.db, sid, limit=10)] == ["first", ""]
     [e async for e in rig.service.run(turn)]
     await rig.ask(sid, "third now works")
@@ -242,7 +245,7 @@ async def test_client_disconnect_cancels_and_records_it(rig: Rig) -> None:
     stored, _ = rig.message(turn.message_id)
     assert stored.status == "failed" and "disconnected" in (stored.error or "")
     assert stored.content == "one "
-    assert rig.service._active == 0
+    assert rig.service.generations_in_flight == 0
 
 
 async def test_idle_timeout_between_tokens(rig: Rig) -> None:
@@ -316,7 +319,7 @@ async def test_a_stale_turn_never_writes_into_a_row_that_took_its_id(rig: Rig) -
     assert (stored.session_id, stored.content, stored.status, cites) == (theirs, "theirs", "complete", [])
     assert not chat_store.fail(rig.container.db, turn, "late", "cancelled", None)
     assert rig.message(turn.message_id)[0].content == "theirs"
-    assert rig.service._active == 0
+    assert rig.service.generations_in_flight == 0
 
 
 async def test_a_client_cancelled_while_its_question_is_stored_leaves_no_answer_streaming(rig: Rig) -> None:
@@ -334,4 +337,4 @@ async def test_a_client_cancelled_while_its_question_is_stored_leaves_no_answer_
     rows = [(m.role, m.status, m.error or "") for m in sessions.messages(store, sid, limit=10)]
     assert [row[:2] for row in rows] == [("user", "complete"), ("assistant", "failed")]
     assert rows[1][2].startswith("cancelled")
-    assert rig.service._active == 0
+    assert rig.service.generations_in_flight == 0
