@@ -13,7 +13,7 @@ from app.container import Container
 from app.db.models import Citation
 from app.errors import RagchatError
 from app.rag.answer_mode import AnswerMode
-from app.services import projects, sessions
+from app.services import projects, sessions, trace_model
 from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
 
@@ -39,32 +39,32 @@ async def _ask(container: Container, session_id: int, question: str) -> int:
         elif isinstance(event, DoneEvent):
             sys.stdout.write("\n")
             message = sessions.message(container.db, event.message_id)
-            _explain(message.trace or {}, message.content)
+            trace = trace_model.parse(message.trace)
+            _explain(trace, message.content)
             for cite in sorted(_citations(container, event.message_id), key=lambda c: (c.marker, c.id)):
                 loc = cite.location
                 where = f"page {loc['page']}" if loc.get("page") else f"lines {loc['line_start']}-{loc['line_end']}"
                 sys.stdout.write(
                     f"[{cite.marker}] {cite.document_name} {where} (score {cite.score:.3f}, {cite.kind})\n"
                 )
-            timings = (message.trace or {}).get("timingsMs") or {}
-            assert isinstance(timings, dict)
+            timings = trace.timings_ms if trace is not None else {}
             if "first_token" in timings:
                 console.print(f"[dim]first token {timings['first_token']:.0f} ms[/]")
     return code
 
 
-def _explain(trace: dict[str, object], stored: str) -> None:
+def _explain(trace: trace_model.RetrievalTrace | None, stored: str) -> None:
     """Say how the answer was written; when the guard replaced what streamed, print what was kept."""
-    answer = trace.get("answer")
-    if not isinstance(answer, dict):
+    answer = trace.answer if trace is not None else None
+    if answer is None:
         return
-    guard = answer.get("guard") if isinstance(answer.get("guard"), dict) else None
-    if guard and guard.get("original") is not None:
-        reasons = "; ".join(guard["reasons"])
+    guard = answer.guard
+    if guard is not None and guard.original is not None:
+        reasons = "; ".join(guard.reasons)
         console.print(f"[yellow]the answer guard changed the model's answer ({reasons}); stored answer:[/]")
         sys.stdout.write(stored + "\n")
-    verdict = f", guard: {guard['decision']}" if guard else ""
-    console.print(f"[dim]answer mode: {answer['mode']}{verdict} ({answer['reason']})[/]")
+    verdict = f", guard: {guard.decision}" if guard is not None else ""
+    console.print(f"[dim]answer mode: {answer.mode}{verdict} ({answer.reason})[/]")
 
 
 def _citations(container: Container, message_id: int) -> list[Citation]:

@@ -29,7 +29,7 @@ from app.errors import ValidationError
 from app.llm.base import Embedder
 from app.rag import prompting
 from app.rag.ingest import Ingestor, Source
-from app.services import projects, sessions
+from app.services import projects, sessions, trace_model
 from app.services.chat_events import DoneEvent, ErrorEvent, TokenEvent
 from app.services.sessions import SessionChanges
 from app.settings import Settings
@@ -198,11 +198,9 @@ def _score(
         message = db.get(ChatMessage, message_id)
         assert message is not None
         cited = list(db.scalars(select(Citation).where(Citation.message_id == message_id)))
-        trace = dict(message.trace or {})
-        given = trace.get("sourceChunkIds")
-        chunk_ids = [c.chunk_id for c in cited if c.chunk_id is not None] or list(
-            given if isinstance(given, list) else []
-        )
+        trace = trace_model.parse(message.trace)
+        given = trace.source_chunk_ids if trace is not None else None
+        chunk_ids = [c.chunk_id for c in cited if c.chunk_id is not None] or list(given or [])
         texts = dict(db.execute(select(Chunk.id, Chunk.text).where(Chunk.id.in_(chunk_ids))).tuples().all())
     content = message.content
     written = _written(trace)
@@ -219,7 +217,7 @@ def _score(
         status=message.status,
         error=message.error,
         cited_documents=documents,
-        no_context=bool(trace.get("noContext")),
+        no_context=trace is not None and trace.no_context,
         contains_fact=message.status == "complete" and scores.contains_fact(content, item.answer, item.accept),
         right_document=scores.is_no_answer(content) if item.answer is None else item.document in documents,
         degenerate=scores.degenerate(content),
@@ -242,13 +240,12 @@ class _Written:
     """How the trace says the answer was written (its ``answer`` entry; empty before answer modes)."""
 
     mode: str | None
-    guard: dict[str, object]
+    guard: trace_model.TraceGuard | None
     original: str | None
 
     @property
     def decision(self) -> str | None:
-        value = self.guard.get("decision")
-        return value if isinstance(value, str) else None
+        return self.guard.decision if self.guard is not None else None
 
     def model_text(self, stored: str) -> str | None:
         """What the chat model wrote: the guard's copy when it changed the text, else the stored text;
@@ -258,18 +255,16 @@ class _Written:
         return self.original if self.original is not None else stored
 
 
-def _written(trace: dict[str, object]) -> _Written:
-    entry = trace.get("answer")
-    entry = entry if isinstance(entry, dict) else {}
-    guard = entry.get("guard")
-    guard = guard if isinstance(guard, dict) else {}
-    mode, original = entry.get("mode"), guard.get("original")
-    return _Written(mode if isinstance(mode, str) else None, guard, original if isinstance(original, str) else None)
+def _written(trace: trace_model.RetrievalTrace | None) -> _Written:
+    entry = trace.answer if trace is not None else None
+    if entry is None:
+        return _Written(None, None, None)
+    guard = entry.guard
+    return _Written(entry.mode, guard, guard.original if guard is not None else None)
 
 
-def _unsupported(content: str, guard: dict[str, object], sources: list[str]) -> tuple[int, str]:
+def _unsupported(content: str, guard: trace_model.TraceGuard | None, sources: list[str]) -> tuple[int, str]:
     """The answer guard's own count when it judged the stored text, else word overlap with the sources."""
-    count = guard.get("unsupportedSentences")
-    if guard.get("decision") in ("pass", "flagged") and isinstance(count, int) and not isinstance(count, bool):
-        return count, "guard"
+    if guard is not None and guard.decision in ("pass", "flagged"):
+        return guard.unsupported_sentences, "guard"
     return len(scores.unsupported_sentences(content, sources)), "overlap"

@@ -9,6 +9,7 @@ import strawberry
 
 from app.rag import answer_mode
 from app.rag.retrieval import Location as RagLocation
+from app.services import trace_model
 
 # The services' enum, exposed as is (strawberry.enum registers it; the annotation stays the real type).
 strawberry.enum(answer_mode.AnswerMode, name="AnswerMode", description="How a session's answers are written.")
@@ -157,84 +158,98 @@ class RetrievalTrace:
     answer: TraceAnswer | None = strawberry.field(description="Answer mode and guard (absent in older traces).")
 
 
-def _answer(data: dict[str, Any] | None) -> TraceAnswer | None:
-    if not data:
+def _answer(answer: trace_model.TraceAnswer | None) -> TraceAnswer | None:
+    if answer is None:
         return None
-    guard = data.get("guard")
+    guard = answer.guard
     return TraceAnswer(
-        requested_mode=answer_mode.AnswerMode(data["requestedMode"]),
-        mode=answer_mode.AnswerMode(data["mode"]),
-        reason=data["reason"],
+        requested_mode=answer_mode.AnswerMode(answer.requested_mode),
+        mode=answer_mode.AnswerMode(answer.mode),
+        reason=answer.reason,
         guard=TraceGuard(
-            decision=GuardDecision(guard["decision"]),
-            reasons=list(guard["reasons"]),
-            unsupported_sentences=guard["unsupportedSentences"],
-            echo_removed=guard["echoRemoved"],
-            markers_dropped=guard["markersDropped"],
-            stopped_early=guard["stoppedEarly"],
-            original=guard.get("original"),
+            decision=GuardDecision(guard.decision),
+            reasons=list(guard.reasons),
+            unsupported_sentences=guard.unsupported_sentences,
+            echo_removed=guard.echo_removed,
+            markers_dropped=guard.markers_dropped,
+            stopped_early=guard.stopped_early,
+            original=guard.original,
         )
-        if guard
+        if guard is not None
         else None,
-        sentences=data.get("sentences"),
+        sentences=answer.sentences,
     )
 
 
-def _candidate(c: dict[str, Any]) -> TraceCandidate:
+def _candidate(c: trace_model.TraceCandidate) -> TraceCandidate:
+    loc = c.location
     return TraceCandidate(
-        chunk_id=strawberry.ID(str(c["chunkId"])),
-        document_id=strawberry.ID(str(c["documentId"])),
-        document_name=c["documentName"],
-        score=c["score"],
-        vector_rank=c["vectorRank"],
-        keyword_rank=c["keywordRank"],
-        fused_rank=c["fusedRank"],
-        fused_score=c["fusedScore"],
-        fate=CandidateFate(c["fate"]),
-        location=Location.of(c["location"]),
-    )
-
-
-def trace_from_json(data: dict[str, Any]) -> RetrievalTrace:
-    settings = data["settings"]
-    tokens = data.get("tokens")
-    budget = data.get("budget")
-    cites = data.get("citations")
-    return RetrievalTrace(
-        query=data["query"],
-        provider=data["provider"],
-        model=data["model"],
-        settings=TraceSettings(
-            enable_rag=settings["enableRag"],
-            top_k=settings["topK"],
-            threshold=settings["threshold"],
-            include_citations=settings["includeCitations"],
-            mode=RetrievalMode(settings["mode"]),
+        chunk_id=strawberry.ID(str(c.chunk_id)),
+        document_id=strawberry.ID(str(c.document_id)),
+        document_name=c.document_name,
+        score=c.score,
+        vector_rank=c.vector_rank,
+        keyword_rank=c.keyword_rank,
+        fused_rank=c.fused_rank,
+        fused_score=c.fused_score,
+        fate=CandidateFate(c.fate),
+        location=Location(
+            char_start=loc.char_start,
+            char_end=loc.char_end,
+            line_start=loc.line_start,
+            line_end=loc.line_end,
+            page=loc.page,
+            heading_path=loc.heading_path,
         ),
-        effective_mode=RetrievalMode(data["effectiveMode"]) if data.get("effectiveMode") else None,
-        embedding_space=data.get("embeddingSpace"),
-        no_context=bool(data.get("noContext")),
-        degraded=list(data.get("degraded", [])),
-        candidates=[_candidate(c) for c in data.get("candidates", [])],
-        timings=[StageTiming(stage=k, ms=v) for k, v in data.get("timingsMs", {}).items()],
-        tokens=TraceTokens(
-            prompt=tokens["prompt"],
-            context=tokens["context"],
-            completion=tokens["completion"],
-            answer_reserve=tokens["answerReserve"],
-            context_window=tokens["contextWindow"],
-            tokenizer=tokens["tokenizer"],
-            exact=tokens["exact"],
-        )
-        if tokens and "contextWindow" in tokens
-        else None,
-        budget=TraceBudget(chunks_over_budget=budget["chunksOverBudget"], history_dropped=budget["historyDropped"])
-        if budget
-        else None,
-        citations=TraceCitations(
-            valid=cites["valid"], invalid_removed=cites["invalidRemoved"], attributed=cites["attributed"]
-        )
-        if cites
-        else None,
-        answer=_answer(data.get("answer")),
     )
+
+
+def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
+    settings, tokens, budget, cites = trace.settings, trace.tokens, trace.budget, trace.citations
+    return RetrievalTrace(
+        query=trace.query,
+        provider=trace.provider,
+        model=trace.model,
+        settings=TraceSettings(
+            enable_rag=settings.enable_rag,
+            top_k=settings.top_k,
+            threshold=settings.threshold,
+            include_citations=settings.include_citations,
+            mode=RetrievalMode(settings.mode),
+        ),
+        effective_mode=RetrievalMode(trace.effective_mode) if trace.effective_mode else None,
+        embedding_space=trace.embedding_space,
+        no_context=trace.no_context,
+        degraded=list(trace.degraded),
+        candidates=[_candidate(c) for c in trace.candidates],
+        timings=[StageTiming(stage=k, ms=v) for k, v in trace.timings_ms.items()],
+        tokens=TraceTokens(
+            prompt=tokens.prompt,
+            context=tokens.context,
+            completion=tokens.completion,
+            answer_reserve=tokens.answer_reserve,
+            context_window=tokens.context_window,
+            tokenizer=tokens.tokenizer,
+            exact=tokens.exact,
+        )
+        if tokens is not None
+        and tokens.context is not None
+        and tokens.answer_reserve is not None
+        and tokens.context_window is not None
+        and tokens.tokenizer is not None
+        and tokens.exact is not None
+        else None,
+        budget=TraceBudget(chunks_over_budget=list(budget.chunks_over_budget), history_dropped=budget.history_dropped)
+        if budget is not None
+        else None,
+        citations=TraceCitations(valid=cites.valid, invalid_removed=cites.invalid_removed, attributed=cites.attributed)
+        if cites is not None
+        else None,
+        answer=_answer(trace.answer),
+    )
+
+
+def trace_from_json(data: object) -> RetrievalTrace | None:
+    """A stored trace as GraphQL; None when it is of an unknown version or corrupt (logged)."""
+    trace = trace_model.parse(data)
+    return trace_of(trace) if trace is not None else None

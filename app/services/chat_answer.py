@@ -20,6 +20,7 @@ from app.llm.base import Embedder, Vectors
 from app.rag import citations, extractive, guard
 from app.rag.answer_mode import ModeChoice
 from app.services.chat_events import SourceRef
+from app.services.trace_model import TraceAnswer, TraceGuard
 
 log = logging.getLogger(__name__)
 
@@ -90,23 +91,23 @@ def trace_entry(
     decision: str | None = None,
     original: str | None = None,
     sentences: int | None = None,
-) -> dict[str, object]:
-    """The trace's ``answer`` entry (read back by app/graphql/trace_types.py)."""
-    entry: dict[str, object] = {
-        "requestedMode": choice.requested.value,
-        "mode": choice.used.value,
-        "reason": choice.reason,
-        "sentences": sentences,
-    }
-    if verdict is not None:
-        entry["guard"] = {
-            "decision": decision or verdict.decision.value,
-            "reasons": [r.message for r in verdict.reasons],
-            "codes": [r.code for r in verdict.reasons],
-            "unsupportedSentences": len(verdict.unsupported),
-            "echoRemoved": verdict.echoes_removed,
-            "markersDropped": verdict.markers_dropped,
-            "stoppedEarly": any(r.code == "loop" for r in verdict.reasons),
-            "original": original[:ORIGINAL_MAX] if original is not None else None,
-        }
-    return entry
+) -> TraceAnswer:
+    """The trace's ``answer`` entry (app.services.trace_model.TraceAnswer)."""
+    return TraceAnswer(
+        requested_mode=choice.requested.value,
+        mode=choice.used.value,
+        reason=choice.reason,
+        sentences=sentences,
+        guard=None
+        if verdict is None
+        else TraceGuard(
+            decision=decision or verdict.decision.value,
+            reasons=[r.message for r in verdict.reasons],
+            codes=[r.code for r in verdict.reasons],
+            unsupported_sentences=len(verdict.unsupported),
+            echo_removed=verdict.echoes_removed,
+            markers_dropped=verdict.markers_dropped,
+            stopped_early=any(r.code == "loop" for r in verdict.reasons),
+            original=original[:ORIGINAL_MAX] if original is not None else None,
+        ),
+    )

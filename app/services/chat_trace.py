@@ -16,9 +16,20 @@ from app.rag.budget import BudgetReport
 from app.rag.retrieval import RetrievalResult
 from app.services.chat_events import SourceRef
 from app.services.chat_store import Turn
+from app.services.trace_model import (
+    TRACE_VERSION,
+    RetrievalTrace,
+    TraceAnswer,
+    TraceBudget,
+    TraceCandidate,
+    TraceCitations,
+    TraceLocation,
+    TraceSettings,
+    TraceTokens,
+)
 from app.settings import Settings
 
-TRACE_VERSION = 1
+__all__ = ["TRACE_VERSION", "TraceBuilder"]
 
 
 class TraceBuilder:
@@ -27,21 +38,19 @@ class TraceBuilder:
         self.degraded: list[str] = []
         self._timings: dict[str, float] = {}
         self._retrieval: RetrievalResult | None = None
-        self._data: dict[str, object] = {
-            "version": TRACE_VERSION,
-            "query": turn.question,
-            "provider": session.provider,
-            "model": session.model,
-            "settings": {
-                "enableRag": session.enable_rag,
-                "topK": session.top_k,
-                "threshold": session.threshold,
-                "includeCitations": session.include_citations,
-                "mode": settings.rag.mode,
-            },
-            "noContext": False,
-            "historyTurns": len(turn.history),
-        }
+        self._trace = RetrievalTrace(
+            query=turn.question,
+            provider=session.provider,
+            model=session.model,
+            settings=TraceSettings(
+                enable_rag=session.enable_rag,
+                top_k=session.top_k,
+                threshold=session.threshold,
+                include_citations=session.include_citations,
+                mode=settings.rag.mode,
+            ),
+            history_turns=len(turn.history),
+        )
 
     def degrade(self, reason: str) -> None:
         self.degraded.append(reason)
@@ -62,62 +71,63 @@ class TraceBuilder:
         self.degraded.extend(result.degraded)
         for stage, ms in result.timings_ms.items():
             self.timing(f"retrieval_{stage}", ms)
-        self._data["embeddingSpace"] = result.space
-        self._data["effectiveMode"] = result.mode
+        self._trace.embedding_space = result.space
+        self._trace.effective_mode = result.mode
 
     def set_budget(self, report: BudgetReport) -> None:
-        self._data["tokens"] = {
-            "prompt": report.prompt_tokens,
-            "context": report.context_tokens,
-            "completion": 0,
-            "answerReserve": report.answer_reserve,
-            "contextWindow": report.context_window,
-            "tokenizer": report.tokenizer,
-            "exact": report.exact,
-        }
-        self._data["budget"] = {
-            "chunksOverBudget": report.chunks_over_budget,
-            "historyDropped": report.history_dropped,
-        }
+        self._trace.tokens = TraceTokens(
+            prompt=report.prompt_tokens,
+            context=report.context_tokens,
+            completion=0,
+            answer_reserve=report.answer_reserve,
+            context_window=report.context_window,
+            tokenizer=report.tokenizer,
+            exact=report.exact,
+        )
+        self._trace.budget = TraceBudget(
+            chunks_over_budget=report.chunks_over_budget, history_dropped=report.history_dropped
+        )
 
     def set_sources(self, sources: list[SourceRef], no_context: bool) -> None:
-        self._data["noContext"] = no_context
-        self._data["sourceChunkIds"] = [s.chunk_id for s in sources]
+        self._trace.no_context = no_context
+        self._trace.source_chunk_ids = [s.chunk_id for s in sources]
 
     def set_usage(self, usage: Usage) -> None:
-        tokens = self._data.setdefault("tokens", {})
-        assert isinstance(tokens, dict)
-        tokens["prompt"] = usage.prompt_tokens
-        tokens["completion"] = usage.completion_tokens
+        tokens = self._trace.tokens or TraceTokens()
+        tokens.prompt = usage.prompt_tokens
+        tokens.completion = usage.completion_tokens
+        self._trace.tokens = tokens
 
-    def set_answer(self, answer: dict[str, object]) -> None:
+    def set_answer(self, answer: TraceAnswer) -> None:
         """How the answer was written: mode requested and used, why, and the guard's verdict
-        (built by app.services.chat_answer)."""
-        self._data["answer"] = answer
+        (built by app.services.chat_answer.trace_entry)."""
+        self._trace.answer = answer
 
     def set_citations(self, valid: int, invalid: int, *, attributed: bool) -> None:
-        self._data["citations"] = {"valid": valid, "invalidRemoved": invalid, "attributed": attributed}
+        self._trace.citations = TraceCitations(valid=valid, invalid_removed=invalid, attributed=attributed)
+
+    def model(self) -> RetrievalTrace:
+        """The trace so far, as a new model."""
+        candidates = [
+            TraceCandidate(
+                chunk_id=c.chunk_id,
+                document_id=c.document_id,
+                document_name=c.document_name,
+                score=c.score,
+                vector_rank=c.vector_rank,
+                keyword_rank=c.keyword_rank,
+                fused_rank=c.fused_rank,
+                fused_score=c.fused_score,
+                fate=c.fate,
+                location=TraceLocation(**asdict(c.location)),
+            )
+            for c in (self._retrieval.candidates if self._retrieval is not None else [])
+        ]
+        return self._trace.model_copy(
+            deep=True,
+            update={"degraded": list(self.degraded), "timings_ms": dict(self._timings), "candidates": candidates},
+        )
 
     def build(self) -> dict[str, object]:
-        data = dict(self._data)
-        data["degraded"] = list(self.degraded)
-        data["timingsMs"] = dict(self._timings)
-        if self._retrieval is not None:
-            data["candidates"] = [
-                {
-                    "chunkId": c.chunk_id,
-                    "documentId": c.document_id,
-                    "documentName": c.document_name,
-                    "score": c.score,
-                    "vectorRank": c.vector_rank,
-                    "keywordRank": c.keyword_rank,
-                    "fusedRank": c.fused_rank,
-                    "fusedScore": c.fused_score,
-                    "fate": c.fate,
-                    "location": asdict(c.location),
-                }
-                for c in self._retrieval.candidates
-            ]
-        else:
-            data["candidates"] = []
-        return data
+        """The stored (JSON) form of the trace."""
+        return self.model().stored()

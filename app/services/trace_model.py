@@ -1,0 +1,148 @@
+"""The retrieval trace as one typed model: written by services/chat_trace.py, stored as JSON with
+the message (camelCase keys, the aliases below), read back through ``parse`` by the GraphQL types,
+the CLI and the answer bench.
+
+Versions: 1 is the only shape so far; its ``answer`` entry came later, so older version-1 traces
+have none (it defaults to None). A trace of an unknown version or one that does not validate is
+logged and read as None: a corrupt row costs its explanation, never the message.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+log = logging.getLogger(__name__)
+
+TRACE_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({1})
+
+Fate = Literal["kept", "below_threshold", "beyond_top_k", "over_budget"]
+Mode = Literal["vector", "keyword", "hybrid"]
+Decision = Literal["pass", "flagged", "fallback", "rejected"]
+
+
+class _Camel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class TraceSettings(_Camel):
+    enable_rag: bool
+    top_k: int
+    threshold: float
+    include_citations: bool
+    mode: Mode
+
+
+class TraceLocation(BaseModel):
+    """Where a chunk sits (stored with snake_case keys, as app.rag.retrieval.Location)."""
+
+    char_start: int
+    char_end: int
+    line_start: int
+    line_end: int
+    page: int | None = None
+    heading_path: str = ""
+
+
+class TraceCandidate(_Camel):
+    chunk_id: int
+    document_id: int
+    document_name: str
+    score: float | None
+    vector_rank: int | None
+    keyword_rank: int | None
+    fused_rank: int
+    fused_score: float
+    fate: Fate
+    location: TraceLocation
+
+
+class TraceTokens(_Camel):
+    """Token counts; the budget's fields are None when generation ran without a budget report."""
+
+    prompt: int = 0
+    completion: int = 0
+    context: int | None = None
+    answer_reserve: int | None = None
+    context_window: int | None = None
+    tokenizer: str | None = None
+    exact: bool | None = None
+
+    @property
+    def budgeted(self) -> bool:
+        return self.context_window is not None
+
+
+class TraceBudget(_Camel):
+    chunks_over_budget: list[int]
+    history_dropped: int
+
+
+class TraceCitations(_Camel):
+    valid: int
+    invalid_removed: int
+    attributed: bool
+
+
+class TraceGuard(_Camel):
+    decision: Decision
+    reasons: list[str]
+    codes: list[str] = Field(default_factory=list)
+    unsupported_sentences: int
+    echo_removed: int
+    markers_dropped: int
+    stopped_early: bool
+    original: str | None = None
+
+
+class TraceAnswer(_Camel):
+    """How the answer was written (built by app.services.chat_answer.trace_entry)."""
+
+    requested_mode: str
+    mode: str
+    reason: str
+    sentences: int | None = None
+    guard: TraceGuard | None = None
+
+
+class RetrievalTrace(_Camel):
+    version: int = TRACE_VERSION
+    query: str
+    provider: str
+    model: str
+    settings: TraceSettings
+    no_context: bool = False
+    history_turns: int = 0
+    embedding_space: str | None = None
+    effective_mode: Mode | None = None
+    tokens: TraceTokens | None = None
+    budget: TraceBudget | None = None
+    source_chunk_ids: list[int] | None = None
+    answer: TraceAnswer | None = None
+    citations: TraceCitations | None = None
+    degraded: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    candidates: list[TraceCandidate] = Field(default_factory=list)
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON form kept in chat_messages.trace."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def parse(raw: object) -> RetrievalTrace | None:
+    """A stored trace, validated; None (and a warning) for a missing, unknown-version or corrupt one."""
+    if not raw:
+        return None
+    version = raw.get("version") if isinstance(raw, dict) else None
+    if version not in SUPPORTED_VERSIONS:
+        log.warning("stored trace ignored: unsupported version %r", version)
+        return None
+    try:
+        return RetrievalTrace.model_validate(raw)
+    except ValidationError as exc:
+        log.warning("stored trace ignored: %d validation errors, first: %s", exc.error_count(), exc.errors()[0]["msg"])
+        return None
