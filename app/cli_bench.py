@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from enum import StrEnum
 from pathlib import Path
+from typing import get_args
 
 import typer
 from rich.console import Console
@@ -15,10 +17,13 @@ from app.bench import answers as answers_bench
 from app.bench import beir
 from app.bench import retrieval as retrieval_bench
 from app.container import Container
+from app.rag.answer_mode import AnswerMode
 from app.rag.retrieval import Mode
 
 bench = typer.Typer(help="Benchmarks (see docs/BENCHMARKS.md).", no_args_is_help=True)
 console = Console(stderr=True)
+# The retrieval modes as a choice for typer, derived from their one definition (a Literal).
+RetrievalMode = StrEnum("RetrievalMode", [(m, m) for m in get_args(Mode)])  # type: ignore[misc]
 
 
 def register(cli: typer.Typer, settings_or_exit: object) -> None:
@@ -28,17 +33,13 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
     def retrieval(
         dataset: Path = typer.Option(..., exists=True, file_okay=False, help="A BEIR-format folder."),
         split: str = typer.Option("test", help="qrels/<split>.tsv to evaluate on."),
-        mode: list[str] = typer.Option(["hybrid"], help="vector, keyword or hybrid; repeat for several."),
+        mode: list[RetrievalMode] = typer.Option(["hybrid"], help="Repeat for several."),
         max_docs: int | None = typer.Option(None, help="Use a subset of the corpus (judged docs kept)."),
         max_queries: int | None = typer.Option(None, help="Use the first N judged queries."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     ) -> None:
         """nDCG@10 and Recall@100 (trec_eval semantics, via ir-measures) on a BEIR dataset."""
-        modes: list[Mode] = []
-        for m in mode:
-            if m not in ("vector", "keyword", "hybrid"):
-                raise typer.BadParameter(f"--mode must be vector, keyword or hybrid (got {m!r})")
-            modes.append(m)  # type: ignore[arg-type]
+        modes: list[Mode] = [m.value for m in mode]  # type: ignore[misc]
         settings = settings_or_exit()  # type: ignore[operator]
         data = beir.load(dataset, split, max_docs=max_docs, max_queries=max_queries)
         embedder = Container.build(settings).embedder
@@ -65,7 +66,7 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
 
     @bench.command("answers")
     def answers(
-        mode: list[str] = typer.Option(["generative"], help="generative, extractive or auto; repeat for several."),
+        mode: list[AnswerMode] = typer.Option([AnswerMode.GENERATIVE], help="Repeat for several."),
         provider: str | None = typer.Option(None, help="Chat provider (default: RAGCHAT_LLM__PROVIDER)."),
         model: str | None = typer.Option(None, help="Chat model (default: RAGCHAT_LLM__MODEL)."),
         limit: int | None = typer.Option(None, min=1, help="Ask only the first N questions."),
@@ -80,7 +81,7 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         settings = base.model_copy(update={"llm": base.llm.model_copy(update={"max_answer_tokens": max_tokens})})
         asked = answers_bench.load_questions(questions)[:limit]
         targets = [
-            answers_bench.Target(m, provider or settings.llm.provider, model or settings.llm.model) for m in mode
+            answers_bench.Target(m.value, provider or settings.llm.provider, model or settings.llm.model) for m in mode
         ]
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as bar:

@@ -58,3 +58,23 @@ def test_a_folder_that_is_not_beir_is_refused(tmp_path: Path) -> None:
     refused = _bench(tmp_path)
     assert refused.returncode != 0
     assert "corpus.jsonl is missing" in refused.stderr
+
+
+def test_modes_are_choices_checked_before_anything_runs(tmp_path: Path) -> None:
+    """Both benches take --mode as a typer choice: a wrong one is refused with the choices named."""
+    retrieval = _bench(_dataset(tmp_path / "beir"), "--mode", "semantic")
+    assert retrieval.returncode == 2 and "'semantic' is not one of 'vector', 'keyword', 'hybrid'" in _said(retrieval)
+    answers = subprocess.run(
+        [sys.executable, "-m", "app", "bench", "answers", "--mode", "creative", "--limit", "1"],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert answers.returncode == 2
+    assert "'creative' is not one of 'generative', 'extractive', 'auto'" in _said(answers)
+
+
+def _said(run: subprocess.CompletedProcess[str]) -> str:
+    """The error as one line, without the box and line breaks rich draws around it."""
+    return " ".join(run.stderr.replace("│", " ").split())
