@@ -54,6 +54,8 @@ def test_a_malformed_question_line_is_reported_with_its_line_number(tmp_path: Pa
         ("Effective from 1st February 2024.", [r"re:\b1(st)?\s+february\s+2024"], True),
         ("Effective from 1 March 2023.", [r"re:\b1(st)?\s+february\s+2024"], False),
         ("The range is \u221220 °C to +50 °C.", [r"re:-\s?20\s?°?\s?c?\s*(to|and|-)\s*\+?\s?50"], True),
+        ("It weighs 310g and costs 48p a mile.", ["310"], True),  # a unit may follow a number directly
+        ("It weighs 1310g.", ["310"], False),
         ("The Rotterdam office has 1,800 sensors [4].", ["4", "four"], False),  # a citation marker is no fact
         ("1. Glasgow has 12 meeting rooms.\n4. The station is near.", ["4", "four"], False),  # nor a list number
         ("1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12. 13. 14. 15. 16. 17. 18. 19. 20. 21.", ["20"], False),  # a loop

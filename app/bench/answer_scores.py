@@ -75,11 +75,14 @@ def _content(tokens: Iterable[str]) -> list[str]:
 # -- the fact ----------------------------------------------------------------------------------
 def matches(answer: str, form: str) -> bool:
     """``form`` found in ``answer``: a regex when it starts with ``re:``, else a literal that must not
-    run into neighbouring letters or digits ("4" is not found in "14" nor in "4.5")."""
+    run into neighbouring letters or digits ("4" is not found in "14" nor in "4.5"), except a unit
+    written straight after a number ("310g")."""
     text = normalise(answer)
     if form.startswith("re:"):
         return re.search(form[3:], text, re.IGNORECASE) is not None
-    pattern = r"(?<![a-z0-9])(?<!\d\.)" + re.escape(normalise(form)) + r"(?![a-z0-9]|[.,]\d)"
+    literal = normalise(form)
+    after = r"(?![0-9]|[.,]\d)" if literal[-1:].isdigit() else r"(?![a-z0-9]|[.,]\d)"  # "310g" says 310
+    pattern = r"(?<![a-z0-9])(?<!\d\.)" + re.escape(literal) + after
     return re.search(pattern, text) is not None
 
 

@@ -88,9 +88,18 @@ StreamEvent = TextDelta | Usage
 
 @dataclass(frozen=True)
 class GenerationOptions:
+    """How to sample an answer. A sampling knob left None takes the model's own default, which its
+    adapter declares as ``generation_defaults`` (what keeps a 135M model from looping would only
+    hurt a large one); an adapter whose vendor has no such knob ignores it."""
+
     max_tokens: int = 384
     temperature: float = 0.2
     stop: tuple[str, ...] = ()
+    top_p: float | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None  # llama.cpp/Ollama: divides the logits of recent tokens
+    frequency_penalty: float | None = None  # OpenAI-style: grows with each repetition
+    presence_penalty: float | None = None
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SMOLLM2 = "SmolLM2-135M-Instruct"
+SAMPLING_KNOBS = ("top_p", "min_p", "repeat_penalty", "frequency_penalty", "presence_penalty")
+# Per shipped model, chosen by measurement on benchmarks/answers (benchmarks/answer_sweep.py;
+# docs/BENCHMARKS.md). SmolLM2-135M: a mild repeat penalty stops most loops ("the source of the
+# source of…": 8 of 25 answers → 3 with the shipped prompt); stronger ones (1.3, or a frequency
+# penalty) also penalise copying the sources' own numbers and names, and fewer answers hold the
+# fact. top_p/min_p are llama.cpp's own defaults, written down so an upgrade cannot move them.
+GENERATION_DEFAULTS: dict[str, GenerationOptions] = {
+    SMOLLM2: GenerationOptions(top_p=0.95, min_p=0.05, repeat_penalty=1.1),
+}
 
 
 def shipped_models() -> dict[str, Path]:
@@ -77,9 +86,19 @@ class LocalChatModel:
 
     provider = "local"
 
-    def __init__(self, model: str, path: Path, *, context_window: int = 2048, threads: int = 0) -> None:
+    def __init__(
+        self,
+        model: str,
+        path: Path,
+        *,
+        context_window: int = 2048,
+        threads: int = 0,
+        generation_defaults: GenerationOptions | None = None,
+    ) -> None:
         self.model = model
         self.context_window = context_window
+        # Sampling knobs a request leaves unset (None) come from here, then from llama.cpp.
+        self.generation_defaults = generation_defaults or GENERATION_DEFAULTS.get(model, GenerationOptions())
         self._tokenizer = GGUFTokenizer(f"gguf:{model}", self._loaded)
         self.tokenizer: Tokenizer = self._tokenizer
         self.load_seconds: float | None = None
@@ -209,6 +228,7 @@ class LocalChatModel:
                 prompt=prompt,
                 max_tokens=options.max_tokens,
                 temperature=options.temperature,
+                **sampling(options, self.generation_defaults),
                 # llama-cpp-python otherwise draws seeds from a sequence with a fixed start, so every
                 # server start would replay the same "random" answers in the same order.
                 seed=random.getrandbits(32),
@@ -232,6 +252,18 @@ class LocalChatModel:
         self.last_timings = clock.timings(len(prompt))
         log.debug("%s: %s", self.model, self.last_timings)
         emit(Usage(prompt_tokens=len(prompt), completion_tokens=clock.sampled))
+
+
+def sampling(options: GenerationOptions, defaults: GenerationOptions) -> dict[str, Any]:
+    """llama-cpp-python's sampling arguments: each knob the request sets, else the model's default;
+    knobs neither sets keep llama.cpp's own defaults."""
+    chosen: dict[str, Any] = {}
+    for knob in SAMPLING_KNOBS:
+        value = getattr(options, knob)
+        value = getattr(defaults, knob) if value is None else value
+        if value is not None:
+            chosen[knob] = value
+    return chosen
 
 
 class _TokenClock:
