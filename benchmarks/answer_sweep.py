@@ -88,6 +88,8 @@ CONFIGS = [
     Config("current / llama.cpp defaults / evidence", evidence=True),
     Config("system / rp1.1 / evidence", RP11, layout=SYSTEM, evidence=True),
     Config("question-last / rp1.1 / evidence", RP11, layout="question-last", evidence=True),
+    Config("system / llama.cpp defaults / evidence", layout=SYSTEM, evidence=True),
+    Config("question-last / llama.cpp defaults / evidence", layout="question-last", evidence=True),
 ]
 
 

@@ -33,6 +33,23 @@ async def test_a_knob_changes_the_output_and_a_request_overrides_the_models_defa
     assert (await collect(model.stream(LOOPY, replace(GREEDY, repeat_penalty=1.0)))).text == plain
 
 
+HOTELS = [
+    Message("system", "You answer questions using the user's documents. Answer briefly, using only the sources."),
+    Message(
+        "user",
+        '<source id="1" document="travel-policy-2023.md">London: £180 Rest of the UK: £120</source>\n\n'
+        "Question: What is the maximum hotel rate per night in the UK outside London under the 2023 travel policy?",
+    ),
+]
+
+
+async def test_the_repeat_penalty_spares_digits(model: LocalChatModel) -> None:
+    """The answer restates "2023", then must write "£120": llama.cpp's own penalty made it "£18"."""
+    model.generation_defaults = GenerationOptions()
+    penalised = (await collect(model.stream(HOTELS, replace(GREEDY, max_tokens=40, repeat_penalty=1.1)))).text
+    assert "2023" in penalised and "£120" in penalised, penalised
+
+
 def test_the_shipped_model_declares_its_measured_defaults() -> None:
     built = LocalChatModel(SMOLLM2, shipped_models()[SMOLLM2])
     assert built.generation_defaults == GENERATION_DEFAULTS.get(SMOLLM2, GenerationOptions())

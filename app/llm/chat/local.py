@@ -31,6 +31,7 @@ from app.errors import ProviderError, ProviderUnavailableError
 from app.llm.base import GenerationOptions, Message, StreamEvent, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream
 from app.llm.chat.gguf import ChatTemplate, GGUFTokenizer
+from app.llm.chat.penalty import RepeatPenalty, digit_tokens
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -39,11 +40,12 @@ log = logging.getLogger(__name__)
 
 SMOLLM2 = "SmolLM2-135M-Instruct"
 SAMPLING_KNOBS = ("top_p", "min_p", "repeat_penalty", "frequency_penalty", "presence_penalty")
-# Per shipped model, chosen by measurement on benchmarks/answers (benchmarks/answer_sweep.py;
-# docs/BENCHMARKS.md). SmolLM2-135M: a mild repeat penalty stops most loops ("the source of the
-# source of…": 8 of 25 answers → 3 with the shipped prompt); stronger ones (1.3, or a frequency
-# penalty) also penalise copying the sources' own numbers and names, and fewer answers hold the
-# fact. top_p/min_p are llama.cpp's own defaults, written down so an upgrade cannot move them.
+# Per shipped model, chosen by measurement on benchmarks/answers (benchmarks/answer_sweep.py, 25
+# questions). SmolLM2-135M: a mild repeat penalty, digits spared (app/llm/chat/penalty.py), cuts its
+# loops with the shipped prompt from 10 answers to 4; with short sources it does not cost facts
+# (15 answers hold the fact vs 14 without it; llama.cpp's own penalty, digits included: 12).
+# Stronger penalties (1.3, frequency 0.5) hold fewer facts; greedy decoding gained nothing.
+# top_p/min_p are llama.cpp's own defaults, written down so an upgrade cannot move them.
 GENERATION_DEFAULTS: dict[str, GenerationOptions] = {
     SMOLLM2: GenerationOptions(top_p=0.95, min_p=0.05, repeat_penalty=1.1),
 }
@@ -108,6 +110,7 @@ class LocalChatModel:
         self._threads = threads or max(1, (os.cpu_count() or 2) // 2)
         self._llama: Llama | None = None
         self._template: ChatTemplate | None = None
+        self._digits: frozenset[int] = frozenset()
         self._load_lock = threading.Lock()
         self._generation_lock = threading.Lock()
 
@@ -189,6 +192,7 @@ class LocalChatModel:
                 f"cannot load the local model {self.model} from {self._path}: {exc}", provider=self.provider
             ) from exc
         self._template = ChatTemplate(llama)
+        self._digits = digit_tokens(lambda text: llama.tokenize(text.encode(), add_bos=False, special=False))
         self.load_seconds = time.perf_counter() - started
         log.info("loaded %s in %.2f s (%d threads)", self.model, self.load_seconds, self._threads)
         return llama
@@ -217,18 +221,25 @@ class LocalChatModel:
         cancelled: threading.Event,
         emit: Callable[[StreamEvent | BaseException | None], None],
     ) -> None:
-        from llama_cpp import StoppingCriteriaList
+        from llama_cpp import LogitsProcessorList, StoppingCriteriaList
 
         llama, template = self._loaded(), self._template
         assert template is not None
         clock = _TokenClock(cancelled)
+        knobs = sampling(options, self.generation_defaults)
+        # Our own repeat penalty, not llama.cpp's: it must spare digits (app/llm/chat/penalty.py).
+        penalty = knobs.pop("repeat_penalty", 1.0)
+        processors = (
+            LogitsProcessorList([RepeatPenalty(penalty, len(prompt), self._digits)]) if penalty != 1.0 else None
+        )
         chunks = cast(
             Iterator[dict[str, Any]],
             llama.create_completion(
                 prompt=prompt,
                 max_tokens=options.max_tokens,
                 temperature=options.temperature,
-                **sampling(options, self.generation_defaults),
+                **knobs,
+                logits_processor=processors,
                 # llama-cpp-python otherwise draws seeds from a sequence with a fixed start, so every
                 # server start would replay the same "random" answers in the same order.
                 seed=random.getrandbits(32),
