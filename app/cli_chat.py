@@ -7,13 +7,12 @@ import sys
 
 import typer
 from rich.console import Console
-from sqlalchemy import select
 
 from app.container import Container
 from app.db.models import Citation
 from app.errors import RagchatError
 from app.rag.answer_mode import AnswerMode
-from app.services import projects, sessions, trace_model
+from app.services import batches, projects, sessions, trace_model
 from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
 
@@ -38,7 +37,7 @@ async def _ask(container: Container, session_id: int, question: str) -> int:
             code = 1
         elif isinstance(event, DoneEvent):
             sys.stdout.write("\n")
-            message = sessions.message(container.db, event.message_id)
+            message = sessions.message(container.store, event.message_id)
             trace = trace_model.parse(message.trace)
             _explain(trace, message.content)
             for cite in sorted(_citations(container, event.message_id), key=lambda c: (c.marker, c.id)):
@@ -68,8 +67,7 @@ def _explain(trace: trace_model.RetrievalTrace | None, stored: str) -> None:
 
 
 def _citations(container: Container, message_id: int) -> list[Citation]:
-    with container.db.read() as db:
-        return list(db.scalars(select(Citation).where(Citation.message_id == message_id)))
+    return batches.citations_by_message(container.store, [message_id])[0]
 
 
 def register(cli: typer.Typer, settings_or_exit: object) -> None:
@@ -93,15 +91,14 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
             if session is None:
-                with container.db.read() as db:
-                    found = projects.by_name(db, project or "")
+                found = projects.find(container.store, project or "")
                 if found is None:
                     raise typer.BadParameter(f"no knowledge base named {project!r}")
                 changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
                 settings = container.settings
-                session = sessions.create(container.db, settings, container.chat_models, found.id, changes).id
+                session = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
             elif mode is not None:
-                sessions.update(container.db, container.chat_models, session, SessionChanges(answer_mode=mode))
+                sessions.update(container.store, container.chat_models, session, SessionChanges(answer_mode=mode))
             code = asyncio.run(_ask(container, session, question))
         except RagchatError as exc:
             console.print(f"[red]{exc.message}[/]")

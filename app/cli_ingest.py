@@ -11,9 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from app.container import Container
-from app.rag.ingest import FileResult, Ingestor, IngestSummary, Source
+from app.rag.ingest import FileResult, IngestSummary, Source
 from app.rag.parsing import KINDS_BY_EXTENSION
-from app.services import projects
+from app.services import documents, projects
 
 console = Console(stderr=True)
 DEMO_DIR = Path(__file__).resolve().parents[1] / "docs" / "demo"
@@ -34,7 +34,7 @@ def collect(paths: list[Path]) -> Iterator[Path]:
 
 
 def ingest_paths(container: Container, project: str, paths: list[Path]) -> IngestSummary:
-    project_row, created = projects.get_or_create(container.db, project)
+    project_row, created = projects.get_or_create(container.store, project)
     if created:
         console.print(f"created knowledge base [bold]{project_row.name}[/]")
     files = list(collect(paths))
@@ -57,8 +57,8 @@ def ingest_paths(container: Container, project: str, paths: list[Path]) -> Inges
             if result.status == "failed":
                 bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
 
-        summary = Ingestor(container.db, container.embedder, container.settings.ingest).ingest(
-            project_row.id, sources, advance
+        summary = documents.ingest(
+            container.store, container.embedder, container.settings.ingest, project_row.id, sources, advance
         )
     print_summary(summary)
     return summary
@@ -103,13 +103,12 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
 
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            with container.db.read() as db:
-                found = projects.by_name(db, project)
+            found = projects.find(container.store, project)
             if found is None:
                 raise typer.BadParameter(f"no knowledge base named {project!r}")
             with Progress(TextColumn("[bold]re-embedding"), MofNCompleteColumn(), console=console) as bar:
-                task = bar.add_task("chunks", total=projects.stats(container.db, [found.id])[found.id].chunks)
-                label = run_reindex(container.db, found.id, container.embedder, lambda n: bar.advance(task, n))
+                task = bar.add_task("chunks", total=projects.stats(container.store, [found.id])[found.id].chunks)
+                label = run_reindex(container.store, found.id, container.embedder, lambda n: bar.advance(task, n))
             console.print(f"{found.name} now searches {label}")
         finally:
             container.close()

@@ -22,13 +22,13 @@ class Container:
     def __init__(
         self,
         settings: Settings,
-        db: Database,
+        store: Database,
         *,
         embedder: Embedder | None = None,
         chat_models: ChatModels | None = None,
     ) -> None:
         self.settings = settings
-        self.db = db
+        self.store = store
         self._embedder = embedder
         self._chat_models = chat_models
         self._chat: ChatService | None = None
@@ -56,7 +56,7 @@ class Container:
             if self._chat is None:
                 from app.services.chat import ChatService
 
-                self._chat = ChatService(self.db, self.settings, lambda: self.embedder, self.chat_models)
+                self._chat = ChatService(self.store, self.settings, lambda: self.embedder, self.chat_models)
             return self._chat
 
     @property
@@ -73,7 +73,7 @@ class Container:
         close = getattr(self._embedder, "close", None)  # remote embedders hold HTTP clients
         if close is not None:
             close()
-        self.db.dispose()
+        self.store.dispose()
 
     async def aclose(self) -> None:
         """Close provider HTTP clients, then the database."""

@@ -80,7 +80,7 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
         sql = SqlClock()
         with live(settings, embedder, Models(model)) as server:
             session = create_session(server.api, kb.project_id, provider="fake", model="scripted", threshold=0.0)
-            sql.attach(server.container.db.engine)
+            sql.attach(server.container.store.engine)
 
             def turn(r: int) -> float:
                 clock.take()
@@ -101,7 +101,7 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
                 question, vector = questions[r % len(questions)], query_vectors[r % len(questions)]
                 return common.timed(
                     lambda: retrieve(
-                        server.container.db, embedder, kb.project_id, question, params, query_vector=vector
+                        server.container.store, embedder, kb.project_id, question, params, query_vector=vector
                     )
                 )[0]
 

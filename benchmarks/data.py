@@ -156,12 +156,12 @@ def knowledge_base(cfg: Config, n: int) -> KnowledgeBase:
             stale.unlink()
         log.info("building a knowledge base of %d chunks in %s (cached afterwards)", n, path)
         _build(path, vectors)
-    db = Database.from_url(f"sqlite:///{path}")
+    store = Database.from_url(f"sqlite:///{path}")
     try:
-        with db.read() as session:
-            pid, space_id = session.connection().exec_driver_sql("SELECT project_id, id FROM embedding_spaces").one()
+        with store.read() as db:
+            pid, space_id = db.connection().exec_driver_sql("SELECT project_id, id FROM embedding_spaces").one()
     finally:
-        db.dispose()
+        store.dispose()
     return KnowledgeBase(path, int(pid), f"vec_space_{space_id}", vectors, np.arange(1, n + 1, dtype=np.int64))
 
 
@@ -171,24 +171,24 @@ def _build(path: Path, vectors: np.ndarray) -> None:
         leftover.unlink(missing_ok=True)
     url = f"sqlite:///{partial}"
     migrate.upgrade(url)
-    db = Database.from_url(url)
+    store = Database.from_url(url)
     try:
-        with db.write() as session:
-            conn = session.connection()
+        with store.write() as db:
+            conn = db.connection()
             conn.exec_driver_sql(
                 "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'bench', '', ?, ?)",
                 (_NOW, _NOW),
             )
-            table = spaces.ensure_space(session, 1, LOCAL_SPACE).table
+            table = spaces.ensure_space(db, 1, LOCAL_SPACE).table
         pool = texts()
         for start, stop in _batches(len(vectors), 20_000):
-            with db.write() as session:
-                _write_chunks(session.connection(), pool, start, stop)
-                vector_store.put(session, table, list(range(start + 1, stop + 1)), vectors[start:stop])
-        with db.write() as session:
-            session.connection().exec_driver_sql("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+            with store.write() as db:
+                _write_chunks(db.connection(), pool, start, stop)
+                vector_store.put(db, table, list(range(start + 1, stop + 1)), vectors[start:stop])
+        with store.write() as db:
+            db.connection().exec_driver_sql("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
     finally:
-        db.dispose()
+        store.dispose()
     checkpoint = Database.from_url(url)
     with checkpoint.engine.connect() as conn:
         conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -97,13 +97,13 @@ def run(cfg: Config) -> dict[str, Any]:
             def bare(r: int) -> tuple[float, float]:
                 question = questions[r % len(questions)]
                 retrieval = common.timed(
-                    lambda: retrieve(server.container.db, embedder, kb.project_id, question, params)
+                    lambda: retrieve(server.container.store, embedder, kb.project_id, question, params)
                 )
                 asyncio.run(_first_token(local, flush, GenerationOptions(max_tokens=1)))
                 own = asyncio.run(_first_token(local, model.sent[-1], options))
                 return retrieval[0], own
 
-            retrieve(server.container.db, embedder, kb.project_id, questions[0], params)  # the index loads
+            retrieve(server.container.store, embedder, kb.project_id, questions[0], params)  # the index loads
             measured: dict[str, list[float]] = {"client": [], "retrieval": [], "model": []}
             for r in range(1, count + 1):
                 measured["client"].append(client(r))

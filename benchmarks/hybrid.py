@@ -63,7 +63,7 @@ def fts_first(stopwords: bool) -> Callable[[Session, int, str, int], list[tuple[
     return search
 
 
-def shipped_plan(db: Database, project_id: int, question: str, limit_s: float) -> dict[str, Any]:
+def shipped_plan(store: Database, project_id: int, question: str, limit_s: float) -> dict[str, Any]:
     """The shipped keyword query's plan, and one search timed (aborted after ``limit_s``)."""
     captured: list[tuple[str, Any]] = []
 
@@ -71,26 +71,24 @@ def shipped_plan(db: Database, project_id: int, question: str, limit_s: float) -
         if "chunks_fts MATCH" in statement:
             captured.append((statement, parameters))
 
-    event.listen(db.engine, "before_cursor_execute", capture)
+    event.listen(store.engine, "before_cursor_execute", capture)
     started = time.perf_counter()
     finished = True
     try:
-        with db.read() as session, _time_limit(session, limit_s):
-            keyword.search(session, project_id, question, K)
+        with store.read() as db, _time_limit(db, limit_s):
+            keyword.search(db, project_id, question, K)
     except Exception as exc:  # interrupted by the time limit
         if "interrupt" not in str(exc):
             raise
         finished = False
     finally:
-        event.remove(db.engine, "before_cursor_execute", capture)
+        event.remove(store.engine, "before_cursor_execute", capture)
     seconds = time.perf_counter() - started
     plan: list[str] = []
     if captured:
-        with db.read() as session:
+        with store.read() as db:
             statement, parameters = captured[0]
-            plan = [
-                row[-1] for row in session.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)
-            ]
+            plan = [row[-1] for row in db.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
     chunks_first = _chunks_first(plan)
     return {"plan": plan, "chunks_first": chunks_first, "seconds": seconds, "finished": finished}
 
@@ -103,8 +101,8 @@ def _chunks_first(plan: list[str]) -> bool:
 
 
 @contextmanager
-def _time_limit(session: Session, seconds: float) -> Iterator[None]:
-    raw = session.connection().connection.driver_connection
+def _time_limit(db: Session, seconds: float) -> Iterator[None]:
+    raw = db.connection().connection.driver_connection
     deadline = time.perf_counter() + seconds
     raw.set_progress_handler(lambda: int(time.perf_counter() > deadline), 10_000)  # type: ignore[union-attr]
     try:
@@ -115,7 +113,7 @@ def _time_limit(session: Session, seconds: float) -> Iterator[None]:
 
 def measure(cfg: Config, n: int, questions: list[str], vectors: Any, count: int, fixed: bool) -> dict[str, Any]:
     kb = data.knowledge_base(cfg, n)
-    db = Database.from_url(kb.url)
+    store = Database.from_url(kb.url)
     embedder = QueryVectorsOnly(data.LOCAL_SPACE)
 
     def search(mode: str, patch: Callable[..., Any] | None) -> Callable[[int], float]:
@@ -125,7 +123,7 @@ def measure(cfg: Config, n: int, questions: list[str], vectors: Any, count: int,
             with mock.patch.object(keyword, "search", patch) if patch else _nothing():
                 return common.timed(
                     lambda: retrieve(
-                        db,
+                        store,
                         embedder,
                         kb.project_id,
                         questions[r % len(questions)],
@@ -147,7 +145,7 @@ def measure(cfg: Config, n: int, questions: list[str], vectors: Any, count: int,
             },
         )
     finally:
-        db.dispose()
+        store.dispose()
     return {
         "n": n,
         "times_ms": {name: common.summary(values) for name, values in times.items()},

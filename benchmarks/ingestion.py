@@ -31,8 +31,8 @@ log = logging.getLogger("benchmarks")
 def _fresh(folder: Path, name: str) -> tuple[Database, int]:
     url = f"sqlite:///{folder / name}"
     migrate.upgrade(url)
-    db = Database.from_url(url)
-    return db, projects.create(db, "bench").id
+    store = Database.from_url(url)
+    return store, projects.create(store, "bench").id
 
 
 def run(cfg: Config) -> dict[str, Any]:
@@ -45,11 +45,11 @@ def run(cfg: Config) -> dict[str, Any]:
     settings = IngestSettings()
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         folder = Path(tmp)
-        db, pid = _fresh(folder, "warm.db")
-        Ingestor(db, embedder, settings).ingest(pid, sources)  # loads the model; gives the chunk texts
-        with db.read() as session:
-            texts = [row[0] for row in session.connection().exec_driver_sql("SELECT text FROM chunks ORDER BY id")]
-        db.dispose()
+        store, pid = _fresh(folder, "warm.db")
+        Ingestor(store, embedder, settings).ingest(pid, sources)  # loads the model; gives the chunk texts
+        with store.read() as db:
+            texts = [row[0] for row in db.connection().exec_driver_sql("SELECT text FROM chunks ORDER BY id")]
+        store.dispose()
         log.info("ingestion: %d files, %d chunks, %d rounds", len(files), len(texts), count)
 
         def raw(r: int) -> float:

@@ -65,7 +65,7 @@ def _scratch(cfg: Config, kb: data.KnowledgeBase) -> Path:
     return path
 
 
-def _options(cfg: Config, kb: data.KnowledgeBase, db: Database, scratch: Any, tmp: Path) -> dict[str, Search]:
+def _options(cfg: Config, kb: data.KnowledgeBase, store: Database, scratch: Any, tmp: Path) -> dict[str, Search]:
     matrix, ids = kb.vectors, kb.ids
     bits = np.packbits(matrix > 0, axis=1)
     mapped_path = tmp / "vectors.npy"
@@ -73,8 +73,8 @@ def _options(cfg: Config, kb: data.KnowledgeBase, db: Database, scratch: Any, tm
     mapped = np.load(mapped_path, mmap_mode="r")
 
     def ragchat(q: np.ndarray) -> list[int]:
-        with db.read() as session:
-            return [cid for cid, _ in vector_store.knn(session, kb.table, q, K)]
+        with store.read() as db:
+            return [cid for cid, _ in vector_store.knn(db, kb.table, q, K)]
 
     def sql(query: str, over: int = 1) -> Search:
         def search(q: np.ndarray) -> list[int]:
@@ -127,11 +127,11 @@ def run(cfg: Config) -> dict[str, Any]:
     _, vectors = data.query_vectors(cfg, cfg.pick(50, 20, 4))
     kb = data.knowledge_base(cfg, n)
     log.info("vector search options at N=%d", n)
-    db = Database.from_url(kb.url)
+    store = Database.from_url(kb.url)
     engine = make_engine(f"sqlite:///{_scratch(cfg, kb)}")
     try:
         with engine.connect() as scratch, tempfile.TemporaryDirectory() as tmp:
-            options = _options(cfg, kb, db, scratch, Path(tmp))
+            options = _options(cfg, kb, store, scratch, Path(tmp))
             for search in options.values():
                 search(vectors[0])  # warm: the index loads, pages come into the cache
             measures = {
@@ -148,7 +148,7 @@ def run(cfg: Config) -> dict[str, Any]:
                 for name, search in options.items()
             }
     finally:
-        db.dispose()
+        store.dispose()
         engine.dispose()
     base = times["numpy brute force"]
     results = [

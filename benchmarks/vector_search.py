@@ -50,15 +50,15 @@ def exact_top(matrix: np.ndarray, ids: np.ndarray, query: np.ndarray, k: int) ->
 
 def measure(cfg: Config, n: int, queries: list[str], vectors: np.ndarray, count: int) -> dict[str, Any]:
     kb = data.knowledge_base(cfg, n)
-    db = Database.from_url(kb.url)
+    store = Database.from_url(kb.url)
     try:
-        return _measure(kb, db, queries, vectors, count)
+        return _measure(kb, store, queries, vectors, count)
     finally:
-        db.dispose()
+        store.dispose()
 
 
 def _measure(
-    kb: data.KnowledgeBase, db: Database, queries: list[str], vectors: np.ndarray, count: int
+    kb: data.KnowledgeBase, store: Database, queries: list[str], vectors: np.ndarray, count: int
 ) -> dict[str, Any]:
     embedder = QueryVectorsOnly(data.LOCAL_SPACE)
     params = RetrievalParams(mode="vector", top_k=10, threshold=-1.0, candidates=K)
@@ -66,22 +66,22 @@ def _measure(
 
     def search(r: int) -> Any:
         return retrieve(
-            db, embedder, kb.project_id, queries[r % len(queries)], params, query_vector=vectors[r % len(vectors)]
+            store, embedder, kb.project_id, queries[r % len(queries)], params, query_vector=vectors[r % len(vectors)]
         )
 
     load_seconds, _ = common.timed(lambda: search(0))  # the first search loads the index
-    with db.read() as session:
-        index_bytes = vector_index.view_for(session, kb.table, vector_store.space_id_of(kb.table))[0].matrix.nbytes
+    with store.read() as db:
+        index_bytes = vector_index.view_for(db, kb.table, vector_store.space_id_of(kb.table))[0].matrix.nbytes
 
     def knn(r: int) -> Any:
-        with db.read() as session:
-            return vector_store.knn(session, kb.table, vectors[r % len(vectors)], K)
+        with store.read() as db:
+            return vector_store.knn(db, kb.table, vectors[r % len(vectors)], K)
 
     def vec0(r: int) -> Any:
         blob = vectors[r % len(vectors)].tobytes()
-        with db.read() as session:
+        with store.read() as db:
             sql = f"SELECT rowid, distance FROM {kb.table} WHERE embedding MATCH ? AND k = ? ORDER BY distance"
-            return session.connection().exec_driver_sql(sql, (blob, K)).all()
+            return db.connection().exec_driver_sql(sql, (blob, K)).all()
 
     def clocked(fn: Callable[[int], Any]) -> Callable[[int], float]:
         return lambda r: common.timed(lambda: fn(r))[0]

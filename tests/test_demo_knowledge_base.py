@@ -78,16 +78,15 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Answ
 
 
 async def _ask_all(container: Container) -> dict[str, Answer]:
-    with container.db.read() as db:
-        demo = projects.by_name(db, DEMO_PROJECT)
+    demo = projects.find(container.store, DEMO_PROJECT)
     assert demo is not None
     found = {}
     for question, _, _ in QUESTIONS:
-        chat = sessions.create(container.db, container.settings, container.chat_models, demo.id, SessionChanges())
+        chat = sessions.create(container.store, container.settings, container.chat_models, demo.id, SessionChanges())
         turn = await container.chat.start(chat.id, question)
         events = [event async for event in container.chat.run(turn)]
         assert isinstance(events[-1], DoneEvent), events[-1]
-        with container.db.read() as db:
+        with container.store.read() as db:
             text = db.get_one(ChatMessage, events[-1].message_id).content
             cites = list(db.scalars(select(Citation).where(Citation.message_id == events[-1].message_id)))
         found[question] = Answer(text, {c.document_name for c in cites}, {c.kind for c in cites})

@@ -124,8 +124,8 @@ def run(
         try:
             for target in targets:
                 container.chat_models.validate(target.provider, target.model)
-            pid = projects.create(container.db, "bench answers").id
-            ingested = Ingestor(container.db, container.embedder, scratch.ingest).ingest(
+            pid = projects.create(container.store, "bench answers").id
+            ingested = Ingestor(container.store, container.embedder, scratch.ingest).ingest(
                 pid, [Source.from_bytes(p.name, p.read_bytes()) for p in files]
             )
             if failed := [f"{f.name}: {f.error}" for f in ingested.files if f.status == "failed"]:
@@ -169,7 +169,7 @@ async def _ask_all(
     result = Run(target)
     for item in questions:
         changes = replace(SessionChanges(title=item.id, provider=target.provider, model=target.model), **mode)
-        session = sessions.create(container.db, container.settings, container.chat_models, pid, changes)
+        session = sessions.create(container.store, container.settings, container.chat_models, pid, changes)
         started = time.perf_counter()
         first: float | None = None
         turn = await container.chat.start(session.id, item.question)
@@ -194,7 +194,7 @@ def _score(
     first_token_ms: float | None,
     answer_ms: float,
 ) -> Answer:
-    with container.db.read() as db:
+    with container.store.read() as db:
         message = db.get(ChatMessage, message_id)
         assert message is not None
         cited = list(db.scalars(select(Citation).where(Citation.message_id == message_id)))

@@ -62,13 +62,13 @@ def run(
         migrate.upgrade(scratch.database_url)
         container = Container.build(scratch)
         try:
-            pid = projects.create(container.db, "bench").id
+            pid = projects.create(container.store, "bench").id
             sources = [
                 Source.from_bytes(f"{doc_id}.txt", document_text(*body).encode())
                 for doc_id, body in dataset.corpus.items()
             ]
             started = time.perf_counter()
-            summary = Ingestor(container.db, embedder, scratch.ingest).ingest(pid, sources, progress)
+            summary = Ingestor(container.store, embedder, scratch.ingest).ingest(pid, sources, progress)
             result.timings["ingest"] = time.perf_counter() - started
             result.chunks = sum(f.chunks for f in summary.files)
             started = time.perf_counter()
@@ -98,7 +98,7 @@ def _search(
     run_: dict[str, dict[str, float]] = {}
     best: dict[str, dict[str, float]] = {}
     for qid, text in dataset.queries.items():
-        found = retrieve(container.db, embedder, pid, text, params, query_vector=vectors[qid])
+        found = retrieve(container.store, embedder, pid, text, params, query_vector=vectors[qid])
         docs: dict[str, float] = {}
         scores: dict[str, float] = {}
         for position, cand in enumerate(found.candidates):

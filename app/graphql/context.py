@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.requests import HTTPConnection
 from strawberry.fastapi import BaseContext
 from strawberry.types import Info as StrawberryInfo
 
@@ -25,10 +25,14 @@ class Context(BaseContext):
 Info = StrawberryInfo[Context, Any]
 
 
-def context_getter(current: Callable[[], Container]) -> Callable[[], Awaitable[Context]]:
-    """A FastAPI dependency that builds a fresh Context for each request or websocket."""
+def container_of(connection: HTTPConnection) -> Container:
+    """The process's container, put in ``app.state`` by the lifespan (app/main.py)."""
+    container = getattr(connection.app.state, "container", None)
+    if not isinstance(container, Container):
+        raise RuntimeError("no container in app.state: the app is used outside its lifespan")
+    return container
 
-    async def get_context() -> Context:
-        return Context(current())
 
-    return get_context
+async def get_context(connection: HTTPConnection) -> Context:
+    """Strawberry's context getter, a FastAPI dependency: a fresh Context for each request or websocket."""
+    return Context(container_of(connection))

@@ -28,7 +28,7 @@ def _loader(fn: Callable[[list[int]], Sequence[V]]) -> DataLoader[int, V]:
 
 class Loaders:
     def __init__(self, container: Container) -> None:
-        store = container.db
+        store = container.store
         self.project = _loader(partial(batches.projects_by_id, store))
         self.project_stats = _loader(partial(batches.project_stats, store))
         self.documents_by_project = _loader(partial(batches.documents_by_project, store))

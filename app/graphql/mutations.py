@@ -70,9 +70,17 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
     container = info.context.container
 
     def run() -> UploadReport:
-        summary = documents.ingest(container, parse_id(project_id, "projectId"), files)
+        settings = container.settings
+        summary = documents.ingest_uploads(
+            container.store,
+            container.embedder,
+            settings.ingest,
+            settings.api.max_upload_bytes,
+            parse_id(project_id, "projectId"),
+            files,
+        )
         ids = [f.document_id for f in summary.files if f.document_id]
-        docs = {d.id: types.Document.of(d) for d in documents.get_many(container.db, ids)}
+        docs = {d.id: types.Document.of(d) for d in documents.get_many(container.store, ids)}
         return _report(summary, docs)
 
     return await call(run)
@@ -82,17 +90,17 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
 class Mutation:
     @strawberry.mutation(description="Create a knowledge base.")
     async def create_project(self, info: Info, input: CreateProjectInput) -> ProjectMutationResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(lambda: types.Project.of(projects.create(store, input.name, input.description)))
 
     @strawberry.mutation
     async def rename_project(self, info: Info, id: strawberry.ID, name: str) -> ProjectMutationResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(lambda: types.Project.of(projects.rename(store, parse_id(id, "id"), name)))
 
     @strawberry.mutation(description="Delete a knowledge base with its documents, vectors and chat sessions.")
     async def delete_project(self, info: Info, id: strawberry.ID) -> DeleteResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(deleting(lambda pid: projects.delete(store, pid), id))
 
     @strawberry.mutation(
@@ -113,7 +121,7 @@ class Mutation:
 
     @strawberry.mutation
     async def delete_document(self, info: Info, id: strawberry.ID) -> DeleteResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(deleting(lambda did: documents.delete(store, did), id))
 
     @strawberry.mutation(description="Start a chat session; RAG settings you omit take the server's defaults.")
@@ -124,7 +132,7 @@ class Mutation:
         changes = (input or ChatSessionInput()).changes()
         return await call(
             lambda: types.ChatSession.of(
-                sessions.create(c.db, c.settings, c.chat_models, parse_id(project_id, "projectId"), changes)
+                sessions.create(c.store, c.settings, c.chat_models, parse_id(project_id, "projectId"), changes)
             )
         )
 
@@ -134,12 +142,12 @@ class Mutation:
     async def update_chat_session(self, info: Info, id: strawberry.ID, input: ChatSessionInput) -> ChatSessionResult:
         c = info.context.container
         return await call(
-            lambda: types.ChatSession.of(sessions.update(c.db, c.chat_models, parse_id(id, "id"), input.changes()))
+            lambda: types.ChatSession.of(sessions.update(c.store, c.chat_models, parse_id(id, "id"), input.changes()))
         )
 
     @strawberry.mutation
     async def delete_chat_session(self, info: Info, id: strawberry.ID) -> DeleteResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(deleting(lambda sid: sessions.delete(store, sid), id))
 
     @strawberry.mutation(
@@ -156,10 +164,10 @@ class Mutation:
         container = info.context.container
         try:
             sid = parse_id(session_id, "sessionId")
-            message_id = await chat_turns.complete(container, sid, content, client_message_id)
+            message_id = await chat_turns.complete(container.chat.live, sid, content, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
-        return await call(lambda: types.ChatMessage.of(sessions.message(container.db, message_id)))
+        return await call(lambda: types.ChatMessage.of(sessions.message(container.store, message_id)))
 
     @strawberry.mutation(description="Generate an assistant message again (after a failure, or to try anew).")
     async def regenerate_message(
@@ -171,7 +179,7 @@ class Mutation:
         container = info.context.container
         try:
             mid = parse_id(message_id, "messageId")
-            done = await chat_turns.complete_regenerate(container, mid, client_message_id)
+            done = await chat_turns.complete_regenerate(container.chat.live, mid, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
-        return await call(lambda: types.ChatMessage.of(sessions.message(container.db, done)))
+        return await call(lambda: types.ChatMessage.of(sessions.message(container.store, done)))

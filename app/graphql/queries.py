@@ -75,12 +75,12 @@ class Query:
 
     @strawberry.field(description="Server health: versions and migration state.")
     async def health(self, info: Info) -> types.Health:
-        found = await anyio.to_thread.run_sync(health.check, info.context.container.db)
+        found = await anyio.to_thread.run_sync(health.check, info.context.container.store)
         return types.Health(**vars(found))
 
     @strawberry.field(description="All knowledge bases, by name.")
     async def projects(self, info: Info) -> list[types.Project]:
-        rows = await anyio.to_thread.run_sync(projects.list_all, info.context.container.db)
+        rows = await anyio.to_thread.run_sync(projects.list_all, info.context.container.store)
         return [types.Project.of(r) for r in rows]
 
     @strawberry.field
@@ -90,7 +90,7 @@ class Query:
 
     @strawberry.field
     async def document(self, info: Info, id: strawberry.ID) -> DocumentResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
     @strawberry.field(description="Chat sessions, most recently active first; optionally of one knowledge base.")
@@ -101,18 +101,18 @@ class Query:
         limit = page_size(first, "first", ctx.container.settings.api.max_page_size)
         pid = parse_id(project_id, "projectId") if project_id is not None else None
         rows = await anyio.to_thread.run_sync(
-            lambda: sessions.list_for(ctx.container.db, pid, limit=limit, offset=max(offset, 0))
+            lambda: sessions.list_for(ctx.container.store, pid, limit=limit, offset=max(offset, 0))
         )
         return [types.ChatSession.of(r) for r in rows]
 
     @strawberry.field
     async def chat_session(self, info: Info, id: strawberry.ID) -> ChatSessionResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(lambda: types.ChatSession.of(sessions.get(store, parse_id(id, "id"))))
 
     @strawberry.field
     async def message(self, info: Info, id: strawberry.ID) -> MessageResult:
-        store = info.context.container.db
+        store = info.context.container.store
         return await call(lambda: types.ChatMessage.of(sessions.message(store, parse_id(id, "id"))))
 
     @strawberry.field(description="Search a knowledge base directly. threshold defaults to the server's.")
@@ -129,7 +129,9 @@ class Query:
         return await call(
             lambda: search_results(
                 search.search(
-                    container,
+                    container.store,
+                    container.embedder,
+                    container.settings,
                     parse_id(project_id, "projectId"),
                     query,
                     top_k=top_k,
@@ -155,7 +157,15 @@ class Query:
         container = info.context.container
         return await call(
             lambda: search_results(
-                search.preview(container, parse_id(session_id, "sessionId"), message, top_k=top_k, threshold=threshold)
+                search.preview(
+                    container.store,
+                    container.embedder,
+                    container.settings,
+                    parse_id(session_id, "sessionId"),
+                    message,
+                    top_k=top_k,
+                    threshold=threshold,
+                )
             ),
             raising=UNREADABLE,
         )

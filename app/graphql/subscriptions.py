@@ -138,7 +138,7 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
             degraded=event.degraded,
         )
     if isinstance(event, DoneEvent):
-        store = info.context.container.db
+        store = info.context.container.store
         try:
             row = await anyio.to_thread.run_sync(sessions.message, store, event.message_id)
         except NotFoundError:  # stored, then deleted with its session before it could be sent

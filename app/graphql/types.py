@@ -98,7 +98,7 @@ class Document:
     async def chunks(self, info: Info, first: int = 50, offset: int = 0) -> list[Chunk]:
         limit = page_size(first, "first", info.context.container.settings.api.max_page_size)
         start = page_offset(offset)
-        store = info.context.container.db
+        store = info.context.container.store
         rows = await anyio.to_thread.run_sync(lambda: documents.chunks(store, int(self.id), limit=limit, offset=start))
         return [Chunk.of(r) for r in rows]
 
@@ -285,7 +285,7 @@ class ChatSession:
     async def messages(self, info: Info, last: int = 50, before: strawberry.ID | None = None) -> list[ChatMessage]:
         limit = page_size(last, "last", info.context.container.settings.api.max_page_size)
         before_id = parse_id(before, "before") if before is not None else None
-        store = info.context.container.db
+        store = info.context.container.store
         rows = await anyio.to_thread.run_sync(
             lambda: sessions.messages(store, int(self.id), limit=limit, before_id=before_id)
         )

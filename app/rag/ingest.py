@@ -88,8 +88,8 @@ class _Plan:
 class Ingestor:
     """Ingests sources into one project with one embedder."""
 
-    def __init__(self, db: Database, embedder: Embedder, settings: IngestSettings) -> None:
-        self.db = db
+    def __init__(self, store: Database, embedder: Embedder, settings: IngestSettings) -> None:
+        self.store = store
         self.embedder = embedder
         self.settings = settings
 
@@ -150,7 +150,7 @@ class Ingestor:
             too_big = f"file is {len(data)} bytes; the limit is {self.settings.max_file_bytes}"
             return partial(self._fail, project_id, source.name, data, too_big)
         content_hash = sha256(data)
-        with self.db.read() as db:
+        with self.store.read() as db:
             existing = _document(db, project_id, source.name)
             if existing is not None and existing.content_hash == content_hash and existing.status == "ready":
                 return FileResult(source.name, "unchanged", existing.id, chunks=existing.chunk_count)
@@ -196,7 +196,7 @@ class Ingestor:
             self._record(summary, result, progress)
 
     def _write(self, project_id: int, plan: _Plan, vectors: object) -> FileResult:
-        with self.db.write() as db:
+        with self.store.write() as db:
             _project_still_there(db, project_id)
             space = spaces.ensure_space(db, project_id, self.embedder.space)
             doc = _document(db, project_id, plan.source.name)
@@ -229,7 +229,7 @@ class Ingestor:
         """Record why a file failed. A document that was ingested before keeps its last good version."""
         if existing is not None and existing.status == "ready":
             return FileResult(name, "failed", existing.id, existing.chunk_count, error=reason)
-        with self.db.write() as db:
+        with self.store.write() as db:
             _project_still_there(db, project_id)
             doc = _document(db, project_id, name)
             if doc is None:

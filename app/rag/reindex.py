@@ -20,48 +20,50 @@ from app.rag import spaces, vector_store
 BATCH = 256
 
 
-def _building(db: Database, project_id: int, embedder: Embedder) -> tuple[int, str]:
-    with db.write() as session:
-        for row in session.scalars(
+def _building(store: Database, project_id: int, embedder: Embedder) -> tuple[int, str]:
+    with store.write() as db:
+        for row in db.scalars(
             select(EmbeddingSpace).where(EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == "building")
         ).all():
             if spaces.space_id_of(row) == embedder.space:
                 return row.id, row.table  # resume
-            spaces.drop_space(session, row)  # an abandoned build for another model
-        row = spaces.create_space(session, project_id, embedder.space, status="building")
+            spaces.drop_space(db, row)  # an abandoned build for another model
+        row = spaces.create_space(db, project_id, embedder.space, status="building")
         return row.id, row.table
 
 
-def _fill(db: Database, project_id: int, table: str, embedder: Embedder, progress: Callable[[int], None]) -> None:
+def _fill(store: Database, project_id: int, table: str, embedder: Embedder, progress: Callable[[int], None]) -> None:
     while True:
-        with db.read() as session:
-            ids = vector_store.missing_ids(session, table, project_id, BATCH)
-            texts = {cid: text for cid, text in session.execute(select(Chunk.id, Chunk.text).where(Chunk.id.in_(ids)))}
+        with store.read() as db:
+            ids = vector_store.missing_ids(db, table, project_id, BATCH)
+            texts = {cid: text for cid, text in db.execute(select(Chunk.id, Chunk.text).where(Chunk.id.in_(ids)))}
         if not ids:
             return
         vectors = embedder.embed([texts[i] for i in ids])
-        with db.write() as session:
-            alive = set(session.scalars(select(Chunk.id).where(Chunk.id.in_(ids))))
+        with store.write() as db:
+            alive = set(db.scalars(select(Chunk.id).where(Chunk.id.in_(ids))))
             keep = [n for n, cid in enumerate(ids) if cid in alive]
-            vector_store.put(session, table, [ids[n] for n in keep], vectors[keep])
+            vector_store.put(db, table, [ids[n] for n in keep], vectors[keep])
         progress(len(ids))
 
 
-def reindex(db: Database, project_id: int, embedder: Embedder, progress: Callable[[int], None] = lambda n: None) -> str:
+def reindex(
+    store: Database, project_id: int, embedder: Embedder, progress: Callable[[int], None] = lambda n: None
+) -> str:
     """Returns the label of the space now active."""
-    with db.read() as session:
-        current = spaces.active_space(session, project_id)
+    with store.read() as db:
+        current = spaces.active_space(db, project_id)
         if current is not None and spaces.space_id_of(current) == embedder.space:
             return current.label
-    space_id, table = _building(db, project_id, embedder)
-    _fill(db, project_id, table, embedder, progress)
-    with db.write() as session:
-        if not vector_store.missing_ids(session, table, project_id, 1):
-            old = spaces.active_space(session, project_id)
+    space_id, table = _building(store, project_id, embedder)
+    _fill(store, project_id, table, embedder, progress)
+    with store.write() as db:
+        if not vector_store.missing_ids(db, table, project_id, 1):
+            old = spaces.active_space(db, project_id)
             if old is not None:
-                spaces.drop_space(session, old)
-            new = session.get(EmbeddingSpace, space_id)
+                spaces.drop_space(db, old)
+            new = db.get(EmbeddingSpace, space_id)
             assert new is not None
             new.status = "active"
             return new.label
-    return reindex(db, project_id, embedder, progress)  # chunks arrived after the fill: catch up again
+    return reindex(store, project_id, embedder, progress)  # chunks arrived after the fill: catch up again

@@ -111,7 +111,7 @@ def embed_query(embedder: Embedder, query: str) -> Vectors:
 
 
 def retrieve(
-    db: Database,
+    store: Database,
     embedder: Embedder,
     project_id: int,
     query: str,
@@ -127,18 +127,18 @@ def retrieve(
     if query_vector is None:
         with _timed(t, "embed"):
             query_vector = embed_query(embedder, query)
-    with db.read() as session:
-        space = spaces.active_space(session, project_id)
+    with store.read() as db:
+        space = spaces.active_space(db, project_id)
         if space is None:  # nothing ingested yet
             return result
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
-        vector_hits, keyword_hits = _rankings(session, space.table, project_id, query, query_vector, result)
+        vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result)
         with _timed(t, "score"):
             ids = list(dict.fromkeys([cid for cid, _ in vector_hits] + [cid for cid, _ in keyword_hits]))
-            scores = _scores(session, space.table, query_vector, ids, dict(vector_hits), result)
+            scores = _scores(db, space.table, query_vector, ids, dict(vector_hits), result)
         with _timed(t, "load"):
-            rows = _load(session, project_id, ids)
+            rows = _load(db, project_id, ids)
     with _timed(t, "rank"):
         result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result)
         _apply_threshold_and_top_k(result.candidates, params)
@@ -146,7 +146,7 @@ def retrieve(
 
 
 def _rankings(
-    session: Session,
+    db: Session,
     table: str,
     project_id: int,
     query: str,
@@ -159,19 +159,19 @@ def _rankings(
     if params.mode in ("vector", "hybrid"):
         with _timed(result.timings_ms, "vector"):
             try:
-                vector_hits = vector_store.knn(session, table, query_vector, params.candidates)
+                vector_hits = vector_store.knn(db, table, query_vector, params.candidates)
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
                 result.degraded.append(f"vector search failed ({exc.orig}); used keyword search only")
                 result.mode = "keyword"
     if result.mode in ("keyword", "hybrid"):
         with _timed(result.timings_ms, "keyword"):
-            keyword_hits = keyword.search(session, project_id, query, params.candidates)
+            keyword_hits = keyword.search(db, project_id, query, params.candidates)
     return vector_hits, keyword_hits
 
 
 def _scores(
-    session: Session,
+    db: Session,
     table: str,
     query_vector: Vectors,
     ids: list[int],
@@ -181,17 +181,17 @@ def _scores(
     """Exact cosine for every candidate from its stored vector, so a chunk scores the same whichever
     ranking found it (KNN distances are float32 and would differ in the last digits)."""
     try:
-        return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(session, table, ids)))
+        return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
     except DBAPIError as exc:
         result.degraded.append(f"could not read stored vectors to score candidates ({exc.orig})")
         return dict(knn_scores)
 
 
-def _load(session: Session, project_id: int, ids: list[int]) -> dict[int, tuple]:
+def _load(db: Session, project_id: int, ids: list[int]) -> dict[int, tuple]:
     if not ids:
         return {}
     rows = (
-        session.connection()
+        db.connection()
         .exec_driver_sql(
             "SELECT c.id, c.document_id, d.name, c.text, c.char_start, c.char_end, c.line_start, c.line_end, "
             "c.page, c.heading_path FROM chunks c JOIN documents d ON d.id = c.document_id "

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from app.container import Container
-from app.services.chat_live import Listener
+from app.services.chat_live import Listener, LiveTurns
 
 
 def _connection_lost() -> bool:
@@ -21,13 +20,12 @@ async def _drain(listener: Listener) -> int:
     return listener.answer_id
 
 
-async def complete(container: Container, session_id: int, content: str, client_key: str | None = None) -> int:
-    """Ask and wait; returns the assistant message id (its status says complete or failed).
-    With ``client_key``, a repeat returns the turn it started (waiting for it if still running)."""
-    live = container.chat.live
-    return await _drain(await live.chat(session_id, content, client_key, lost=_connection_lost))
+async def complete(live: LiveTurns, chat_id: int, content: str, client_key: str | None = None) -> int:
+    """Ask in chat session ``chat_id`` and wait; returns the assistant message id (its status says
+    complete or failed). With ``client_key``, a repeat returns the turn it started (waiting for it
+    if still running)."""
+    return await _drain(await live.chat(chat_id, content, client_key, lost=_connection_lost))
 
 
-async def complete_regenerate(container: Container, message_id: int, client_key: str | None = None) -> int:
-    live = container.chat.live
+async def complete_regenerate(live: LiveTurns, message_id: int, client_key: str | None = None) -> int:
     return await _drain(await live.regenerate(message_id, client_key, lost=_connection_lost))

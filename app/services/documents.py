@@ -1,21 +1,20 @@
-"""Documents of a knowledge base: list, look up, delete."""
+"""Documents of a knowledge base: ingest, list, look up, delete."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import Chunk, Document
 from app.errors import IngestError, NotFoundError, ValidationError
-from app.rag.ingest import Ingestor, IngestSummary, Source
+from app.llm.base import Embedder
+from app.rag.ingest import FileResult, Ingestor, IngestSummary, Source
 from app.rag.parsing import detect_kind
 from app.rag.sanitize import clean_name
 from app.services import projects
-
-if TYPE_CHECKING:
-    from app.container import Container
+from app.settings import IngestSettings
 
 
 def get(store: Database, document_id: int) -> Document:
@@ -80,12 +79,30 @@ def check_uploads(files: list[tuple[str, bytes]], max_bytes: int) -> list[tuple[
     return checked
 
 
-def ingest(container: Container, project_id: int, files: list[tuple[str, bytes]]) -> IngestSummary:
-    files = check_uploads(files, container.settings.api.max_upload_bytes)
-    with container.db.read() as db:
-        projects.get(db, project_id)
-    ingestor = Ingestor(container.db, container.embedder, container.settings.ingest)
-    return ingestor.ingest(project_id, [Source.from_bytes(name, data) for name, data in files])
+def ingest(
+    store: Database,
+    embedder: Embedder,
+    settings: IngestSettings,
+    project_id: int,
+    sources: list[Source],
+    progress: Callable[[FileResult], None] | None = None,
+) -> IngestSummary:
+    """Add or update ``sources`` in a knowledge base (unchanged files are skipped)."""
+    projects.get(store, project_id)
+    return Ingestor(store, embedder, settings).ingest(project_id, sources, progress)
+
+
+def ingest_uploads(
+    store: Database,
+    embedder: Embedder,
+    settings: IngestSettings,
+    max_upload_bytes: int,
+    project_id: int,
+    files: list[tuple[str, bytes]],
+) -> IngestSummary:
+    """Uploaded files (name, bytes), checked first: names, sizes, kinds."""
+    files = check_uploads(files, max_upload_bytes)
+    return ingest(store, embedder, settings, project_id, [Source.from_bytes(name, data) for name, data in files])
 
 
 def get_many(store: Database, ids: list[int]) -> list[Document]:

@@ -23,11 +23,11 @@ class Health:
     head_revision: str
 
 
-def check(db: Database) -> Health:
+def check(store: Database) -> Health:
     """Raises :class:`StorageError` when the database cannot be opened."""
     try:
-        found = versions(db.engine)
-        current = migrate.current_revision(db.engine)
+        found = versions(store.engine)
+        current = migrate.current_revision(store.engine)
     except DBAPIError as exc:
         raise StorageError(f"the database cannot be opened: {exc.orig}") from exc
     head = migrate.head_revision()

@@ -46,15 +46,28 @@ def _unique(db: Session, name: str, except_id: int | None = None) -> None:
         raise ConflictError(f"a knowledge base named {name!r} already exists")
 
 
-def get(db: Session, project_id: int) -> Project:
+def require(db: Session, project_id: int) -> Project:
+    """The project, inside a transaction another service opened (it must still exist when that
+    transaction writes); raises :class:`NotFoundError`."""
     project = db.get(Project, project_id)
     if project is None:
         raise NotFoundError("project", project_id)
     return project
 
 
-def by_name(db: Session, name: str) -> Project | None:
+def _by_name(db: Session, name: str) -> Project | None:
     return db.scalar(select(Project).where(func.lower(Project.name) == func.lower(" ".join(name.split()))))
+
+
+def get(store: Database, project_id: int) -> Project:
+    with store.read() as db:
+        return require(db, project_id)
+
+
+def find(store: Database, name: str) -> Project | None:
+    """The project named ``name`` (compared case-insensitively, spaces collapsed), if any."""
+    with store.read() as db:
+        return _by_name(db, name)
 
 
 def create(store: Database, name: str, description: str = "") -> Project:
@@ -68,15 +81,14 @@ def create(store: Database, name: str, description: str = "") -> Project:
 
 
 def get_or_create(store: Database, name: str) -> tuple[Project, bool]:
-    with store.read() as db:
-        found = by_name(db, name)
+    found = find(store, name)
     return (found, False) if found is not None else (create(store, name), True)
 
 
 def rename(store: Database, project_id: int, name: str) -> Project:
     name = clean_name(name)
     with store.write() as db:
-        project = get(db, project_id)
+        project = require(db, project_id)
         _unique(db, name, except_id=project_id)
         project.name = name
         db.flush()
@@ -86,7 +98,7 @@ def rename(store: Database, project_id: int, name: str) -> Project:
 def delete(store: Database, project_id: int) -> None:
     """Delete a knowledge base with its documents, chunks, vectors and chat sessions."""
     with store.write() as db:
-        project = get(db, project_id)
+        project = require(db, project_id)
         spaces.drop_project_spaces(db, project_id)
         db.delete(project)
 

@@ -2,49 +2,63 @@
 
 from __future__ import annotations
 
-from app.container import Container
+from app.db.database import Database
 from app.errors import ValidationError
+from app.llm.base import Embedder
 from app.rag.retrieval import Mode, RetrievalParams, RetrievalResult, retrieve
 from app.rag.sanitize import clean_message
 from app.services import projects, sessions
 from app.services.sessions import SessionChanges, validate_changes
+from app.settings import Settings
 
 
-def params(container: Container, *, top_k: int, threshold: float, mode: Mode) -> RetrievalParams:
+def params(settings: Settings, *, top_k: int, threshold: float, mode: Mode) -> RetrievalParams:
     validate_changes(SessionChanges(top_k=top_k, threshold=threshold))
-    return RetrievalParams.for_session(container.settings.rag, top_k=top_k, threshold=threshold, mode=mode)
+    return RetrievalParams.for_session(settings.rag, top_k=top_k, threshold=threshold, mode=mode)
 
 
 def search(
-    container: Container, project_id: int, query: str, *, top_k: int, threshold: float | None, mode: Mode
+    store: Database,
+    embedder: Embedder,
+    settings: Settings,
+    project_id: int,
+    query: str,
+    *,
+    top_k: int,
+    threshold: float | None,
+    mode: Mode,
 ) -> RetrievalResult:
-    text = _query(container, query)
-    with container.db.read() as db:
-        projects.get(db, project_id)
-    chosen = container.settings.rag.threshold if threshold is None else threshold
-    return retrieve(
-        container.db, container.embedder, project_id, text, params(container, top_k=top_k, threshold=chosen, mode=mode)
-    )
+    text = _query(settings, query)
+    projects.get(store, project_id)
+    chosen = settings.rag.threshold if threshold is None else threshold
+    return retrieve(store, embedder, project_id, text, params(settings, top_k=top_k, threshold=chosen, mode=mode))
 
 
 def preview(
-    container: Container, session_id: int, message: str, *, top_k: int | None, threshold: float | None
+    store: Database,
+    embedder: Embedder,
+    settings: Settings,
+    chat_id: int,
+    message: str,
+    *,
+    top_k: int | None,
+    threshold: float | None,
 ) -> RetrievalResult:
-    """What the session would retrieve for ``message`` under its settings (or the overrides being
-    tuned), with no LLM call."""
-    text = _query(container, message)
-    session = sessions.get(container.db, session_id)
+    """What the chat session ``chat_id`` would retrieve for ``message`` under its settings (or the
+    overrides being tuned), with no LLM call."""
+    text = _query(settings, message)
+    chat = sessions.get(store, chat_id)
     chosen = params(
-        container,
-        top_k=session.top_k if top_k is None else top_k,
-        threshold=session.threshold if threshold is None else threshold,
-        mode=container.settings.rag.mode,
+        settings,
+        top_k=chat.top_k if top_k is None else top_k,
+        threshold=chat.threshold if threshold is None else threshold,
+        mode=settings.rag.mode,
     )
-    return retrieve(container.db, container.embedder, session.project_id, text, chosen)
+    return retrieve(store, embedder, chat.project_id, text, chosen)
 
 
-def _query(container: Container, query: str) -> str:
+def _query(settings: Settings, query: str) -> str:
     try:
-        return clean_message(query, container.settings.chat.max_message_chars)
+        return clean_message(query, settings.chat.max_message_chars)
     except ValidationError as exc:
         raise ValidationError("query", exc.reason) from None

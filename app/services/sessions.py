@@ -76,7 +76,7 @@ def create(
     models.validate(provider, model)
     defaults = settings.rag
     with store.write() as db:
-        projects.get(db, project_id)
+        projects.require(db, project_id)
         row = ChatSession(
             project_id=project_id,
             title=(changes.title or "New chat").strip(),

@@ -52,11 +52,11 @@ def test_database_folder_is_created_on_demand(tmp_path) -> None:  # type: ignore
 def test_write_rolls_back_everything_on_error(container: Container) -> None:
     from app.db.models import Project
 
-    with pytest.raises(RuntimeError), container.db.write() as db:
+    with pytest.raises(RuntimeError), container.store.write() as db:
         db.add(Project(name="half"))
         db.flush()
         raise RuntimeError("boom")
-    with container.db.read() as db:
+    with container.store.read() as db:
         assert db.query(Project).count() == 0
 
 

@@ -19,7 +19,7 @@ def _kb(api: Api, name: str = "kb") -> str:
 
 
 def _count(container: Container, table: str) -> int:
-    with container.db.read() as db:
+    with container.store.read() as db:
         return int(db.connection().exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
 
 
@@ -225,7 +225,7 @@ def test_providers_query(api: Api) -> None:
 
 
 def test_unexpected_errors_are_masked_with_a_request_id(api: Api, fake_container: Container) -> None:
-    with fake_container.db.write() as db:
+    with fake_container.store.write() as db:
         db.connection().exec_driver_sql("DROP TABLE chat_messages")
     body = api.raw("{ chatSessions { id } projects { id } }").json()
     assert (body["data"]["projects"] == [] and body["data"]["chatSessions"] == []) or "errors" not in body

@@ -43,7 +43,7 @@ def _events(ws: Ws, query: str, **variables: Any) -> list[dict[str, Any]]:
 
 
 def _messages(container: Container, session_id: str) -> list[tuple[str, str, str]]:
-    with container.db.read() as db:
+    with container.store.read() as db:
         rows = db.connection().exec_driver_sql(
             "SELECT role, status, content FROM chat_messages WHERE session_id = ? ORDER BY id", (int(session_id),)
         )
@@ -170,7 +170,7 @@ def test_regenerating_with_a_key_twice_regenerates_once(api: Api, model: FakeCha
 
 
 def _status(container: Container, message_id: str) -> tuple[str, str | None]:
-    with container.db.read() as db:
+    with container.store.read() as db:
         row = db.connection().exec_driver_sql(
             "SELECT status, error FROM chat_messages WHERE id = ?", (int(message_id),)
         )

@@ -19,11 +19,11 @@ def _statements(container: Container, api: Api) -> int:
         if not statement.startswith(("BEGIN", "PRAGMA")):
             seen.append(statement)
 
-    event.listen(container.db.engine, "before_cursor_execute", count)
+    event.listen(container.store.engine, "before_cursor_execute", count)
     try:
         data = api.run(LIST)
     finally:
-        event.remove(container.db.engine, "before_cursor_execute", count)
+        event.remove(container.store.engine, "before_cursor_execute", count)
     assert all(s["lastMessage"]["citations"] for s in data["chatSessions"])
     return len(seen)
 

@@ -74,7 +74,7 @@ def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
     message_id = int(retrieval["messageId"])
 
     def ended() -> tuple[str, str] | None:
-        with fake_container.db.read() as db:
+        with fake_container.store.read() as db:
             query = "SELECT status, error FROM chat_messages WHERE id = ?"
             status, error = db.connection().exec_driver_sql(query, (message_id,)).one()
         return (status, error) if status != "streaming" else None

@@ -86,7 +86,7 @@ def _message(api: Api) -> str:
 
 
 def _store(container: Container, message_id: str, trace: object) -> None:
-    with container.db.write() as db:
+    with container.store.write() as db:
         row = db.get(ChatMessage, int(message_id))
         assert row is not None and row.role == "assistant"
         row.trace = trace  # type: ignore[assignment]  # a corrupt row may hold anything JSON
@@ -141,7 +141,7 @@ def test_a_corrupt_or_unknown_trace_reads_as_null_and_is_logged(
 
 def test_a_fresh_trace_round_trips_through_the_model(api: Api, fake_container: Container) -> None:
     mid = _message(api)
-    with fake_container.db.read() as db:
+    with fake_container.store.read() as db:
         row = db.get(ChatMessage, int(mid))
         assert row is not None
         raw = row.trace

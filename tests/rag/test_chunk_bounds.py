@@ -49,13 +49,13 @@ def test_text_the_tokenizer_drops_still_counts_towards_the_length() -> None:
 
 def test_the_ingested_chunks_honour_the_character_setting(container: Container) -> None:
     container.settings.ingest.max_chunk_chars = 1000
-    pid = projects.create(container.db, "kb").id
+    pid = projects.create(container.store, "kb").id
     text = ("alpha" + " " * 900 + "beta ") * 50
-    result = Ingestor(container.db, FakeEmbedder(), container.settings.ingest).ingest(
+    result = Ingestor(container.store, FakeEmbedder(), container.settings.ingest).ingest(
         pid, [Source.from_bytes("spaced.txt", text.encode())]
     )
     assert result.files[0].status == "added", result.files[0].error
-    with container.db.read() as db:
+    with container.store.read() as db:
         longest = db.connection().exec_driver_sql("SELECT max(length(text)) FROM chunks").scalar_one()
     assert 0 < longest <= 1000
 

@@ -11,14 +11,14 @@ PARAGRAPHS = [f"Paragraph {i} talks about topic number {i} in some depth. " * 12
 
 
 def _count(container: Container, sql: str) -> int:
-    with container.db.read() as db:
+    with container.store.read() as db:
         return int(db.connection().exec_driver_sql(sql).scalar_one())
 
 
 def _setup(container: Container) -> tuple[Ingestor, FakeEmbedder, int]:
     embedder = FakeEmbedder()
-    pid = projects.create(container.db, "kb").id
-    return Ingestor(container.db, embedder, container.settings.ingest), embedder, pid
+    pid = projects.create(container.store, "kb").id
+    return Ingestor(container.store, embedder, container.settings.ingest), embedder, pid
 
 
 def test_add_then_unchanged_is_a_no_op(container: Container) -> None:
@@ -50,7 +50,7 @@ def test_changed_file_re_embeds_only_changed_chunks(container: Container) -> Non
     assert result.removed >= 1
     after = _count(container, "SELECT count(*) FROM chunks")
     assert _count(container, "SELECT count(*) FROM vec_space_1") == after == result.chunks
-    with container.db.read() as db:
+    with container.store.read() as db:
         texts = [r[0] for r in db.connection().exec_driver_sql("SELECT text FROM chunks ORDER BY ordinal")]
     assert "penguins" in " ".join(texts) and "topic number 6 " not in " ".join(texts)
     fts = _count(container, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'penguins'")
@@ -69,7 +69,7 @@ def test_vanished_chunks_take_their_vectors_and_index_entries(container: Contain
 def test_deleting_a_document_removes_chunks_and_vectors(container: Container) -> None:
     ingestor, _, pid = _setup(container)
     summary = ingestor.ingest(pid, [Source.from_bytes("a.txt", b"alpha text"), Source.from_bytes("b.txt", b"beta")])
-    documents.delete(container.db, summary.files[0].document_id or 0)
+    documents.delete(container.store, summary.files[0].document_id or 0)
     assert _count(container, "SELECT count(*) FROM chunks") == 1
     assert _count(container, "SELECT count(*) FROM vec_space_1") == 1
 
@@ -87,7 +87,7 @@ def test_a_bad_file_is_reported_and_the_batch_goes_on(container: Container) -> N
     )
     assert [f.status for f in summary.files] == ["added", "failed", "failed", "added"]
     assert all(f.error for f in summary.files if f.status == "failed")
-    with container.db.read() as db:
+    with container.store.read() as db:
         rows = db.connection().exec_driver_sql("SELECT name, status, error, chunk_count FROM documents").all()
     failed = {r[0]: r for r in rows if r[1] == "failed"}
     assert set(failed) == {"binary.txt", "empty.md"} and all(r[3] == 0 for r in failed.values())
@@ -98,7 +98,7 @@ def test_a_failed_update_keeps_the_last_good_version(container: Container) -> No
     ingestor.ingest(pid, [Source.from_bytes("a.txt", b"good version")])
     result = ingestor.ingest(pid, [Source.from_bytes("a.txt", b"\x00\x00 broken")]).files[0]
     assert result.status == "failed" and result.error
-    with container.db.read() as db:
+    with container.store.read() as db:
         status, text = (
             db.connection()
             .exec_driver_sql("SELECT d.status, c.text FROM documents d JOIN chunks c ON c.document_id = d.id")

@@ -25,13 +25,13 @@ SLOW_PDF = pdf([text_operators(1_000_000)], [0])
 
 
 def _ingest(container: Container, *sources: tuple[str, bytes]) -> IngestSummary:
-    pid = projects.create(container.db, "kb").id
-    ingestor = Ingestor(container.db, FakeEmbedder(), container.settings.ingest)
+    pid = projects.create(container.store, "kb").id
+    ingestor = Ingestor(container.store, FakeEmbedder(), container.settings.ingest)
     return ingestor.ingest(pid, [Source.from_bytes(name, data) for name, data in sources])
 
 
 def _stored(container: Container, name: str) -> Document:
-    with container.db.read() as db:
+    with container.store.read() as db:
         doc = db.query(Document).filter_by(name=name).one()
         db.expunge(doc)
     return doc

@@ -16,8 +16,8 @@ from tests.fakes import FakeEmbedder
 
 
 def _ingest(container: Container, embedder: FakeEmbedder, project: str, files: dict[str, str]) -> int:
-    project_id = projects.get_or_create(container.db, project)[0].id
-    summary = Ingestor(container.db, embedder, container.settings.ingest).ingest(
+    project_id = projects.get_or_create(container.store, project)[0].id
+    summary = Ingestor(container.store, embedder, container.settings.ingest).ingest(
         project_id, [Source.from_bytes(name, text.encode()) for name, text in files.items()]
     )
     assert summary.count("failed") == 0, [f.error for f in summary.files]
@@ -38,8 +38,8 @@ def test_search_never_leaves_its_project(container: Container) -> None:
     b = _ingest(container, embedder, "b", text)
     for mode in ("vector", "keyword", "hybrid"):
         params = RetrievalParams(mode=mode, top_k=10, threshold=0.0)
-        found_a = retrieve(container.db, embedder, a, "penguins in winter", params)
-        found_b = retrieve(container.db, embedder, b, "penguins in winter", params)
+        found_a = retrieve(container.store, embedder, a, "penguins in winter", params)
+        found_b = retrieve(container.store, embedder, b, "penguins in winter", params)
         assert found_a.kept and found_b.kept
         ids_a = {c.chunk_id for c in found_a.candidates}
         ids_b = {c.chunk_id for c in found_b.candidates}
@@ -60,7 +60,7 @@ def _pinned_project(container: Container) -> tuple[FakeEmbedder, int]:
 def test_a_chunk_exactly_at_the_threshold_is_kept(container: Container) -> None:
     embedder, pid = _pinned_project(container)
     result = retrieve(
-        container.db, embedder, pid, "query words", RetrievalParams(mode="vector", top_k=5, threshold=0.5)
+        container.store, embedder, pid, "query words", RetrievalParams(mode="vector", top_k=5, threshold=0.5)
     )
     fates = {c.document_name: (c.score, c.fate) for c in result.candidates}
     assert fates["b.txt"] == (0.5, "kept")
@@ -73,7 +73,7 @@ def test_threshold_applies_before_top_k(container: Container) -> None:
     it is dropped first, and top_k=1 then keeps the next candidate instead of nothing."""
     embedder, pid = _pinned_project(container)
     params = RetrievalParams(mode="hybrid", top_k=1, threshold=0.6, vector_weight=0.1, keyword_weight=5.0)
-    result = retrieve(container.db, embedder, pid, "query words", params)
+    result = retrieve(container.store, embedder, pid, "query words", params)
     assert result.candidates[0].document_name == "b.txt"
     assert result.candidates[0].fate == "below_threshold"
     assert [c.document_name for c in result.kept] == ["a.txt"]
@@ -81,7 +81,7 @@ def test_threshold_applies_before_top_k(container: Container) -> None:
 
 def test_keyword_only_candidates_get_a_real_score(container: Container) -> None:
     embedder, pid = _pinned_project(container)
-    result = retrieve(container.db, embedder, pid, "query words", RetrievalParams(mode="keyword", threshold=0.0))
+    result = retrieve(container.store, embedder, pid, "query words", RetrievalParams(mode="keyword", threshold=0.0))
     (only,) = result.candidates
     assert only.document_name == "b.txt" and only.keyword_rank == 1 and only.vector_rank is None
     assert only.score == 0.5
@@ -89,7 +89,9 @@ def test_keyword_only_candidates_get_a_real_score(container: Container) -> None:
 
 def test_trace_fields_and_ranks(container: Container) -> None:
     embedder, pid = _pinned_project(container)
-    result = retrieve(container.db, embedder, pid, "query words", RetrievalParams(mode="hybrid", top_k=1, threshold=0))
+    result = retrieve(
+        container.store, embedder, pid, "query words", RetrievalParams(mode="hybrid", top_k=1, threshold=0)
+    )
     assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
     assert {c.fate for c in result.candidates} == {"kept", "beyond_top_k"}
     assert set(result.timings_ms) >= {"embed", "vector", "keyword", "score", "load", "rank"}
@@ -102,22 +104,22 @@ def test_mixed_embedding_spaces_are_refused(container: Container) -> None:
     pid = _ingest(container, FakeEmbedder(dimensions=64), "kb", {"a.txt": "some text"})
     other = FakeEmbedder(dimensions=32)
     with pytest.raises(ConflictError, match="ragchat reindex"):
-        retrieve(container.db, other, pid, "text", RetrievalParams())
+        retrieve(container.store, other, pid, "text", RetrievalParams())
     with pytest.raises(ConflictError, match="fake/hash-words@64"):
-        Ingestor(container.db, other, container.settings.ingest).ingest(pid, [Source.from_bytes("b.txt", b"more")])
+        Ingestor(container.store, other, container.settings.ingest).ingest(pid, [Source.from_bytes("b.txt", b"more")])
 
 
 def test_empty_project_returns_nothing(container: Container) -> None:
-    pid = projects.create(container.db, "empty").id
-    assert retrieve(container.db, FakeEmbedder(), pid, "anything", RetrievalParams()).candidates == []
+    pid = projects.create(container.store, "empty").id
+    assert retrieve(container.store, FakeEmbedder(), pid, "anything", RetrievalParams()).candidates == []
 
 
 def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
     embedder = FakeEmbedder()
     pid = _ingest(container, embedder, "kb", {"a.txt": "penguins huddle in winter"})
-    with container.db.write() as db:  # break the vector index on purpose
+    with container.store.write() as db:  # break the vector index on purpose
         db.connection().exec_driver_sql("DROP TABLE vec_space_1")
-    result = retrieve(container.db, embedder, pid, "penguins", RetrievalParams(mode="hybrid", threshold=0.0))
+    result = retrieve(container.store, embedder, pid, "penguins", RetrievalParams(mode="hybrid", threshold=0.0))
     assert result.mode == "keyword"
     assert any("vector search failed" in reason for reason in result.degraded)
     assert [c.document_name for c in result.kept] == ["a.txt"]
@@ -131,8 +133,8 @@ def test_keyword_search_matches_once_then_filters_by_project(container: Containe
     from app.rag import keyword
 
     sent: list[str] = []
-    event.listen(container.db.engine, "before_cursor_execute", lambda _c, _cur, sql, *_: sent.append(sql))
-    with container.db.read() as db:
+    event.listen(container.store.engine, "before_cursor_execute", lambda _c, _cur, sql, *_: sent.append(sql))
+    with container.store.read() as db:
         keyword.search(db, 1, "penguins", 10)
         plan = db.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sent[-1], ('"a"', 1, 10)).all()
     steps = [row[-1] for row in plan]

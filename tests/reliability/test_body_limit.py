@@ -72,7 +72,7 @@ def test_a_declared_length_over_the_limit_is_refused_before_the_body_is_sent(api
 
 def test_a_streamed_body_is_refused_once_it_passes_the_limit(api: Api, small_limit: Container) -> None:
     pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
-    before = row_counts(small_limit.db)
+    before = row_counts(small_limit.store)
     host, port = urlsplit(api.base).netloc.split(":")
     chunk = b"x" * 65536
     sent = 0
@@ -96,7 +96,7 @@ def test_a_streamed_body_is_refused_once_it_passes_the_limit(api: Api, small_lim
     assert b"upload limit of 1048576 bytes" in response
     # The limit, the envelope allowance and what the kernel's buffers hold; not 300 MB.
     assert sent < 16 * LIMIT, sent
-    assert row_counts(small_limit.db) == before
+    assert row_counts(small_limit.store) == before
 
 
 def test_an_httpx_generator_body_stops_being_read_at_the_limit(api: Api, small_limit: Container) -> None:

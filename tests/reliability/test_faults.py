@@ -83,7 +83,7 @@ def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
     api: Api, model: FakeChatModel, embedder: FakeEmbedder, rig: Container
 ) -> None:
     pid, sid = _session(api)
-    before = row_counts(rig.db)
+    before = row_counts(rig.store)
     embedder.fail_with = ProviderUnavailableError("the embedding server is unreachable", provider="fake")
 
     added = api.run(ADD_DOC, p=pid, name="owls.md", text="Barn owls hunt at night.")["addDocument"]
@@ -98,7 +98,7 @@ def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
     )
     assert uploaded["data"]["uploadDocuments"]["__typename"] == "ProviderError"
     assert api.run(SEARCH, p=pid)["search"]["code"] == "provider_unavailable"
-    assert row_counts(rig.db) == before  # nothing half-ingested, not even the unparseable file's record
+    assert row_counts(rig.store) == before  # nothing half-ingested, not even the unparseable file's record
 
     # Chat still answers, without context, and says why.
     model.enqueue("I cannot see your documents right now.")
@@ -132,7 +132,7 @@ def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
     # Whatever the timing, the turn ends: not started (nothing stored) or stored as failed. A free
     # slot alone proves nothing when the client left before the server began the turn.
     def ended() -> bool:
-        with rig.db.read() as db:
+        with rig.store.read() as db:
             streaming = (
                 db.connection()
                 .exec_driver_sql("SELECT count(*) FROM chat_messages WHERE status = 'streaming'")
@@ -141,7 +141,7 @@ def test_a_client_leaving_mid_stream_leaves_a_stored_failure_and_a_free_slot(
         return rig.chat.generations_in_flight == 0 and streaming == 0
 
     wait_until(ended, what="the turn to end and its slot to be released")
-    with rig.db.read() as db:
+    with rig.store.read() as db:
         rows = db.connection().exec_driver_sql("SELECT status, error FROM chat_messages WHERE role = 'assistant'").all()
     assert all(status == "failed" and "cancelled" in error for status, error in rows), rows
     # Gone before the server began the turn: nothing stored. Gone while the question was being stored:

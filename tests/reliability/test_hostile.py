@@ -184,12 +184,12 @@ def test_generated_arguments_get_a_clear_answer_and_failures_write_nothing(
     variables = {key: data.draw(strategy, label=key) for key, strategy in strategies.items()}
     inline = data.draw(st.booleans(), label="as literals")
     body = {"query": _inline(document, variables)} if inline else {"query": document, "variables": variables}
-    before = row_counts(container.db)
+    before = row_counts(container.store)
     # allow_nan: NaN and Infinity go out as bare JSON tokens, which Python's decoder accepts.
     response = api.http.post(
         "/graphql", content=json.dumps(body, allow_nan=True), headers={"content-type": "application/json"}
     )
-    check(response, before, row_counts(container.db))
+    check(response, before, row_counts(container.store))
     CASES["hostile input: generated operations"] += 1
 
 
@@ -220,9 +220,9 @@ SHAPES = {
 def test_deep_aliased_and_malformed_documents_get_clear_answers(hostile: tuple[Api, Container], shape: str) -> None:
     api, container = hostile
     document, refused = SHAPES[shape]
-    before = row_counts(container.db)
+    before = row_counts(container.store)
     response = api.http.post("/graphql", json={"query": document, "operationName": "B" if "name" in shape else None})
-    check(response, before, row_counts(container.db))
+    check(response, before, row_counts(container.store))
     body = response.json()
     if refused:
         assert body.get("errors") or "Error" in json.dumps(body.get("data")), response.text[:300]
@@ -274,9 +274,9 @@ def test_hostile_uploads_are_rejected_or_reported_never_half_written(hostile: tu
     name, payload, expected = UPLOADS[case]
     # A project of its own: the generated cases above may have deleted the shared one.
     project = api.run(CREATE_PROJECT, name=f"uploads {case}")["createProject"]["id"]
-    before = row_counts(container.db)
+    before = row_counts(container.store)
     body = api.upload(UPLOAD, {"variables.files.0": (name, payload)}, {"p": project})
-    after = row_counts(container.db)
+    after = row_counts(container.store)
     result = (body.get("data") or {}).get("uploadDocuments") or {}
     CASES["hostile input: uploads"] += 1
     if expected == "rejected" or not result:
@@ -326,7 +326,7 @@ MULTIPART: dict[str, tuple[str, str, bool]] = {
 def test_malformed_multipart_requests_are_400s_with_a_graphql_error(hostile: tuple[Api, Container], case: str) -> None:
     api, container = hostile
     operations, mapping, with_file = MULTIPART[case]
-    before = row_counts(container.db)
+    before = row_counts(container.store)
     response = api.http.post(
         "/graphql",
         data={"operations": operations, "map": mapping},
@@ -335,7 +335,7 @@ def test_malformed_multipart_requests_are_400s_with_a_graphql_error(hostile: tup
     )
     assert response.status_code == 400, (response.status_code, response.text)
     assert response.json()["errors"][0]["message"], response.text
-    assert row_counts(container.db) == before
+    assert row_counts(container.store) == before
     CASES["hostile input: multipart"] += 1
 
 
@@ -345,9 +345,9 @@ def test_malformed_multipart_requests_are_400s_with_a_graphql_error(hostile: tup
 )
 def test_malformed_json_bodies_are_400s(hostile: tuple[Api, Container], raw: bytes) -> None:
     api, container = hostile
-    before = row_counts(container.db)
+    before = row_counts(container.store)
     response = api.http.post("/graphql", content=raw, headers={"content-type": "application/json"})
     assert response.status_code == 400, (response.status_code, response.text[:300])
     assert response.json()["errors"][0]["message"]
-    assert row_counts(container.db) == before
+    assert row_counts(container.store) == before
     CASES["hostile input: raw bodies"] += 1

@@ -22,7 +22,7 @@ CLEAN_NAME = "report[31mgnp.exe.txt"
 
 
 def _names(container: Container) -> list[str]:
-    with container.db.read() as db:
+    with container.store.read() as db:
         return [row[0] for row in db.connection().exec_driver_sql("SELECT name FROM documents ORDER BY id")]
 
 
@@ -92,7 +92,7 @@ def test_client_errors_are_logged_without_tracebacks(
 def test_unexpected_errors_keep_their_traceback_once(
     api: Api, rig: Container, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with rig.db.write() as db:
+    with rig.store.write() as db:
         db.connection().exec_driver_sql("DROP TABLE chat_messages")
     with caplog.at_level(logging.INFO):
         body = api.raw('{ message(id: "1") { __typename } }').json()

@@ -44,7 +44,7 @@ def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, Co
 
 
 def _chunks_of(container: Container, document_ids: list[str]) -> set[str]:
-    with container.db.read() as db:
+    with container.store.read() as db:
         marks = ",".join("?" * len(document_ids))
         rows = db.connection().exec_driver_sql(
             f"SELECT id FROM chunks WHERE document_id IN ({marks})", tuple(int(d) for d in document_ids)

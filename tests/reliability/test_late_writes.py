@@ -70,7 +70,7 @@ def _session(api: Api, project: str, model: str, text: str) -> str:
 
 def _answer(container: Container, session_id: str) -> tuple[ChatMessage, list[str]]:
     """The session's last message, and its citations' document names and snippets."""
-    with container.db.read() as db:
+    with container.store.read() as db:
         answer = db.scalars(
             select(ChatMessage).where(ChatMessage.session_id == int(session_id)).order_by(ChatMessage.id.desc())
         ).first()
@@ -143,12 +143,12 @@ def test_clients_leaving_at_once_leave_no_answer_streaming(api: Api, rig: Contai
             time.sleep(rng.uniform(0, 0.02))
 
     def settled() -> bool:
-        with rig.db.read() as db:
+        with rig.store.read() as db:
             streaming = db.connection().exec_driver_sql("SELECT count(*) FROM chat_messages WHERE status = 'streaming'")
             return streaming.scalar_one() == 0 and rig.chat.generations_in_flight == 0
 
     wait_until(settled, timeout=5, what="every answer finished and every slot free")
-    with rig.db.read() as db:
+    with rig.store.read() as db:
         rows = db.connection().exec_driver_sql("SELECT role, status FROM chat_messages").all()
     answers = [status for role, status in rows if role == "assistant"]
     assert len(answers) == sum(role == "user" for role, _ in rows)  # each stored question has its answer

@@ -134,7 +134,7 @@ def _refused_as_csrf(response: httpx.Response) -> None:
 
 
 def test_requests_a_cross_site_page_can_send_without_a_preflight_are_refused(api: Api, rig: Container) -> None:
-    before = row_counts(rig.db)
+    before = row_counts(rig.store)
     operations = json.dumps({"query": CREATE.replace("planted", "by-form")})
     http = api.http
     # An auto-submitted HTML form, and fetch(..., {mode: "no-cors", body: formData}).
@@ -145,7 +145,7 @@ def test_requests_a_cross_site_page_can_send_without_a_preflight_are_refused(api
     _refused_as_csrf(http.post("/graphql", content=operations))  # a Blob without a type: no content-type
     _refused_as_csrf(http.get("/graphql", params={"query": SECRET_QUERY}))  # an <img src>
     _refused_as_csrf(http.get("/graphql", params={"query": SECRET_QUERY}, headers={"apollo-require-preflight": ""}))
-    assert row_counts(rig.db) == before
+    assert row_counts(rig.store) == before
 
     # What clients send: JSON (always preflighted cross-site) or one of the two headers.
     assert http.post("/graphql", json={"query": CREATE}).status_code == 200
@@ -159,15 +159,15 @@ def test_requests_a_cross_site_page_can_send_without_a_preflight_are_refused(api
         headers={"Apollo-Require-Preflight": "true"},
     )
     assert multipart.status_code == 200 and multipart.json()["data"]["createProject"]["__typename"] == "Project"
-    assert row_counts(rig.db)["projects"] == before["projects"] + 2
+    assert row_counts(rig.store)["projects"] == before["projects"] + 2
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://localhost:1", "https://127.0.0.1"])
 def test_a_foreign_origin_is_refused_on_http_and_websockets(api: Api, rig: Container, origin: str) -> None:
-    before = row_counts(rig.db)
+    before = row_counts(rig.store)
     response = api.http.post("/graphql", json={"query": CREATE}, headers={"origin": origin})
     assert response.status_code == 403 and "Origin" in response.json()["errors"][0]["message"]
-    assert row_counts(rig.db) == before
+    assert row_counts(rig.store) == before
     assert not ws_connects(api.base, Origin=origin)
     CASES["perimeter: refused requests"] += 1
     CASES["perimeter: refused websockets"] += 1
@@ -204,12 +204,12 @@ def test_a_listed_cors_origin_may_use_http_and_the_websocket(rig: Container) -> 
 def test_an_unknown_host_is_refused_on_http_and_the_websocket_handshake(api: Api, rig: Container) -> None:
     port = urlsplit(api.base).port
     evil = f"evil.example:{port}"
-    before = row_counts(rig.db)
+    before = row_counts(rig.store)
     # A rebinding page is same-origin with itself: its Host and Origin agree.
     response = api.http.post("/graphql", json={"query": CREATE}, headers={"host": evil, "origin": f"http://{evil}"})
     assert response.status_code == 400 and "RAGCHAT_API__ALLOWED_HOSTS" in response.json()["errors"][0]["message"]
     assert api.http.get("/healthz", headers={"host": evil}).status_code == 400
-    assert row_counts(rig.db) == before
+    assert row_counts(rig.store) == before
     status, refusal = handshake(api.base, Host=evil, Origin=f"http://{evil}")
     assert status == 400 and b"RAGCHAT_API__ALLOWED_HOSTS" in refusal
     CASES["perimeter: refused requests"] += 2

@@ -66,9 +66,9 @@ def _cases(operation: Any, container: Container) -> Callable[[], None]:
     )
     @given(case=operation.as_strategy())
     def run(case: schemathesis.Case) -> None:
-        before = row_counts(container.db)
+        before = row_counts(container.store)
         response = case.call(timeout=30)
-        check(response, before, row_counts(container.db))  # type: ignore[arg-type]
+        check(response, before, row_counts(container.store))  # type: ignore[arg-type]
         CASES[f"schemathesis: {kind} cases"] += 1
 
     return run

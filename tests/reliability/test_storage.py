@@ -84,12 +84,12 @@ def _refused_writes(api: Api, pid: str, sid: str, reason: str) -> None:
 
 def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing(api: Api, rig: Container) -> None:
     pid, sid = _kb(api)
-    before = row_counts(rig.db)
-    with disk_full(rig.db):
+    before = row_counts(rig.store)
+    with disk_full(rig.store):
         _refused_writes(api, pid, sid, "database or disk is full")
         listed = api.run("{ projects { name documentCount } }")["projects"]
         assert listed == [{"name": "kb", "documentCount": 1}]  # reads go on
-    assert row_counts(rig.db) == before
+    assert row_counts(rig.store) == before
 
     # Space is back: the same server writes again, no restart needed.
     assert api.run(ADD_DOC, p=pid, name="big.md", text=BIG_TEXT)["addDocument"]["added"] == 1
@@ -103,7 +103,7 @@ def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, m
     with api.websocket() as ws:
         stream = ws.subscribe(CHAT, s=sid, c="tell me everything about penguins")
         retrieval = next(stream)["data"]["chat"]
-        with disk_full(rig.db):
+        with disk_full(rig.store):
             events = [e["data"]["chat"] for e in stream]
     error = events[-1]
     assert (error["__typename"], error["code"]) == ("ChatError", "storage")
@@ -111,8 +111,8 @@ def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, m
     wait_until(lambda: rig.chat.generations_in_flight == 0, what="the slot to be released")
 
     # Either the failure was stored (without its text), or the next start marks it interrupted.
-    chat_store.recover_interrupted(rig.db)
-    status, text = _answer(rig.db, int(retrieval["messageId"]))
+    chat_store.recover_interrupted(rig.store)
+    status, text = _answer(rig.store, int(retrieval["messageId"]))
     assert status == "failed" and ("database or disk is full" in text or "interrupted" in text), text
 
 
@@ -136,17 +136,17 @@ def _make_read_only(path: Path, read_only: bool) -> None:
 
 def test_a_read_only_database_file_refuses_writes_and_keeps_serving_reads(api: Api, rig: Container) -> None:
     pid, sid = _kb(api)
-    before = row_counts(rig.db)
+    before = row_counts(rig.store)
     path = Path(rig.settings.database_url.removeprefix("sqlite:///"))
     _make_read_only(path, True)
     try:
-        rig.db.engine.dispose()  # connections opened from now on see the file as it is
+        rig.store.engine.dispose()  # connections opened from now on see the file as it is
         _refused_writes(api, pid, sid, "readonly database")
         assert api.run("{ projects { name documentCount } }")["projects"] == [{"name": "kb", "documentCount": 1}]
     finally:
         _make_read_only(path, False)
-    rig.db.engine.dispose()
-    assert row_counts(rig.db) == before
+    rig.store.engine.dispose()
+    assert row_counts(rig.store) == before
     assert api.run(ADD_DOC, p=pid, name="owls.md", text="Barn owls hunt at night.")["addDocument"]["added"] == 1
 
 
