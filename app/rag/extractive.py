@@ -27,7 +27,11 @@ No chat model runs, so the answer can only say what the documents say. ``compose
 
    A source whose document (all its given chunks, name and headings) never writes one of the
    question's names has its scores multiplied by ``entity_penalty``: "the Manchester office" is
-   not answered from the Leeds office's page. Without an embedder the cosine is left out.
+   not answered from the Leeds office's page. So has a source whose document's title (its file
+   name and top heading) is another edition: for a year or code the question names ("2024",
+   "Q3"), the title has one of the same form ("2025", "Q2") and none of the question's — the 2025
+   travel policy does not answer for 2024, however often its "what changed" list says "2024".
+   Without an embedder the cosine is left out.
 3. **Selection.** The best score below ``min_score``: no answer. Otherwise up to ``max_sentences``,
    greedily by score, each at least ``relative_floor`` x the best (weak sentences do not tag
    along), never a near-duplicate of one taken (``duplicate_overlap`` of the shorter's content
@@ -163,6 +167,7 @@ class _Candidate:
     cosine: float | None = None
     overlap: float = 0.0
     missing_entity: bool = False  # its source does not name something the question names
+    other_edition: bool = False  # its document's title has another year or code of the same form
     subject: float = 0.0  # the share of the question's names its document name and headings have
     fit: float = 0.0  # 1 when it has the kind of answer the question asks for (a date, a number, a name)
     score: float = 0.0
@@ -289,11 +294,14 @@ def _score(
     names = sentences.names(question)
     named = set(sentences.terms(" ".join(names.values())))
     mentions: dict[int, set[str]] = {}  # per document: what all its given chunks name
+    editions: dict[int, bool] = {}  # per source: whether its title is another edition's
     for source in {id(c.source): c.source for c in candidates}.values():
         about = _about(source, source.location.heading_path, source.text)
         mentions.setdefault(source.document_id, set()).update(sentences.runs(about))
+        editions[id(source)] = _other_edition(names, _title(source))
     for c in candidates:
         c.missing_entity = bool(names.keys() - mentions[c.source.document_id])
+        c.other_edition = editions[id(c.source)]
         c.subject = len(names.keys() & sentences.runs(c.about)) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
         # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
@@ -307,13 +315,39 @@ def _score(
         for c, cosine in zip(embedded, np.clip(vectors[1:] @ vectors[0], 0.0, 1.0), strict=True):
             c.cosine = float(cosine)
     for c in candidates:
-        c.score = _blend(c, opts, cosine=embed is not None) * (opts.entity_penalty if c.missing_entity else 1.0)
+        off = c.missing_entity or c.other_edition
+        c.score = _blend(c, opts, cosine=embed is not None) * (opts.entity_penalty if off else 1.0)
 
 
 def _about(source: Passage, heading_path: str, extra: str = "") -> str:
     """What a sentence is about beyond its own words: its document's name, its headings, ``extra``."""
     name = re.sub(r"[.]\w{1,5}$", "", source.document_name)
     return f"{name} {heading_path} {extra}"
+
+
+def _title(source: Passage) -> str:
+    """The document's name (its separators as spaces) and its top heading: what it says it is."""
+    name = re.sub(r"[.]\w{1,5}$", "", source.document_name)
+    return f"{re.sub(r'[-_.]+', ' ', name)} {source.location.heading_path.split(' > ')[0]}"
+
+
+def _other_edition(asked: dict[str, str], title: str) -> bool:
+    """Whether ``title`` is another edition of what the question asks about: for a year or code the
+    question names ("2024", "Q3"), the title has one of the same form ("2025", "Q2") and none of the
+    question's. The body does not count: the 2025 policy says "what changed from 2024"."""
+    titled = [t for t in sentences.names(title) if any(ch.isdigit() for ch in t)]
+    for name in asked:
+        if not any(ch.isdigit() for ch in name):
+            continue
+        alike = {t for t in titled if _form(t) == _form(name)}
+        if alike and not alike & asked.keys():
+            return True
+    return False
+
+
+def _form(code: str) -> str:
+    """A code's shape: "q3" and "q2" -> "a9", "2024" -> "9999"."""
+    return re.sub(r"\d", "9", re.sub(r"[^\W\d]", "a", code))
 
 
 def _blend(c: _Candidate, opts: ExtractiveOptions, *, cosine: bool) -> float:

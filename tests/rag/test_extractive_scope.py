@@ -1,0 +1,100 @@
+"""The extractive composer knows when a source is about something else than the question: another
+edition of a look-alike document (a year or a quarter its title contradicts). Hand-made documents,
+chunked by the real chunker."""
+
+from __future__ import annotations
+
+from app.rag.extractive import NO_ANSWER, compose
+from tests.fakes import FakeEmbedder
+from tests.rag.test_extractive import sources
+
+POLICY_2024 = """# Travel policy — 2024 edition
+
+## What changed from 2023
+
+- The approval limit for line managers rises from £1,500 to £2,000.
+- Rail is now required for journeys that take under 4 hours by train.
+
+## Approval
+
+- Trips costing up to £2,000 in total are approved by your line manager.
+"""
+
+POLICY_2025 = """# Travel policy — 2025 edition
+
+## What changed from 2024
+
+- The approval limit for line managers rises from £2,000 to £2,500.
+- Rail is now required for journeys that take under 5 hours by train.
+
+## Approval
+
+- Trips costing up to £2,500 in total are approved by your line manager.
+"""
+
+Q1 = """# Quarterly update — Q1 2025
+
+Corvid Instruments had a good first quarter.
+
+## Headline numbers
+
+| Measure | Q1 2025 |
+|---|---|
+| Revenue | £9.8 million |
+| New customers | 84 |
+
+## Priorities for Q2
+
+1. Move the cloud database to the Frankfurt region.
+"""
+
+Q2 = """# Quarterly update — Q2 2025
+
+Corvid Instruments grew again this quarter.
+
+## Headline numbers
+
+| Measure | Q2 2025 |
+|---|---|
+| Revenue | £11.2 million |
+| New customers | 97 |
+
+## What went well
+
+Revenue passed £11 million in a quarter for the first time.
+
+## Priorities for Q3
+
+1. Complete the move of the cloud database to Frankfurt.
+"""
+
+
+def test_a_year_the_document_title_contradicts_is_another_edition() -> None:
+    # The 2025 edition ranks first and even says "2024" in a heading; its title says it is the
+    # 2025 edition, so the 2024 edition answers a question about the 2024 policy.
+    kept = list(sources({"travel-policy-2025.md": POLICY_2025, "travel-policy-2024.md": POLICY_2024}, target=60))
+    answer = compose(
+        "Up to what total trip cost can a line manager approve a trip under the 2024 travel policy?",
+        kept,
+        FakeEmbedder().embed,
+    )
+    assert not answer.no_answer
+    assert {e.document_name for e in answer.evidence} == {"travel-policy-2024.md"}, answer.text
+    assert "£2,000" in answer.text and "£2,500" not in answer.text
+
+
+def test_a_quarter_no_document_is_titled_with_has_no_answer() -> None:
+    # The Q2 update mentions Q3 (its priorities), so every document "names" what the question
+    # names; but no document is the Q3 update, and the Q1 and Q2 revenues are not Q3's.
+    kept = list(sources({"quarterly-update-2025-q2.md": Q2, "quarterly-update-2025-q1.md": Q1}, target=60))
+    answer = compose("What was Corvid's revenue in Q3 2025?", kept, FakeEmbedder().embed)
+    assert answer.no_answer, answer.text
+    assert answer.text.startswith(NO_ANSWER) and "[" not in answer.text
+
+
+def test_the_quarter_the_title_names_still_answers() -> None:
+    kept = list(sources({"quarterly-update-2025-q2.md": Q2, "quarterly-update-2025-q1.md": Q1}, target=60))
+    answer = compose("What was Corvid's revenue in Q1 2025?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer
+    assert answer.evidence[0].text == "Revenue: £9.8 million"
+    assert {e.document_name for e in answer.evidence} == {"quarterly-update-2025-q1.md"}
