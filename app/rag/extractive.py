@@ -32,7 +32,11 @@ No chat model runs, so the answer can only say what the documents say. ``compose
    "Q3"), the title has one of the same form ("2025", "Q2") and none of the question's — the 2025
    travel policy does not answer for 2024, however often its "what changed" list says "2024".
    Without an embedder the cosine is left out.
-3. **Selection.** The best score below ``min_score``: no answer. Otherwise up to ``max_sentences``,
+3. **Selection.** The best score below ``min_score``: no answer. No answer either when at least
+   half of the question's focus words (names and words that only say what kind of answer is
+   wanted — "name of", "called" — left out) are in no source at all: sources that never say
+   "marketing" do not answer "who is the head of marketing", however well "Head office moves to
+   Leeds" scores on the other half. Otherwise up to ``max_sentences``,
    greedily by score, each at least ``relative_floor`` x the best (weak sentences do not tag
    along), never a near-duplicate of one taken (``duplicate_overlap`` of the shorter's content
    words), a sentence right before or after a taken one helped by ``adjacency_bonus`` — it still
@@ -195,7 +199,7 @@ def compose(
     _score(question, candidates, embed, opts)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
-    if best.score < bar:
+    if best.score < bar or _unmentioned(question, ordered):
         closest = _evidence(best)
         return ExtractiveAnswer(f"{NO_ANSWER} {_closest(closest)}", True, (), (), closest)
     chosen = _select(candidates, max(bar, opts.relative_floor * best.score), opts)
@@ -319,6 +323,18 @@ def _score(
         c.score = _blend(c, opts, cosine=embed is not None) * (opts.entity_penalty if off else 1.0)
 
 
+def _unmentioned(question: str, sources: Sequence[Passage]) -> bool:
+    """Whether at least half of the question's focus words (its content words, names left out)
+    are in no source at all — text, headings or document name: "the head of marketing" asked of
+    documents that never say "marketing" is not answered by "Head office moves to Leeds"."""
+    names = sentences.names(question)
+    named = set(sentences.terms(" ".join(names.values())))
+    focus = {t for t in sentences.terms(_INTERROGATIVE.sub(" ", question)) if t not in named}
+    said = set(sentences.terms(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
+    missing = [t for t in focus if not any(_same_word(t, w) for w in said)]
+    return 2 * len(missing) >= len(focus) > 0
+
+
 def _about(source: Passage, heading_path: str, extra: str = "") -> str:
     """What a sentence is about beyond its own words: its document's name, its headings, ``extra``."""
     name = re.sub(r"[.]\w{1,5}$", "", source.document_name)
@@ -370,8 +386,11 @@ def _same_word(a: str, b: str) -> bool:
     return len(short) >= 4 and long.startswith(short) and len(long) - len(short) <= 3 and not short[0].isdigit()
 
 
+# Words that say what kind of answer is wanted, not what it is about: the answer need not repeat them
+# ("What is the name of the company VPN?" is answered by "Use Corvid Connect").
 _INTERROGATIVE = re.compile(
-    r"\bhow (?:long|many|much|far|often|old|big|large|soon)\b|\bwhat (?:kinds?|types?|sorts?) of\b|\blast\s*\?\s*$",
+    r"\bhow (?:long|many|much|far|often|old|big|large|soon)\b|\bwhat (?:kinds?|types?|sorts?) of\b|\blast\s*\?\s*$"
+    r"|\bnames? of\b|\b(?:called|named)\b",
     re.I,
 )
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"

@@ -1,6 +1,6 @@
 """The extractive composer knows when a source is about something else than the question: another
-edition of a look-alike document (a year or a quarter its title contradicts). Hand-made documents,
-chunked by the real chunker."""
+edition of a look-alike document (a year or a quarter its title contradicts), or a subject the
+sources never mention at all. Hand-made documents, chunked by the real chunker."""
 
 from __future__ import annotations
 
@@ -69,6 +69,26 @@ Revenue passed £11 million in a quarter for the first time.
 """
 
 
+OVERVIEW = """# Corvid Instruments — company overview
+
+## History
+
+- **2016** — Head office moves to Wellington Place, Leeds.
+- **2017** — The Glasgow office opens for customer support.
+
+## Leadership team
+
+| Role | Name |
+|---|---|
+| Chief Executive Officer | Eleanor Hartley |
+| Chief Financial Officer | Helen Okafor |
+
+## People
+
+We welcomed 17 new colleagues this quarter, 9 of them in Lisbon.
+"""
+
+
 def test_a_year_the_document_title_contradicts_is_another_edition() -> None:
     # The 2025 edition ranks first and even says "2024" in a heading; its title says it is the
     # 2025 edition, so the 2024 edition answers a question about the 2024 policy.
@@ -98,3 +118,28 @@ def test_the_quarter_the_title_names_still_answers() -> None:
     assert not answer.no_answer
     assert answer.evidence[0].text == "Revenue: £9.8 million"
     assert {e.document_name for e in answer.evidence} == {"quarterly-update-2025-q1.md"}
+
+
+def test_a_subject_the_sources_never_mention_has_no_answer() -> None:
+    # "Head office", a Who-question and the company's own name all match; "marketing" is in no
+    # source at all: half of what the question is about is not there.
+    kept = list(sources({"company-overview.md": OVERVIEW}, target=60))
+    answer = compose("Who is the head of marketing at Corvid Instruments?", kept, FakeEmbedder().embed)
+    assert answer.no_answer, answer.text
+    assert "Wellington" not in answer.text
+
+
+def test_a_question_word_the_sources_paraphrase_does_not_stop_the_answer() -> None:
+    # "joined" is in no source ("welcomed" is), but "new colleagues" is: most of the question is there.
+    kept = list(sources({"company-overview.md": OVERVIEW}, target=60))
+    answer = compose("How many new colleagues joined this quarter?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert "17 new colleagues" in answer.text
+
+
+def test_words_that_only_ask_for_a_name_need_not_be_in_the_sources() -> None:
+    it = "# IT security\n\n## Remote access\n\nFrom outside an office, connect through the company VPN, Corvid Connect.\n"
+    kept = list(sources({"it-security.md": it}))
+    for question in ("What is the name of the company VPN?", "What is the company VPN called?"):
+        answer = compose(question, kept, FakeEmbedder().embed)
+        assert not answer.no_answer and "Corvid Connect" in answer.text, (question, answer.text)
