@@ -69,7 +69,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -169,6 +169,7 @@ class _Candidate:
     doc_start: int
     doc_end: int
     cosine: float | None = None
+    vector: Vectors | None = field(default=None, compare=False, repr=False)  # its embedding, when embedded
     overlap: float = 0.0
     missing_entity: bool = False  # its source does not name something the question names
     other_edition: bool = False  # its document's title has another year or code of the same form
@@ -196,10 +197,10 @@ def compose(
     candidates = _dedupe(_candidates(ordered, opts))
     if not candidates:
         return ExtractiveAnswer(NO_ANSWER, True, (), (), None)
-    _score(question, candidates, embed, opts)
+    asked = _score(question, candidates, embed, opts)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
-    if best.score < bar or _unmentioned(question, ordered):
+    if best.score < bar or _beyond_sources(question, ordered, best, asked, embed):
         closest = _evidence(best)
         return ExtractiveAnswer(f"{NO_ANSWER} {_closest(closest)}", True, (), (), closest)
     chosen = _select(candidates, max(bar, opts.relative_floor * best.score), opts)
@@ -288,7 +289,8 @@ def _score(
     candidates: list[_Candidate],
     embed: Callable[[list[str]], Vectors] | None,
     opts: ExtractiveOptions,
-) -> None:
+) -> Vectors | None:
+    """Score every candidate in place; returns the question's embedding (None without ``embed``)."""
     asked = set(sentences.terms(_INTERROGATIVE.sub(" ", question)))
     vocabulary = set().union(*(c.terms | c.context for c in candidates))
     meets = {t: {v for v in vocabulary if _same_word(t, v)} for t in asked}
@@ -316,23 +318,46 @@ def _score(
     if embed is not None:
         embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False))[: opts.embed_limit]
         vectors = embed([question, *(c.embed_text for c in embedded)])
-        for c, cosine in zip(embedded, np.clip(vectors[1:] @ vectors[0], 0.0, 1.0), strict=True):
-            c.cosine = float(cosine)
+        for c, vector, cosine in zip(embedded, vectors[1:], np.clip(vectors[1:] @ vectors[0], 0.0, 1.0), strict=True):
+            c.cosine, c.vector = float(cosine), vector
     for c in candidates:
         off = c.missing_entity or c.other_edition
         c.score = _blend(c, opts, cosine=embed is not None) * (opts.entity_penalty if off else 1.0)
+    return vectors[0] if embed is not None else None
 
 
-def _unmentioned(question: str, sources: Sequence[Passage]) -> bool:
-    """Whether at least half of the question's focus words (its content words, names left out)
-    are in no source at all — text, headings or document name: "the head of marketing" asked of
-    documents that never say "marketing" is not answered by "Head office moves to Leeds"."""
+def _beyond_sources(
+    question: str,
+    sources: Sequence[Passage],
+    best: _Candidate,
+    asked: Vectors | None,
+    embed: Callable[[list[str]], Vectors] | None,
+) -> bool:
+    """Whether the question is about something the sources never mention, though its best sentence
+    scores well on the rest: at least half of its focus words are in no source (text, headings or
+    document name), and those words do not bring the question nearer the best sentence — the
+    question without them is at least as close to it. "Who is the head of marketing?" over
+    sources that never say "marketing" is not answered by "Head office moves to Leeds"; "Which
+    formats are accepted?" is answered by "The file types you can upload are…", which the
+    embedder finds nearer with "formats" and "accepted" than without them. Without embeddings,
+    a missing word and a paraphrase cannot be told apart, and this never says no."""
+    missing = _unmentioned(question, sources)
+    if not missing or embed is None or asked is None or best.vector is None:
+        return False
+    without = re.sub(r"[^\W\d_]+", lambda m: "" if sentences.stem(m[0].lower()) in missing else m[0], question)
+    (reduced,) = embed([" ".join(without.split())])
+    return float(best.vector @ asked) <= float(best.vector @ reduced)
+
+
+def _unmentioned(question: str, sources: Sequence[Passage]) -> set[str]:
+    """The question's focus words (content words, names left out) that are in no source, when they
+    are at least half of them; else none."""
     names = sentences.names(question)
     named = set(sentences.terms(" ".join(names.values())))
     focus = {t for t in sentences.terms(_INTERROGATIVE.sub(" ", question)) if t not in named}
     said = set(sentences.terms(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
-    missing = [t for t in focus if not any(_same_word(t, w) for w in said)]
-    return 2 * len(missing) >= len(focus) > 0
+    missing = {t for t in focus if not any(_same_word(t, w) for w in said)}
+    return missing if 2 * len(missing) >= len(focus) > 0 else set()
 
 
 def _about(source: Passage, heading_path: str, extra: str = "") -> str:

@@ -4,7 +4,13 @@ sources never mention at all. Hand-made documents, chunked by the real chunker."
 
 from __future__ import annotations
 
-from app.rag.extractive import NO_ANSWER, compose
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from app.llm.base import Vectors
+from app.rag.extractive import NO_ANSWER, ExtractiveOptions, compose
 from tests.fakes import FakeEmbedder
 from tests.rag.test_extractive import sources
 
@@ -143,3 +149,45 @@ def test_words_that_only_ask_for_a_name_need_not_be_in_the_sources() -> None:
     for question in ("What is the name of the company VPN?", "What is the company VPN called?"):
         answer = compose(question, kept, FakeEmbedder().embed)
         assert not answer.no_answer and "Corvid Connect" in answer.text, (question, answer.text)
+
+
+class SynonymEmbedder(FakeEmbedder):
+    """The word-hashing fake, knowing that a format is a type and "accepted" is "upload": an embedder
+    for which the question's missing words mean something the sources say in other words."""
+
+    SAME = {"formats": "types", "accepted": "upload"}
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return super().embed([re.sub(r"\w+", lambda m: self.SAME.get(m[0].lower(), m[0]), t) for t in texts])
+
+
+UPLOADS = """# Uploads
+
+## What file types can I upload?
+
+The file types you can upload are plain text, Markdown, HTML and PDF.
+"""
+
+
+def test_missing_words_the_sources_say_in_other_words_do_not_stop_the_answer() -> None:
+    # Half the focus words ("formats", "accepted") are in no source, but to the embedder they mean
+    # what the answering sentence says ("types", "upload"): the documents do answer.
+    kept = list(sources({"uploads.md": UPLOADS}))
+    question = "Which text formats are accepted for upload?"
+    any_score = ExtractiveOptions(min_score=0.0)  # the fakes' cosines are low: only this rule may say no
+    assert compose(question, kept, FakeEmbedder().embed, options=any_score).no_answer  # no synonyms, no answer
+    answer = compose(question, kept, SynonymEmbedder().embed, options=any_score)
+    assert not answer.no_answer, answer.text
+    assert "Markdown" in answer.text
+
+
+@pytest.mark.slow
+def test_a_subject_the_sources_never_mention_on_real_minilm_vectors() -> None:
+    from app.llm.embedders.local import LocalEmbedder
+
+    embed = LocalEmbedder().embed
+    overview = list(sources({"company-overview.md": OVERVIEW}, target=60))
+    assert compose("Who is the head of marketing at Corvid Instruments?", overview, embed).no_answer
+    uploads = list(sources({"uploads.md": UPLOADS}))
+    answer = compose("Which text formats are accepted for upload?", uploads, embed)
+    assert not answer.no_answer and "Markdown" in answer.text, answer.text
