@@ -224,6 +224,21 @@ describe("from a knowledge base to a cited, explained answer", () => {
 
     await page.getByRole("button", { name: "Delete chat" }).click();
     const confirmChat = page.getByRole("dialog", { name: "Delete chat?" });
+    // A modal <dialog>: focus starts on Cancel, and Tab cycles through the dialog, never the page behind.
+    const focused = () =>
+      page.evaluate(() => {
+        const el = document.activeElement;
+        if (!el || el === document.body) return "(browser)"; // past the last element, before wrapping round
+        return el.closest("dialog") ? (el.getAttribute("aria-label") ?? el.textContent) : `outside: ${el.outerHTML.slice(0, 80)}`;
+      });
+    assert.equal(await focused(), "Cancel");
+    const visited = [];
+    for (let i = 0; i < 5; i++) {
+      await page.keyboard.press(i < 4 ? "Tab" : "Shift+Tab");
+      visited.push(await focused());
+    }
+    assert.deepEqual(visited.filter((f) => f.startsWith("outside")), [], `Tab left the dialog: ${visited}`);
+    assert.deepEqual([...new Set(visited)].filter((f) => f !== "(browser)").sort(), ["Cancel", "Close", "Delete chat"]);
     await confirmChat.getByRole("button", { name: "Cancel" }).press("Escape");
     await confirmChat.waitFor({ state: "detached" });
     await page.getByRole("button", { name: "Delete chat" }).click();

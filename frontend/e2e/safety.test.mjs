@@ -45,7 +45,7 @@ describe("untrusted document and model text", () => {
     assert.deepEqual(watch.dialogs, []);
     const unsafe = await page.evaluate(() => {
       const root = document.getElementById("root");
-      const dialogs = [...document.querySelectorAll('[role="dialog"]')];
+      const dialogs = [...document.querySelectorAll("dialog")];
       const scopes = [root, ...dialogs];
       const all = scopes.flatMap((s) => [...s.querySelectorAll("*")]);
       return {

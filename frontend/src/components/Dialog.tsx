@@ -1,5 +1,7 @@
-import { type KeyboardEvent, type ReactNode, type RefObject, useEffect, useId, useRef, useState } from "react";
+import { type MouseEvent, type PointerEvent, type ReactNode, type RefObject, useEffect, useId, useLayoutEffect, useRef, useState } from "react";
 import { createPortal } from "react-dom";
+import { cx } from "../lib/cx";
+import styles from "./Dialog.module.css";
 import { CloseIcon } from "./icons";
 
 const FOCUSABLE =
@@ -15,18 +17,24 @@ export interface DialogProps {
   /** A centred modal, or a sheet sliding in from the right (full screen on phones). */
   variant?: "modal" | "drawer";
   size?: "sm" | "md" | "lg";
-  /** Focused on open; otherwise the first element with data-autofocus, else the first focusable. */
+  /** Focused on open; otherwise the first element with data-autofocus, else the first focusable (the close button). */
   initialFocus?: RefObject<HTMLElement | null>;
   className?: string;
   testId?: string;
 }
 
 /**
- * An accessible dialog: focus moves in on open and back to where it was on close, Tab cycles
- * inside, Escape and the backdrop close it. Nested dialogs close one at a time.
+ * A modal dialog on the native `<dialog>`, opened with `showModal()`: the browser keeps focus
+ * inside, makes the page behind inert and sends Escape to the topmost dialog as a `cancel` event,
+ * so nested dialogs close one at a time. Escape, the close button and a click on the backdrop call
+ * onClose; focus moves in on open and back to where it was on close.
  */
-export function Dialog({
-  open,
+export function Dialog({ open, ...props }: DialogProps) {
+  if (!open) return null;
+  return createPortal(<ModalDialog {...props} />, document.body);
+}
+
+function ModalDialog({
   onClose,
   title,
   description,
@@ -37,84 +45,89 @@ export function Dialog({
   initialFocus,
   className,
   testId,
-}: DialogProps) {
-  const panel = useRef<HTMLDivElement>(null);
+}: Omit<DialogProps, "open">) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const pressedOnBackdrop = useRef(false);
   const titleId = useId();
   const descriptionId = useId();
   const close = useRef(onClose);
   close.current = onClose;
 
-  useEffect(() => {
-    if (!open) return;
-    const returnTo = document.activeElement as HTMLElement | null;
-    const root = panel.current;
+  // Mounted only while open: showModal on mount, close and give focus back on unmount. A layout
+  // effect, so the dialog is still in the document when it closes.
+  useLayoutEffect(() => {
+    const element = dialog.current!;
+    const returnTo = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    element.showModal();
     const target =
       initialFocus?.current ??
-      root?.querySelector<HTMLElement>("[data-autofocus]") ??
-      root?.querySelector<HTMLElement>(`.dialog__body ${FOCUSABLE}`) ??
-      root;
-    target?.focus();
-    return () => {
-      if (returnTo && returnTo.isConnected) returnTo.focus();
-    };
-  }, [open, initialFocus]);
-
-  if (!open) return null;
-
-  function onKeyDown(event: KeyboardEvent<HTMLDivElement>) {
-    if (event.key === "Escape") {
-      event.stopPropagation();
+      element.querySelector<HTMLElement>("[data-autofocus]") ??
+      element.querySelector<HTMLElement>(FOCUSABLE) ??
+      element;
+    target.focus();
+    // The owner decides: it closes the dialog by no longer rendering it.
+    const onCancel = (event: Event) => {
       event.preventDefault();
       close.current();
-      return;
-    }
-    if (event.key !== "Tab" || !panel.current) return;
-    const items = [...panel.current.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((el) => el.offsetParent !== null || el === document.activeElement);
-    if (items.length === 0) return;
-    const first = items[0]!;
-    const last = items[items.length - 1]!;
-    if (event.shiftKey && (document.activeElement === first || document.activeElement === panel.current)) {
-      event.preventDefault();
-      last.focus();
-    } else if (!event.shiftKey && document.activeElement === last) {
-      event.preventDefault();
-      first.focus();
-    }
-  }
+    };
+    // The browser may close it without asking (a second Escape with no user activation between).
+    const onNativeClose = () => close.current();
+    element.addEventListener("cancel", onCancel);
+    element.addEventListener("close", onNativeClose);
+    return () => {
+      element.removeEventListener("cancel", onCancel);
+      element.removeEventListener("close", onNativeClose);
+      element.close();
+      if (returnTo?.isConnected) returnTo.focus();
+    };
+    // initialFocus is read once, on open.
+  }, []);
 
-  return createPortal(
-    <div className={`dialog-layer dialog-layer--${variant}`} data-testid={testId}>
-      <div className="dialog-layer__backdrop" onClick={() => close.current()} aria-hidden="true" />
-      <div
-        ref={panel}
-        role="dialog"
-        aria-modal="true"
-        aria-labelledby={titleId}
-        aria-describedby={description ? descriptionId : undefined}
-        tabIndex={-1}
-        className={`dialog dialog--${variant} dialog--${size}${className ? ` ${className}` : ""}`}
-        onKeyDown={onKeyDown}
-      >
-        <header className="dialog__header">
-          <div className="dialog__heading">
-            <h2 id={titleId} className="dialog__title">
-              {title}
-            </h2>
-            {description && (
-              <p id={descriptionId} className="dialog__description">
-                {description}
-              </p>
-            )}
-          </div>
-          <button type="button" className="icon-button" onClick={() => close.current()} aria-label="Close">
-            <CloseIcon />
-          </button>
-        </header>
-        <div className="dialog__body">{children}</div>
-        {footer && <footer className="dialog__footer">{footer}</footer>}
-      </div>
-    </div>,
-    document.body,
+  // The ::backdrop is part of the <dialog> box: a click on it targets the dialog itself, outside its
+  // rectangle. Pressing inside and releasing outside (selecting text) does not count.
+  const onBackdrop = (event: PointerEvent<HTMLDialogElement> | MouseEvent<HTMLDialogElement>) => {
+    if (event.target !== event.currentTarget) return false;
+    const box = event.currentTarget.getBoundingClientRect();
+    return event.clientX < box.left || event.clientX > box.right || event.clientY < box.top || event.clientY > box.bottom;
+  };
+
+  return (
+    <dialog
+      ref={dialog}
+      aria-labelledby={titleId}
+      aria-describedby={description ? descriptionId : undefined}
+      tabIndex={-1}
+      className={cx(styles.dialog, styles[variant], styles[size], className)}
+      data-testid={testId}
+      // Escape becomes the dialog's cancel event; it must not also reach the page's own Escape
+      // handlers (the phone drawer's) behind the dialog.
+      onKeyDown={(event) => event.key === "Escape" && event.stopPropagation()}
+      onPointerDown={(event) => {
+        pressedOnBackdrop.current = onBackdrop(event);
+      }}
+      onClick={(event) => {
+        if (pressedOnBackdrop.current && onBackdrop(event)) close.current();
+        pressedOnBackdrop.current = false;
+      }}
+    >
+      <header className={styles.header}>
+        <div className={styles.heading}>
+          <h2 id={titleId} className={styles.title}>
+            {title}
+          </h2>
+          {description && (
+            <p id={descriptionId} className={styles.description}>
+              {description}
+            </p>
+          )}
+        </div>
+        <button type="button" className="icon-button" onClick={() => close.current()} aria-label="Close">
+          <CloseIcon />
+        </button>
+      </header>
+      <div className={styles.body}>{children}</div>
+      {footer && <footer className={styles.footer}>{footer}</footer>}
+    </dialog>
   );
 }
 
@@ -175,7 +188,7 @@ export function ConfirmDialog({ open, title, children, confirmLabel, danger = fa
         </>
       }
     >
-      <div className="confirm">{children}</div>
+      <div className={styles.confirm}>{children}</div>
       {error && (
         <p className="form-error" role="alert">
           {error}
