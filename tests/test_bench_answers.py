@@ -137,6 +137,13 @@ def test_unsupported_sentences_by_word_overlap() -> None:
     assert scores.unsupported_sentences("The documents do not mention a canteen menu.", [source]) == []
 
 
+def test_the_pointer_to_the_closest_passage_of_a_no_answer_claims_nothing() -> None:
+    source = "The Leeds office has 38 car parking spaces and 6 electric vehicle chargers."
+    for where in ("under “Space and facilities”", "lines 3-9", "page 2"):
+        reply = f"The documents do not answer this question. The closest passage is in office-leeds.md, {where}."
+        assert scores.unsupported_sentences(reply, [source]) == []
+
+
 # -- modes -------------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from app.rag.citations import MARKER
+from app.rag.extractive import CLOSEST
 
 PROMPTS = Path(__file__).resolve().parents[1] / "rag" / "prompts"
 
@@ -49,6 +50,8 @@ LOOP_DISTINCT_RATIO = 0.5  # or fewer than half the 4-grams of a longer answer a
 COUNTING_RUN = 8
 ECHO_SHINGLE = 5  # 5 consecutive words of a prompt line in an answer is an echo
 SUPPORT_OVERLAP = 0.5  # a sentence is supported when half its content words appear in its sources
+# Where a no-answer reply points the reader ("… is in office-leeds.md, lines 3-9."): a pointer, no claim.
+_POINTER = re.compile(re.escape(CLOSEST) + r"[^\n]*")
 
 
 def normalise(text: str) -> str:
@@ -175,10 +178,11 @@ class EchoDetector:
 # -- support -----------------------------------------------------------------------------------
 def unsupported_sentences(answer: str, sources: Sequence[str]) -> list[str]:
     """Sentences (of at least three content words) with fewer than half their content words in
-    ``sources``; sentences saying the documents do not answer are never counted."""
+    ``sources``; sentences saying the documents do not answer, and the pointer to the closest
+    passage that follows them in an extractive reply, are never counted."""
     vocabulary = {t for source in sources for t in words(source)}
     found: list[str] = []
-    for match in _SENTENCES.finditer(without_markers(answer)):
+    for match in _SENTENCES.finditer(_POINTER.sub("", without_markers(answer))):
         sentence = match.group(0).strip()
         content = _content(words(sentence))
         if len(content) < 3 or is_no_answer(sentence):

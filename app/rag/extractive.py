@@ -78,9 +78,10 @@ from app.llm.base import Vectors
 from app.rag import sentences
 from app.rag.retrieval import Location
 
-__all__ = ["NO_ANSWER", "Evidence", "ExtractiveAnswer", "ExtractiveOptions", "Passage", "compose", "pieces"]
+__all__ = ["CLOSEST", "NO_ANSWER", "Evidence", "ExtractiveAnswer", "ExtractiveOptions", "Passage", "compose", "pieces"]
 
 NO_ANSWER = "The documents do not answer this question."
+CLOSEST = "The closest passage is in"  # how a no-answer reply points at the best candidate
 _OWN_MARKERS = re.compile(r"\s*\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\]")
 
 
@@ -557,4 +558,4 @@ def _closest(e: Evidence) -> str:
         where = f"page {loc.page}"
     else:
         where = f"lines {loc.line_start}-{loc.line_end}"
-    return f"The closest passage is in {e.document_name}, {where}."
+    return f"{CLOSEST} {e.document_name}, {where}."
