@@ -8,6 +8,8 @@ per embedding space (its dimension is part of the table, so it is created when t
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from enum import StrEnum
+from typing import TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -24,6 +26,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import JSON, TypeDecorator
+
+from app.db.enums import CitationKind, DocumentStatus, MessageStatus, Role, SpaceStatus
+
+E = TypeVar("E", bound=StrEnum)
 
 
 def utcnow() -> datetime:
@@ -43,6 +49,25 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
         return value.replace(tzinfo=UTC) if value is not None else None
+
+
+class StoredEnum(TypeDecorator[E]):
+    """A ``StrEnum`` column: stored as its value in a VARCHAR(20), read back as the member."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E]) -> None:
+        super().__init__(20)
+        self.enum = enum
+
+    def process_result_value(self, value: str | None, dialect: object) -> E | None:
+        return self.enum(value) if value is not None else None
+
+
+def one_of(column: str, enum: type[StrEnum]) -> str:
+    """The CHECK constraint's condition that ``column`` holds a value of ``enum``."""
+    return f"{column} IN ({', '.join(repr(m.value) for m in enum)})"
 
 
 class Base(DeclarativeBase):
@@ -80,9 +105,14 @@ class EmbeddingSpace(Base):
     __tablename__ = "embedding_spaces"
     __table_args__ = (
         CheckConstraint("dimensions > 0", name="ck_spaces_dimensions"),
-        CheckConstraint("status IN ('building', 'active', 'retired')", name="ck_spaces_status"),
+        CheckConstraint(one_of("status", SpaceStatus), name="ck_spaces_status"),
         # A project searches exactly one space at a time; reindexing builds the next one beside it.
-        Index("uq_spaces_one_active", "project_id", unique=True, sqlite_where=text("status = 'active'")),
+        Index(
+            "uq_spaces_one_active",
+            "project_id",
+            unique=True,
+            sqlite_where=text(f"status = '{SpaceStatus.ACTIVE.value}'"),
+        ),
         NEVER_REUSED_IDS,
     )
 
@@ -91,7 +121,7 @@ class EmbeddingSpace(Base):
     provider: Mapped[str] = mapped_column(String(50))
     model: Mapped[str] = mapped_column(String(200))
     dimensions: Mapped[int] = mapped_column(Integer)
-    status: Mapped[str] = mapped_column(String(20), default="building")
+    status: Mapped[SpaceStatus] = mapped_column(StoredEnum(SpaceStatus), default=SpaceStatus.BUILDING)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     @property
@@ -120,7 +150,7 @@ class Document(Timestamps, Base):
     __tablename__ = "documents"
     __table_args__ = (
         UniqueConstraint("project_id", "name", name="uq_documents_project_name"),
-        CheckConstraint("status IN ('ready', 'failed')", name="ck_documents_status"),
+        CheckConstraint(one_of("status", DocumentStatus), name="ck_documents_status"),
         NEVER_REUSED_IDS,
     )
 
@@ -130,7 +160,7 @@ class Document(Timestamps, Base):
     kind: Mapped[str] = mapped_column(String(20))
     size_bytes: Mapped[int] = mapped_column(Integer, default=0)
     content_hash: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(20), default="ready")
+    status: Mapped[DocumentStatus] = mapped_column(StoredEnum(DocumentStatus), default=DocumentStatus.READY)
     error: Mapped[str | None] = mapped_column(Text)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
@@ -202,8 +232,8 @@ class ChatSession(Timestamps, Base):
 class ChatMessage(Base):
     __tablename__ = "chat_messages"
     __table_args__ = (
-        CheckConstraint("role IN ('user', 'assistant')", name="ck_chat_messages_role"),
-        CheckConstraint("status IN ('complete', 'streaming', 'failed')", name="ck_chat_messages_status"),
+        CheckConstraint(one_of("role", Role), name="ck_chat_messages_role"),
+        CheckConstraint(one_of("status", MessageStatus), name="ck_chat_messages_status"),
         Index("ix_chat_messages_session_id_id", "session_id", "id"),
         # A client's key for a turn (clientMessageId): a repeat of the request finds the turn it started.
         Index(
@@ -218,9 +248,9 @@ class ChatMessage(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     session_id: Mapped[int] = mapped_column(ForeignKey("chat_sessions.id", ondelete="CASCADE"))
-    role: Mapped[str] = mapped_column(String(20))
+    role: Mapped[Role] = mapped_column(StoredEnum(Role))
     content: Mapped[str] = mapped_column(Text, default="")
-    status: Mapped[str] = mapped_column(String(20), default="complete")
+    status: Mapped[MessageStatus] = mapped_column(StoredEnum(MessageStatus), default=MessageStatus.COMPLETE)
     error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
@@ -243,7 +273,7 @@ class Citation(Base):
 
     __tablename__ = "citations"
     __table_args__ = (
-        CheckConstraint("kind IN ('model', 'attributed', 'extracted')", name="ck_citations_kind"),
+        CheckConstraint(one_of("kind", CitationKind), name="ck_citations_kind"),
         Index("ix_citations_message_id", "message_id"),
         NEVER_REUSED_IDS,
     )
@@ -253,7 +283,7 @@ class Citation(Base):
     chunk_id: Mapped[int | None] = mapped_column(ForeignKey("chunks.id", ondelete="SET NULL"))
     document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"))
     marker: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(20), default="model")
+    kind: Mapped[CitationKind] = mapped_column(StoredEnum(CitationKind), default=CitationKind.MODEL)
     score: Mapped[float] = mapped_column(Float)
     rank: Mapped[int] = mapped_column(Integer)
     document_name: Mapped[str] = mapped_column(String(1000))

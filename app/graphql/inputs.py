@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.types import AnswerMode
+from app.graphql.enums import AnswerMode
 from app.services.sessions import SessionChanges
 
 

@@ -8,6 +8,7 @@ import strawberry
 from app.errors import StorageError
 from app.graphql import types
 from app.graphql.context import Info
+from app.graphql.enums import AnswerMode
 from app.graphql.errors import NotFoundError, page_size, parse_id
 from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
 from app.graphql.search_types import search_results
@@ -38,7 +39,7 @@ class SessionDefaults:
     top_k: int
     threshold: float
     include_citations: bool
-    answer_mode: types.AnswerMode
+    answer_mode: AnswerMode
     provider: str
     model: str
     mode: RetrievalMode

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, TypeAlias
+from typing import Any
 
 import strawberry
 
-from app.rag import answer_mode
+from app.graphql.enums import AnswerMode
 from app.rag.retrieval import Location as RagLocation
 from app.services import trace_model
-
-# The services' enum, exposed as is (strawberry.enum registers it; the annotation stays the real type).
-strawberry.enum(answer_mode.AnswerMode, name="AnswerMode", description="How a session's answers are written.")
-AnswerMode: TypeAlias = answer_mode.AnswerMode
 
 
 @strawberry.enum(description="What the answer guard decided about a generated answer.")
@@ -163,8 +159,8 @@ def _answer(answer: trace_model.TraceAnswer | None) -> TraceAnswer | None:
         return None
     guard = answer.guard
     return TraceAnswer(
-        requested_mode=answer_mode.AnswerMode(answer.requested_mode),
-        mode=answer_mode.AnswerMode(answer.mode),
+        requested_mode=AnswerMode(answer.requested_mode),
+        mode=AnswerMode(answer.mode),
         reason=answer.reason,
         guard=TraceGuard(
             decision=GuardDecision(guard.decision),

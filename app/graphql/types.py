@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from datetime import datetime
 
 import anyio.to_thread
@@ -10,9 +9,9 @@ import strawberry
 
 from app.db import models
 from app.graphql.context import Info
+from app.graphql.enums import AnswerMode, CitationKind, DocumentStatus, MessageStatus, Role
 from app.graphql.errors import page_offset, page_size, parse_id
-from app.graphql.trace_types import AnswerMode, Location, RetrievalTrace, trace_from_json
-from app.rag import answer_mode
+from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
 from app.services import documents, sessions
 
 
@@ -60,12 +59,6 @@ class Chunk:
         )
 
 
-@strawberry.enum
-class DocumentStatus(enum.Enum):
-    READY = "ready"
-    FAILED = "failed"
-
-
 @strawberry.type
 class Document:
     id: strawberry.ID
@@ -89,7 +82,7 @@ class Document:
             size_bytes=row.size_bytes,
             content_hash=row.content_hash,
             chunk_count=row.chunk_count,
-            status=DocumentStatus(row.status),
+            status=row.status,
             error=row.error,
             ingested_at=row.ingested_at,
         )
@@ -139,29 +132,6 @@ class Project:
         return [Document.of(d) for d in await info.context.loaders.documents_by_project.load(int(self.id))]
 
 
-@strawberry.enum
-class Role(enum.Enum):
-    USER = "user"
-    ASSISTANT = "assistant"
-
-
-@strawberry.enum
-class MessageStatus(enum.Enum):
-    COMPLETE = "complete"
-    STREAMING = "streaming"
-    FAILED = "failed"
-
-
-@strawberry.enum
-class CitationKind(enum.Enum):
-    MODEL = strawberry.enum_value("model", description="The model wrote the [n] marker.")
-    ATTRIBUTED = strawberry.enum_value("attributed", description="ragchat matched the sentence to the source.")
-    EXTRACTED = strawberry.enum_value(
-        "extracted",
-        description="The sentence was quoted from the source (an extractive answer); `location` is its span.",
-    )
-
-
 @strawberry.type(description="A source an answer relies on, as it was when the answer was written.")
 class Citation:
     id: strawberry.ID
@@ -180,7 +150,7 @@ class Citation:
         return cls(
             id=strawberry.ID(str(row.id)),
             marker=row.marker,
-            kind=CitationKind(row.kind),
+            kind=row.kind,
             score=row.score,
             rank=row.rank,
             document_id=strawberry.ID(str(row.document_id)) if row.document_id else None,
@@ -215,9 +185,9 @@ class ChatMessage:
         return cls(
             id=strawberry.ID(str(row.id)),
             session_id=strawberry.ID(str(row.session_id)),
-            role=Role(row.role),
+            role=row.role,
             content=row.content,
-            status=MessageStatus(row.status),
+            status=row.status,
             error=row.error,
             created_at=row.created_at,
             completed_at=row.completed_at,
@@ -276,7 +246,7 @@ class ChatSession:
             top_k=row.top_k,
             threshold=row.threshold,
             include_citations=row.include_citations,
-            answer_mode=answer_mode.AnswerMode(row.answer_mode),
+            answer_mode=AnswerMode(row.answer_mode),
             created_at=row.created_at,
             updated_at=row.updated_at,
         )

@@ -20,6 +20,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
+from app.db.enums import DocumentStatus
 from app.db.models import Chunk, Document, Project, utcnow
 from app.errors import IngestError, NotFoundError
 from app.llm.base import Embedder
@@ -152,7 +153,11 @@ class Ingestor:
         content_hash = sha256(data)
         with self.store.read() as db:
             existing = _document(db, project_id, source.name)
-            if existing is not None and existing.content_hash == content_hash and existing.status == "ready":
+            if (
+                existing is not None
+                and existing.content_hash == content_hash
+                and existing.status is DocumentStatus.READY
+            ):
                 return FileResult(source.name, "unchanged", existing.id, chunks=existing.chunk_count)
             old_chunks = _chunk_hashes(db, existing.id) if existing is not None else []
         try:
@@ -206,7 +211,12 @@ class Ingestor:
                 doc = Document(project_id=project_id, name=plan.source.name)
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = plan.kind, len(plan.data), plan.content_hash
-            doc.status, doc.error, doc.chunk_count, doc.ingested_at = "ready", None, len(plan.specs), utcnow()
+            doc.status, doc.error, doc.chunk_count, doc.ingested_at = (
+                DocumentStatus.READY,
+                None,
+                len(plan.specs),
+                utcnow(),
+            )
             db.flush()
             if plan.vanished:
                 db.execute(delete(Chunk).where(Chunk.id.in_(plan.vanished)))
@@ -218,7 +228,9 @@ class Ingestor:
             db.flush()
             if new_rows:
                 vector_store.put(db, space.table, [row.id for row in new_rows], vectors)  # type: ignore[arg-type]
-            status: Status = "added" if plan.existing is None or plan.existing.status != "ready" else "updated"
+            status: Status = (
+                "added" if plan.existing is None or plan.existing.status is not DocumentStatus.READY else "updated"
+            )
             return FileResult(
                 plan.source.name, status, doc.id, len(plan.specs), embedded=len(new_rows), removed=len(plan.vanished)
             )
@@ -227,7 +239,7 @@ class Ingestor:
         self, project_id: int, name: str, data: bytes, reason: str, existing: Document | None = None
     ) -> FileResult:
         """Record why a file failed. A document that was ingested before keeps its last good version."""
-        if existing is not None and existing.status == "ready":
+        if existing is not None and existing.status is DocumentStatus.READY:
             return FileResult(name, "failed", existing.id, existing.chunk_count, error=reason)
         with self.store.write() as db:
             _project_still_there(db, project_id)
@@ -236,7 +248,7 @@ class Ingestor:
                 doc = Document(project_id=project_id, name=name, chunk_count=0)
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = _kind_of(name), len(data), sha256(data)
-            doc.status, doc.error, doc.ingested_at = "failed", reason, utcnow()
+            doc.status, doc.error, doc.ingested_at = DocumentStatus.FAILED, reason, utcnow()
             db.flush()
             return FileResult(name, "failed", doc.id, error=reason)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from sqlalchemy import select
 
 from app.db.database import Database
+from app.db.enums import SpaceStatus
 from app.db.models import Chunk, EmbeddingSpace
 from app.llm.base import Embedder
 from app.rag import spaces, vector_store
@@ -23,12 +24,14 @@ BATCH = 256
 def _building(store: Database, project_id: int, embedder: Embedder) -> tuple[int, str]:
     with store.write() as db:
         for row in db.scalars(
-            select(EmbeddingSpace).where(EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == "building")
+            select(EmbeddingSpace).where(
+                EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == SpaceStatus.BUILDING
+            )
         ).all():
             if spaces.space_id_of(row) == embedder.space:
                 return row.id, row.table  # resume
             spaces.drop_space(db, row)  # an abandoned build for another model
-        row = spaces.create_space(db, project_id, embedder.space, status="building")
+        row = spaces.create_space(db, project_id, embedder.space, status=SpaceStatus.BUILDING)
         return row.id, row.table
 
 
@@ -64,6 +67,6 @@ def reindex(
                 spaces.drop_space(db, old)
             new = db.get(EmbeddingSpace, space_id)
             assert new is not None
-            new.status = "active"
+            new.status = SpaceStatus.ACTIVE
             return new.label
     return reindex(store, project_id, embedder, progress)  # chunks arrived after the fill: catch up again

@@ -12,12 +12,13 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db.enums import SpaceStatus
 from app.db.models import EmbeddingSpace
 from app.errors import ConflictError
 from app.llm.base import SpaceId
 
 
-def create_space(db: Session, project_id: int, space: SpaceId, *, status: str) -> EmbeddingSpace:
+def create_space(db: Session, project_id: int, space: SpaceId, *, status: SpaceStatus) -> EmbeddingSpace:
     row = EmbeddingSpace(
         project_id=project_id,
         provider=space.provider,
@@ -45,7 +46,9 @@ def drop_space(db: Session, space: EmbeddingSpace) -> None:
 
 def active_space(db: Session, project_id: int) -> EmbeddingSpace | None:
     return db.scalar(
-        select(EmbeddingSpace).where(EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == "active")
+        select(EmbeddingSpace).where(
+            EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == SpaceStatus.ACTIVE
+        )
     )
 
 
@@ -57,7 +60,7 @@ def ensure_space(db: Session, project_id: int, space: SpaceId) -> EmbeddingSpace
     """The project's active space, created for ``space`` if it has none. Mixing spaces is refused."""
     row = active_space(db, project_id)
     if row is None:
-        return create_space(db, project_id, space, status="active")
+        return create_space(db, project_id, space, status=SpaceStatus.ACTIVE)
     check_same(row, space)
     return row
 

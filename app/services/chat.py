@@ -23,6 +23,7 @@ import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
 
 from app.db.database import Database
+from app.db.enums import CitationKind
 from app.errors import (
     BusyError,
     ProviderError,
@@ -234,7 +235,7 @@ class ChatService:
         sources: list[SourceRef],
         choice: ModeChoice,
         trace: TraceBuilder,
-    ) -> tuple[str, list[tuple[SourceRef, str]]]:
+    ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
         """The guard's verdict on a generated answer decides what is stored (module docstring of
         app.services.chat_answer): the cleaned text, the extractive answer instead, or a failure."""
         with trace.stage("guard"):
@@ -365,17 +366,17 @@ class ChatService:
 
     async def _cite(
         self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder
-    ) -> tuple[str, list[tuple[SourceRef, str]]]:
+    ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
         if not turn.session.include_citations or not sources:
             trace.set_citations(0, 0, attributed=False)
             return answer, []
         with trace.stage("citations"):
             parsed = citations.parse(answer, len(sources))
-            kind = "model"
+            kind = CitationKind.MODEL
             if not parsed.used:
                 parsed = await anyio.to_thread.run_sync(self._attribute, parsed.text, [s.text for s in sources])
-                kind = "attributed"
-        trace.set_citations(len(parsed.used), parsed.invalid, attributed=kind == "attributed")
+                kind = CitationKind.ATTRIBUTED
+        trace.set_citations(len(parsed.used), parsed.invalid, attributed=kind is CitationKind.ATTRIBUTED)
         return parsed.text, [(sources[n - 1], kind) for n in parsed.used]
 
     def _attribute(self, answer: str, sources: list[str]) -> citations.Parsed:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from app.db.enums import CitationKind
 from app.errors import ProviderError
 from app.llm.base import Embedder, Vectors
 from app.rag import citations, extractive, guard
@@ -36,7 +37,7 @@ class Written:
     """An answer ready to store: its text and citations ``(source, kind)``."""
 
     content: str
-    cited: list[tuple[SourceRef, str]]
+    cited: list[tuple[SourceRef, CitationKind]]
     no_answer: bool = False
 
 
@@ -77,7 +78,7 @@ def quoted(answer: extractive.ExtractiveAnswer, sources: list[SourceRef], cite: 
         return Written(text, [], answer.no_answer)
     by_number = {s.number: s for s in sources}
     cited = [
-        (replace(by_number[e.number], location=e.location, text=e.text), "extracted")
+        (replace(by_number[e.number], location=e.location, text=e.text), CitationKind.EXTRACTED)
         for e in answer.evidence
         if e.number in by_number
     ]

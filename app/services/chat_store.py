@@ -13,6 +13,7 @@ from sqlalchemy import Update, delete, select, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
+from app.db.enums import CitationKind, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
@@ -67,11 +68,15 @@ def _history(db: Session, session_id: int, before_id: int, turns: int) -> list[M
         return []
     rows = db.execute(
         select(ChatMessage.role, ChatMessage.content)
-        .where(ChatMessage.session_id == session_id, ChatMessage.id < before_id, ChatMessage.status == "complete")
+        .where(
+            ChatMessage.session_id == session_id,
+            ChatMessage.id < before_id,
+            ChatMessage.status == MessageStatus.COMPLETE,
+        )
         .order_by(ChatMessage.id.desc())
         .limit(turns)
     ).all()
-    return [Message("user" if role == "user" else "assistant", content) for role, content in reversed(rows)]
+    return [Message("user" if role is Role.USER else "assistant", content) for role, content in reversed(rows)]
 
 
 @dataclass(frozen=True)
@@ -89,11 +94,11 @@ def keyed(store: Database, session_id: int, client_key: str) -> Keyed | None:
         )
         if row is None:
             return None
-        if row.role == "assistant":
+        if row.role is Role.ASSISTANT:
             return Keyed(row.id, None)
         answer_id = db.scalar(
             select(ChatMessage.id)
-            .where(ChatMessage.session_id == session_id, ChatMessage.id > row.id, ChatMessage.role == "assistant")
+            .where(ChatMessage.session_id == session_id, ChatMessage.id > row.id, ChatMessage.role == Role.ASSISTANT)
             .order_by(ChatMessage.id)
             .limit(1)
         )
@@ -129,9 +134,13 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
             raise NotFoundError("chat session", session_id)
         _key_in_use(db, session_id, client_key)
         user = ChatMessage(
-            session_id=session_id, role="user", content=question, status="complete", client_message_id=client_key
+            session_id=session_id,
+            role=Role.USER,
+            content=question,
+            status=MessageStatus.COMPLETE,
+            client_message_id=client_key,
         )
-        answer = ChatMessage(session_id=session_id, role="assistant", content="", status="streaming")
+        answer = ChatMessage(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
         db.add_all([user, answer])
         row.updated_at = utcnow()
         db.flush()
@@ -146,13 +155,15 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
         answer = db.get(ChatMessage, message_id)
         if answer is None:
             raise NotFoundError("message", message_id)
-        if answer.role != "assistant":
+        if answer.role is not Role.ASSISTANT:
             raise ValidationError("messageId", "only an assistant message can be regenerated")
-        if answer.status == "streaming":
+        if answer.status is MessageStatus.STREAMING:
             raise ConflictError("this answer is still being generated")
         user = db.scalar(
             select(ChatMessage)
-            .where(ChatMessage.session_id == answer.session_id, ChatMessage.id < message_id, ChatMessage.role == "user")
+            .where(
+                ChatMessage.session_id == answer.session_id, ChatMessage.id < message_id, ChatMessage.role == Role.USER
+            )
             .order_by(ChatMessage.id.desc())
         )
         if user is None:
@@ -163,7 +174,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
         db.execute(delete(Citation).where(Citation.message_id == message_id))
         answer.content, answer.status, answer.error, answer.trace, answer.completed_at = (
             "",
-            "streaming",
+            MessageStatus.STREAMING,
             None,
             None,
             None,
@@ -179,14 +190,14 @@ def finish(
     turn: Turn,
     content: str,
     trace: dict[str, object],
-    citations: list[tuple[SourceRef, str]],
+    citations: list[tuple[SourceRef, CitationKind]],
 ) -> bool:
     """Store the answer, its trace and its citations ``(source, kind)`` in one transaction.
     False when there is nothing to store it in: the session was deleted while the answer streamed."""
     with store.write() as db:
         stored = db.execute(
             _still_streaming(turn).values(
-                content=content, status="complete", error=None, trace=trace, completed_at=utcnow()
+                content=content, status=MessageStatus.COMPLETE, error=None, trace=trace, completed_at=utcnow()
             )
         )
         if not stored.rowcount:  # type: ignore[attr-defined]
@@ -220,7 +231,7 @@ def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str,
     with store.write() as db:
         result = db.execute(
             _still_streaming(turn).values(
-                content=partial, status="failed", error=error, trace=trace, completed_at=utcnow()
+                content=partial, status=MessageStatus.FAILED, error=error, trace=trace, completed_at=utcnow()
             )
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -231,7 +242,7 @@ def _still_streaming(turn: Turn) -> Update:
     return update(ChatMessage).where(
         ChatMessage.id == turn.message_id,
         ChatMessage.session_id == turn.session.id,
-        ChatMessage.status == "streaming",
+        ChatMessage.status == MessageStatus.STREAMING,
     )
 
 
@@ -240,7 +251,7 @@ def recover_interrupted(store: Database) -> int:
     with store.write() as db:
         result = db.execute(
             update(ChatMessage)
-            .where(ChatMessage.status == "streaming")
-            .values(status="failed", error=INTERRUPTED, completed_at=utcnow())
+            .where(ChatMessage.status == MessageStatus.STREAMING)
+            .values(status=MessageStatus.FAILED, error=INTERRUPTED, completed_at=utcnow())
         )
         return int(result.rowcount or 0)  # type: ignore[attr-defined]

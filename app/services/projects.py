@@ -8,6 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
+from app.db.enums import SpaceStatus
 from app.db.models import Chunk, Document, EmbeddingSpace, Project
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.rag import spaces
@@ -126,7 +127,9 @@ def stats(store: Database, project_ids: list[int]) -> dict[int, ProjectStats]:
             ).all()
         )
         active = db.scalars(
-            select(EmbeddingSpace).where(EmbeddingSpace.project_id.in_(project_ids), EmbeddingSpace.status == "active")
+            select(EmbeddingSpace).where(
+                EmbeddingSpace.project_id.in_(project_ids), EmbeddingSpace.status == SpaceStatus.ACTIVE
+            )
         ).all()
         labels = {space.project_id: space.label for space in active}
     return {pid: ProjectStats(docs.get(pid, 0), chunks.get(pid, 0), labels.get(pid)) for pid in project_ids}

@@ -1,0 +1,40 @@
+"""The values of the ORM's enumerated columns, one ``StrEnum`` each: the one definition that the
+models' CHECK constraints, the services and GraphQL's enums (same names, same order) are made from.
+
+A member is its stored string (``MessageStatus.COMPLETE == "complete"``), so rows written before
+these existed, raw SQL and JSON all read the same.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class DocumentStatus(StrEnum):
+    READY = "ready"
+    FAILED = "failed"  # ingestion failed; ``documents.error`` says why
+
+
+class SpaceStatus(StrEnum):
+    """An embedding space's life: built beside the active one by a reindex, then swapped in."""
+
+    BUILDING = "building"
+    ACTIVE = "active"  # the one a project searches (at most one per project)
+    RETIRED = "retired"
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+class MessageStatus(StrEnum):
+    COMPLETE = "complete"
+    STREAMING = "streaming"  # an answer being written (or left so by a stopped process)
+    FAILED = "failed"
+
+
+class CitationKind(StrEnum):
+    MODEL = "model"  # the model wrote the [n] marker
+    ATTRIBUTED = "attributed"  # ragchat matched the sentence to the source
+    EXTRACTED = "extracted"  # the sentence was quoted from the source (an extractive answer)

@@ -1,0 +1,41 @@
+"""The domain's enums as GraphQL enums, each registered as it is (``strawberry.enum`` keeps the
+Python type), so a resolver passes a service's value through unchanged. GraphQL's names are the
+members' names, in their order; descriptions are the API's own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import Enum
+
+import strawberry
+from strawberry.types.enum import has_enum_definition
+
+from app.rag.answer_mode import AnswerMode
+from app.services.records import CitationKind, DocumentStatus, MessageStatus, Role
+
+
+def expose(enum: type[Enum], description: str | None = None, values: Mapping[Enum, str] | None = None) -> None:
+    """Register ``enum`` with GraphQL under its own name, with a description for each of ``values``."""
+    strawberry.enum(enum, description=description)
+    described = {member.name: text for member, text in (values or {}).items()}
+    if described and has_enum_definition(enum):
+        for value in enum.__strawberry_definition__.values:
+            value.description = described.get(value.name)
+
+
+expose(AnswerMode, "How a session's answers are written.")
+expose(DocumentStatus)
+expose(Role)
+expose(MessageStatus)
+expose(
+    CitationKind,
+    values={
+        CitationKind.MODEL: "The model wrote the [n] marker.",
+        CitationKind.ATTRIBUTED: "ragchat matched the sentence to the source.",
+        CitationKind.EXTRACTED: "The sentence was quoted from the source (an extractive answer); "
+        "`location` is its span.",
+    },
+)
+
+__all__ = ["AnswerMode", "CitationKind", "DocumentStatus", "MessageStatus", "Role"]

@@ -1,0 +1,13 @@
+"""What the services hand to their callers besides their own value types: the rows they read and the
+enums of those rows' columns.
+
+A row is an ORM instance whose transaction has ended (the store does not expire it on commit): a
+value to read, never one to load more from or to write back — every change goes through a service.
+Callers above the services (the GraphQL types) import these names from here, never from ``app.db``.
+"""
+
+from __future__ import annotations
+
+from app.db.enums import CitationKind, DocumentStatus, MessageStatus, Role
+
+__all__ = ["CitationKind", "DocumentStatus", "MessageStatus", "Role"]
