@@ -46,9 +46,12 @@ from app.errors import (
 if TYPE_CHECKING:
     import openai
 
+    from app.settings import OllamaSettings, OpenAISettings
+
 # Each vendor's SDK is imported where its errors are handled, so using one vendor never pays
 # for importing the other's (the openai SDK alone takes about a second).
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 _DETAIL_CHARS = 300
 REDACTED = "[redacted]"  # stands for the API key in the vendor's words
 
@@ -78,6 +81,19 @@ class Vendor:
     def located(self) -> str:
         """The label with the URL, unless it already names it."""
         return self.label if self.url in self.label else f"{self.label} at {self.url}"
+
+    @classmethod
+    def openai(cls, settings: OpenAISettings) -> Vendor:
+        """OpenAI, or the compatible server ``settings.base_url`` names."""
+        shown = display_url((settings.base_url or OPENAI_BASE_URL).rstrip("/"))
+        label = "OpenAI" if settings.base_url is None else f"the OpenAI-compatible server at {shown}"
+        key = settings.api_key.get_secret_value() if settings.api_key else None
+        return cls("openai", label, shown, settings.timeout, "RAGCHAT_OPENAI", secret=key or None)
+
+    @classmethod
+    def ollama(cls, settings: OllamaSettings) -> Vendor:
+        shown = display_url(settings.host)
+        return cls("ollama", f"Ollama at {shown}", shown, settings.timeout, "RAGCHAT_OLLAMA")
 
 
 def _scrub(vendor: Vendor, text: str) -> str:

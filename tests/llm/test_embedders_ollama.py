@@ -18,6 +18,7 @@ from app.errors import (
 )
 from app.llm.base import Embedder, SpaceId
 from app.llm.embedders.ollama import OllamaEmbedder, canonical_model
+from app.settings import OllamaSettings
 from tests.llm.wire import ollama_wire as wire
 from tests.llm.wire.server import Reply, refusing_url
 from tests.llm.wire.vectors import fake_vector, unit
@@ -38,7 +39,7 @@ def embedder(server: wire.OllamaWire) -> Iterator[Make]:
     built: list[OllamaEmbedder] = []
 
     def build(model: str = "all-minilm", **kwargs: object) -> OllamaEmbedder:
-        built.append(OllamaEmbedder(model, **({"host": server.url, "timeout": 0.5} | kwargs)))  # type: ignore[arg-type]
+        built.append(OllamaEmbedder(model, OllamaSettings(host=server.url, timeout=0.5), **kwargs))  # type: ignore[arg-type]
         return built[-1]
 
     yield build
@@ -139,7 +140,7 @@ def test_silent_server_is_a_timeout(server: wire.OllamaWire, embedder: Make) -> 
 def test_refused_connection_names_the_host_setting() -> None:
     with (
         refusing_url() as url,
-        closing(OllamaEmbedder(host=url, timeout=0.5)) as refused,
+        closing(OllamaEmbedder("nomic-embed-text", OllamaSettings(host=url, timeout=0.5))) as refused,
         pytest.raises(ProviderUnavailableError, match="RAGCHAT_OLLAMA__HOST"),
     ):
         refused.embed(["x"])

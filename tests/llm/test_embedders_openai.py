@@ -18,7 +18,9 @@ from app.errors import (
     ValidationError,
 )
 from app.llm.base import Embedder, SpaceId
-from app.llm.embedders.openai import OpenAIEmbedder, _batches
+from app.llm.embedders.openai import OpenAIEmbedder
+from app.llm.embedders.remote import batches
+from app.settings import OpenAISettings
 from tests.llm.wire import openai_wire as wire
 from tests.llm.wire.server import Reply, refusing_url
 from tests.llm.wire.vectors import fake_vector, unit
@@ -40,9 +42,9 @@ def embedder(server: wire.OpenAIWire) -> Iterator[Make]:
     """Builds embedders talking to ``server`` (short timeout, no SDK retries); closes them after the test."""
     built: list[OpenAIEmbedder] = []
 
-    def build(model: str = "text-embedding-3-small", **kwargs: object) -> OpenAIEmbedder:
-        options: dict[str, object] = {"api_key": KEY, "base_url": server.base_url, "timeout": 0.5, "max_retries": 0}
-        built.append(OpenAIEmbedder(model, **(options | kwargs)))  # type: ignore[arg-type]
+    def build(model: str = "text-embedding-3-small", *, api_key: str = KEY, **kwargs: object) -> OpenAIEmbedder:
+        settings = OpenAISettings(api_key=api_key, base_url=server.base_url, timeout=0.5)  # type: ignore[arg-type]
+        built.append(OpenAIEmbedder(model, settings, **({"max_retries": 0} | kwargs)))  # type: ignore[arg-type]
         return built[-1]
 
     yield build
@@ -95,9 +97,9 @@ def test_large_calls_are_split_into_requests_of_at_most_2048_inputs(server: wire
 
 def test_batches_respect_the_token_limit_per_request() -> None:
     prepared = [("a", 100), ("b", 100), ("c", 150), ("d", 10), ("e", 400)]
-    assert list(_batches(prepared, max_inputs=10, max_tokens=250)) == [(0, 2), (2, 4), (4, 5)]
-    assert list(_batches(prepared, max_inputs=2, max_tokens=10_000)) == [(0, 2), (2, 4), (4, 5)]
-    assert list(_batches([], max_inputs=2, max_tokens=10)) == []
+    assert list(batches(prepared, max_inputs=10, max_tokens=250)) == [(0, 2), (2, 4), (4, 5)]
+    assert list(batches(prepared, max_inputs=2, max_tokens=10_000)) == [(0, 2), (2, 4), (4, 5)]
+    assert list(batches([], max_inputs=2, max_tokens=10)) == []
 
 
 def test_long_inputs_are_cut_at_max_tokens_and_empty_ones_sent_as_a_space(
@@ -145,12 +147,14 @@ def test_wrong_key_is_an_auth_error_that_does_not_repeat_the_key(embedder: Make)
 def test_missing_key_fails_at_construction_and_ambient_env_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-ambient")
     with pytest.raises(ProviderAuthError, match="RAGCHAT_OPENAI__API_KEY"):
-        OpenAIEmbedder("text-embedding-3-small")
+        OpenAIEmbedder("text-embedding-3-small", OpenAISettings())
 
 
 def test_a_compatible_server_needs_no_key() -> None:
     with wire.OpenAIWire(api_key="unused") as keyless:
-        with closing(OpenAIEmbedder("custom-embedder", base_url=keyless.base_url, max_retries=0)) as keyless_embedder:
+        with closing(
+            OpenAIEmbedder("custom-embedder", OpenAISettings(base_url=keyless.base_url), max_retries=0)
+        ) as keyless_embedder:
             keyless_embedder.embed(["x"])
         assert keyless.history[-1].headers["authorization"] == "Bearer unused"
 
@@ -163,10 +167,10 @@ def test_unknown_model_is_model_not_found(server: wire.OpenAIWire, embedder: Mak
 
 def test_dimensions_are_checked_against_known_models() -> None:
     with pytest.raises(ValidationError) as fixed:
-        OpenAIEmbedder("text-embedding-ada-002", api_key=KEY, dimensions=256)
+        OpenAIEmbedder("text-embedding-ada-002", OpenAISettings(api_key=KEY), dimensions=256)  # type: ignore[arg-type]
     assert fixed.value.field == "embedder.dimensions"
     with pytest.raises(ValidationError, match="at most 1536"):
-        OpenAIEmbedder("text-embedding-3-small", api_key=KEY, dimensions=2000)
+        OpenAIEmbedder("text-embedding-3-small", OpenAISettings(api_key=KEY), dimensions=2000)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -215,7 +219,8 @@ def test_silent_server_is_a_timeout(server: wire.OpenAIWire, embedder: Make) -> 
 def test_credentials_in_the_url_stay_out_of_messages() -> None:
     with refusing_url() as url:
         proxied = url.replace("http://", "http://user:hunter2@") + "/v1"
-        refused = OpenAIEmbedder(api_key=KEY, base_url=proxied, timeout=0.5, max_retries=0)
+        settings = OpenAISettings(api_key=KEY, base_url=proxied, timeout=0.5)  # type: ignore[arg-type]
+        refused = OpenAIEmbedder("text-embedding-3-small", settings, max_retries=0)
         with closing(refused), pytest.raises(ProviderUnavailableError) as caught:
             refused.embed(["x"])
     assert "hunter2" not in str(caught.value) and url in str(caught.value)
@@ -223,6 +228,7 @@ def test_credentials_in_the_url_stay_out_of_messages() -> None:
 
 def test_refused_connection_is_unavailable() -> None:
     with refusing_url() as url:
-        refused = OpenAIEmbedder(api_key=KEY, base_url=f"{url}/v1", timeout=0.5, max_retries=0)
+        settings = OpenAISettings(api_key=KEY, base_url=f"{url}/v1", timeout=0.5)  # type: ignore[arg-type]
+        refused = OpenAIEmbedder("text-embedding-3-small", settings, max_retries=0)
         with closing(refused), pytest.raises(ProviderUnavailableError, match="RAGCHAT_OPENAI__BASE_URL"):
             refused.embed(["x"])

@@ -77,10 +77,9 @@ OLLAMA_REPLIES = {
 
 @asynccontextmanager
 async def openai_pair(url: str, key: str = KEY) -> AsyncIterator[tuple[Callable[[], object], OpenAIChatModel]]:
-    embedder = OpenAIEmbedder(MODEL, api_key=key, base_url=url, timeout=WAIT, max_retries=0)
-    chat = OpenAIChatModel(
-        MODEL, OpenAISettings(api_key=SecretStr(key), base_url=url, timeout=WAIT), context_window=2048, max_retries=0
-    )
+    settings = OpenAISettings(api_key=SecretStr(key), base_url=url, timeout=WAIT)
+    embedder = OpenAIEmbedder(MODEL, settings, max_retries=0)
+    chat = OpenAIChatModel(MODEL, settings, context_window=2048, max_retries=0)
     with closing(embedder):
         try:
             yield lambda: embedder.embed(["x"]), chat
@@ -90,8 +89,9 @@ async def openai_pair(url: str, key: str = KEY) -> AsyncIterator[tuple[Callable[
 
 @asynccontextmanager
 async def ollama_pair(url: str) -> AsyncIterator[tuple[Callable[[], object], OllamaChatModel]]:
-    embedder = OllamaEmbedder(MODEL, host=url, timeout=WAIT)
-    chat = OllamaChatModel(MODEL, OllamaSettings(host=url, timeout=WAIT), context_window=2048)
+    settings = OllamaSettings(host=url, timeout=WAIT)
+    embedder = OllamaEmbedder(MODEL, settings)
+    chat = OllamaChatModel(MODEL, settings, context_window=2048)
     with closing(embedder):
         try:
             yield lambda: embedder.embed(["x"]), chat

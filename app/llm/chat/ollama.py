@@ -18,7 +18,7 @@ import pydantic
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, templated_token_count, wire_messages
 from app.llm.tokenizers import EstimateTokenizer
-from app.llm.vendor_errors import Vendor, display_url, from_ollama, stopped
+from app.llm.vendor_errors import Vendor, from_ollama, stopped
 from app.settings import OllamaSettings
 
 
@@ -31,8 +31,7 @@ class OllamaChatModel:
         self.model = model
         self.context_window = context_window
         self.tokenizer: Tokenizer = EstimateTokenizer()
-        shown = display_url(settings.host)
-        self._vendor = Vendor(self.provider, f"Ollama at {shown}", shown, settings.timeout, "RAGCHAT_OLLAMA")
+        self._vendor = Vendor.ollama(settings)
         self._client = ollama.AsyncClient(host=settings.host, timeout=settings.timeout)
 
     def count_message_tokens(self, messages: Sequence[Message]) -> int:

@@ -16,13 +16,12 @@ import openai
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, templated_token_count, wire_messages
 from app.llm.tokenizers import TiktokenTokenizer
-from app.llm.vendor_errors import Vendor, display_url, from_openai
+from app.llm.vendor_errors import OPENAI_BASE_URL, Vendor, from_openai
 from app.settings import OpenAISettings
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Sent when only a base_url is configured: the SDK insists on some key, and keyless servers ignore it.
 NO_KEY = "no-key"
 
@@ -72,9 +71,7 @@ class OpenAIChatModel:
         self.tokenizer: Tokenizer = tokenizer or TiktokenTokenizer()
         key = settings.api_key.get_secret_value() if settings.api_key else None
         base_url = settings.base_url or OPENAI_BASE_URL
-        shown = display_url(base_url)
-        label = "OpenAI" if settings.base_url is None else f"the OpenAI-compatible server at {shown}"
-        self._vendor = Vendor(self.provider, label, shown, settings.timeout, "RAGCHAT_OPENAI", secret=key)
+        self._vendor = Vendor.openai(settings)
         # Everything explicit: the SDK would otherwise fill gaps from OPENAI_* environment variables.
         # The SDK retries connection errors, 429 and 5xx before the stream starts, never mid-stream.
         self._client = openai.AsyncOpenAI(

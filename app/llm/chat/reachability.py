@@ -25,12 +25,11 @@ from pathlib import Path
 
 import httpx
 
-from app.llm.vendor_errors import display_url
+from app.llm.vendor_errors import OPENAI_BASE_URL, display_url
 from app.settings import OllamaSettings, OpenAISettings
 
 PROBE_TIMEOUT = 1.5  # seconds: a provider slower than this to list its models is not usable anyway
 CACHE_SECONDS = 30.0
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 GGUF_MAGIC = b"GGUF"
 
 

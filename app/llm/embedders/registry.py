@@ -38,20 +38,7 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
     if name == "openai":
         from app.llm.embedders.openai import OpenAIEmbedder
 
-        key = settings.openai.api_key
-        return OpenAIEmbedder(
-            chosen,
-            api_key=key.get_secret_value() if key else None,
-            base_url=settings.openai.base_url,
-            dimensions=config.dimensions,
-            timeout=settings.openai.timeout,
-        )
+        return OpenAIEmbedder(chosen, settings.openai, dimensions=config.dimensions)
     from app.llm.embedders.ollama import OllamaEmbedder
 
-    return OllamaEmbedder(
-        chosen,
-        host=settings.ollama.host,
-        timeout=settings.ollama.timeout,
-        batch_size=config.batch_size,
-        dimensions=config.dimensions,
-    )
+    return OllamaEmbedder(chosen, settings.ollama, batch_size=config.batch_size, dimensions=config.dimensions)
