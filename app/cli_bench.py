@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
-from typing import get_args
 
 import typer
 from rich.console import Console
@@ -18,12 +16,10 @@ from app.bench import beir
 from app.bench import retrieval as retrieval_bench
 from app.container import Container
 from app.rag.answer_mode import AnswerMode
-from app.rag.retrieval import Mode
+from app.rag.retrieval_mode import RetrievalMode
 
 bench = typer.Typer(help="Benchmarks (see docs/BENCHMARKS.md).", no_args_is_help=True)
 console = Console(stderr=True)
-# The retrieval modes as a choice for typer, derived from their one definition (a Literal).
-RetrievalMode = StrEnum("RetrievalMode", [(m, m) for m in get_args(Mode)])  # type: ignore[misc]
 
 
 def register(cli: typer.Typer, settings_or_exit: object) -> None:
@@ -33,20 +29,19 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
     def retrieval(
         dataset: Path = typer.Option(..., exists=True, file_okay=False, help="A BEIR-format folder."),
         split: str = typer.Option("test", help="qrels/<split>.tsv to evaluate on."),
-        mode: list[RetrievalMode] = typer.Option(["hybrid"], help="Repeat for several."),
+        mode: list[RetrievalMode] = typer.Option([RetrievalMode.HYBRID], help="Repeat for several."),
         max_docs: int | None = typer.Option(None, help="Use a subset of the corpus (judged docs kept)."),
         max_queries: int | None = typer.Option(None, help="Use the first N judged queries."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     ) -> None:
         """nDCG@10 and Recall@100 (trec_eval semantics, via ir-measures) on a BEIR dataset."""
-        modes: list[Mode] = [m.value for m in mode]  # type: ignore[misc]
         settings = settings_or_exit()  # type: ignore[operator]
         data = beir.load(dataset, split, max_docs=max_docs, max_queries=max_queries)
         embedder = Container.build(settings).embedder
         columns = (TextColumn("[bold]ingesting corpus"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("documents", total=len(data.corpus))
-            result = retrieval_bench.run(data, embedder, settings, modes, progress=lambda _: bar.advance(task))
+            result = retrieval_bench.run(data, embedder, settings, mode, progress=lambda _: bar.advance(task))
         if as_json:
             sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
             return

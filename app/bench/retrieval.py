@@ -18,7 +18,8 @@ from app.container import Container
 from app.db import migrate
 from app.llm.base import Embedder, Vectors
 from app.rag.ingest import FileResult, Ingestor, Source
-from app.rag.retrieval import Mode, RetrievalParams, embed_query, retrieve
+from app.rag.retrieval import RetrievalParams, embed_query, retrieve
+from app.rag.retrieval_mode import RetrievalMode
 from app.services import projects
 from app.settings import Settings
 
@@ -52,7 +53,7 @@ def run(
     dataset: BeirDataset,
     embedder: Embedder,
     settings: Settings,
-    modes: list[Mode],
+    modes: list[RetrievalMode],
     *,
     progress: Callable[[FileResult], None] | None = None,
 ) -> BenchResult:
@@ -79,7 +80,7 @@ def run(
                 run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode)
                 result.timings[f"search_{mode}"] = time.perf_counter() - started
                 result.metrics[mode] = _measure(dataset, run_)
-                if mode == "vector":
+                if mode == RetrievalMode.VECTOR:
                     result.calibration = _calibrate(dataset, best_scores)
         finally:
             container.close()
@@ -92,7 +93,7 @@ def _search(
     pid: int,
     dataset: BeirDataset,
     vectors: dict[str, Vectors],
-    mode: Mode,
+    mode: RetrievalMode,
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     params = RetrievalParams(mode=mode, top_k=CANDIDATES * 2, threshold=-1.0, candidates=CANDIDATES)
     run_: dict[str, dict[str, float]] = {}

@@ -12,6 +12,8 @@ import strawberry
 from strawberry.types.enum import has_enum_definition
 
 from app.rag.answer_mode import AnswerMode
+from app.rag.retrieval import CandidateFate
+from app.rag.retrieval_mode import RetrievalMode
 from app.services.records import CitationKind, DocumentStatus, MessageStatus, Role
 
 
@@ -25,6 +27,8 @@ def expose(enum: type[Enum], description: str | None = None, values: Mapping[Enu
 
 
 expose(AnswerMode, "How a session's answers are written.")
+expose(RetrievalMode)
+expose(CandidateFate)
 expose(DocumentStatus)
 expose(Role)
 expose(MessageStatus)
@@ -38,4 +42,4 @@ expose(
     },
 )
 
-__all__ = ["AnswerMode", "CitationKind", "DocumentStatus", "MessageStatus", "Role"]
+__all__ = ["AnswerMode", "CandidateFate", "CitationKind", "DocumentStatus", "MessageStatus", "RetrievalMode", "Role"]

@@ -8,11 +8,10 @@ import strawberry
 from app.errors import StorageError
 from app.graphql import types
 from app.graphql.context import Info
-from app.graphql.enums import AnswerMode
+from app.graphql.enums import AnswerMode, RetrievalMode
 from app.graphql.errors import NotFoundError, page_size, parse_id
 from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
 from app.graphql.search_types import search_results
-from app.graphql.trace_types import RetrievalMode
 from app.rag.parsing import KINDS_BY_EXTENSION
 from app.services import documents, health, projects, search, sessions
 
@@ -65,7 +64,7 @@ class Query:
             answer_mode=rag.answer_mode,
             provider=settings.llm.provider,
             model=settings.llm.model,
-            mode=RetrievalMode(rag.mode),
+            mode=rag.mode,
         )
 
     @strawberry.field
@@ -137,7 +136,7 @@ class Query:
                     query,
                     top_k=top_k,
                     threshold=threshold,
-                    mode=mode.value,
+                    mode=mode,
                 )
             ),
             raising=UNREADABLE,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.trace_types import CandidateFate, Location, RetrievalMode, StageTiming
+from app.graphql.enums import CandidateFate, RetrievalMode
+from app.graphql.trace_types import Location, StageTiming
 from app.rag.retrieval import Candidate, RetrievalResult
 
 

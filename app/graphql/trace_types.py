@@ -7,7 +7,7 @@ from typing import Any
 
 import strawberry
 
-from app.graphql.enums import AnswerMode
+from app.graphql.enums import AnswerMode, CandidateFate, RetrievalMode
 from app.rag.retrieval import Location as RagLocation
 from app.services import trace_model
 
@@ -24,21 +24,6 @@ class GuardDecision(enum.Enum):
     REJECTED = strawberry.enum_value(
         "rejected", description="The generated answer failed and no extractive answer was possible: stored as failed."
     )
-
-
-@strawberry.enum
-class CandidateFate(enum.Enum):
-    KEPT = "kept"
-    BELOW_THRESHOLD = "below_threshold"
-    BEYOND_TOP_K = "beyond_top_k"
-    OVER_BUDGET = "over_budget"
-
-
-@strawberry.enum
-class RetrievalMode(enum.Enum):
-    VECTOR = "vector"
-    KEYWORD = "keyword"
-    HYBRID = "hybrid"
 
 
 @strawberry.type(description="Where a chunk sits in its document.")
@@ -188,7 +173,7 @@ def _candidate(c: trace_model.TraceCandidate) -> TraceCandidate:
         keyword_rank=c.keyword_rank,
         fused_rank=c.fused_rank,
         fused_score=c.fused_score,
-        fate=CandidateFate(c.fate),
+        fate=c.fate,
         location=Location(
             char_start=loc.char_start,
             char_end=loc.char_end,
@@ -211,9 +196,9 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
             top_k=settings.top_k,
             threshold=settings.threshold,
             include_citations=settings.include_citations,
-            mode=RetrievalMode(settings.mode),
+            mode=settings.mode,
         ),
-        effective_mode=RetrievalMode(trace.effective_mode) if trace.effective_mode else None,
+        effective_mode=trace.effective_mode,
         embedding_space=trace.embedding_space,
         no_context=trace.no_context,
         degraded=list(trace.degraded),

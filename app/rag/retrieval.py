@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from enum import StrEnum
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -22,17 +22,24 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag import fusion, keyword, spaces, vector_store
+from app.rag.retrieval_mode import RetrievalMode
 from app.settings import RagDefaults
 
 log = logging.getLogger(__name__)
 
-Mode = Literal["vector", "keyword", "hybrid"]
-Fate = Literal["kept", "below_threshold", "beyond_top_k", "over_budget"]
+
+class CandidateFate(StrEnum):
+    """What became of a candidate (in the order the stages decide it)."""
+
+    KEPT = "kept"
+    BELOW_THRESHOLD = "below_threshold"
+    BEYOND_TOP_K = "beyond_top_k"
+    OVER_BUDGET = "over_budget"  # kept by retrieval, cut to fit the model's context window
 
 
 @dataclass(frozen=True)
 class RetrievalParams:
-    mode: Mode = "hybrid"
+    mode: RetrievalMode = RetrievalMode.HYBRID
     top_k: int = 5
     threshold: float = 0.25
     candidates: int = 50  # taken from each ranking before fusion
@@ -42,7 +49,7 @@ class RetrievalParams:
 
     @classmethod
     def for_session(
-        cls, rag: RagDefaults, *, top_k: int, threshold: float, mode: Mode | None = None
+        cls, rag: RagDefaults, *, top_k: int, threshold: float, mode: RetrievalMode | None = None
     ) -> RetrievalParams:
         """The parameters a chat turn uses — and so the retrieval preview and search, which must
         show the same thing: fusion from the server's settings, a candidate pool of 4 x top_k."""
@@ -79,13 +86,13 @@ class Candidate:
     keyword_rank: int | None
     fused_rank: int
     fused_score: float
-    fate: Fate = "kept"
+    fate: CandidateFate = CandidateFate.KEPT
 
 
 @dataclass
 class RetrievalResult:
     query: str
-    mode: Mode
+    mode: RetrievalMode
     params: RetrievalParams
     candidates: list[Candidate] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)
@@ -94,7 +101,7 @@ class RetrievalResult:
 
     @property
     def kept(self) -> list[Candidate]:
-        return [c for c in self.candidates if c.fate == "kept"]
+        return [c for c in self.candidates if c.fate == CandidateFate.KEPT]
 
 
 @contextmanager
@@ -156,15 +163,15 @@ def _rankings(
     params = result.params
     vector_hits: list[tuple[int, float]] = []
     keyword_hits: list[tuple[int, float]] = []
-    if params.mode in ("vector", "hybrid"):
+    if params.mode in (RetrievalMode.VECTOR, RetrievalMode.HYBRID):
         with _timed(result.timings_ms, "vector"):
             try:
                 vector_hits = vector_store.knn(db, table, query_vector, params.candidates)
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
                 result.degraded.append(f"vector search failed ({exc.orig}); used keyword search only")
-                result.mode = "keyword"
-    if result.mode in ("keyword", "hybrid"):
+                result.mode = RetrievalMode.KEYWORD
+    if result.mode in (RetrievalMode.KEYWORD, RetrievalMode.HYBRID):
         with _timed(result.timings_ms, "keyword"):
             keyword_hits = keyword.search(db, project_id, query, params.candidates)
     return vector_hits, keyword_hits
@@ -217,9 +224,9 @@ def _rank(
     keyword_rank = {cid: i for i, cid in enumerate(keyword_ids, start=1)}
     weights = [(vector_ids, params.vector_weight), (keyword_ids, params.keyword_weight)]
     fused = fusion.rrf(weights, k=params.rrf_k)
-    if result.mode == "vector":
+    if result.mode == RetrievalMode.VECTOR:
         order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))
-    elif result.mode == "keyword":
+    elif result.mode == RetrievalMode.KEYWORD:
         order = keyword_ids
     else:
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
@@ -247,9 +254,9 @@ def _apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalPar
     kept = 0
     for candidate in candidates:
         if candidate.score is not None and candidate.score < params.threshold:
-            candidate.fate = "below_threshold"
+            candidate.fate = CandidateFate.BELOW_THRESHOLD
         elif kept >= params.top_k:
-            candidate.fate = "beyond_top_k"
+            candidate.fate = CandidateFate.BEYOND_TOP_K
         else:
-            candidate.fate = "kept"
+            candidate.fate = CandidateFate.KEPT
             kept += 1

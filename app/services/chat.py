@@ -35,7 +35,7 @@ from app.errors import (
 from app.llm.base import ChatModel, Embedder, GenerationOptions, ModelCapabilities, TextDelta, Usage
 from app.rag import answer_mode, budget, citations, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
-from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, retrieve
+from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult, retrieve
 from app.rag.sanitize import clean_message
 from app.services import chat_answer, chat_store
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
@@ -322,7 +322,7 @@ class ChatService:
             answer_reserve=min(self.settings.llm.max_answer_tokens, model.context_window // 2),
         )
         for number in prompt.report.chunks_over_budget:
-            kept[number - 1].fate = "over_budget"
+            kept[number - 1].fate = CandidateFate.OVER_BUDGET
         trace.set_budget(prompt.report)
         return prompt
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from app.db.database import Database
 from app.errors import ValidationError
 from app.llm.base import Embedder
-from app.rag.retrieval import Mode, RetrievalParams, RetrievalResult, retrieve
+from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
+from app.rag.retrieval_mode import RetrievalMode
 from app.rag.sanitize import clean_message
 from app.services import projects, sessions
 from app.services.sessions import SessionChanges, validate_changes
 from app.settings import Settings
 
 
-def params(settings: Settings, *, top_k: int, threshold: float, mode: Mode) -> RetrievalParams:
+def params(settings: Settings, *, top_k: int, threshold: float, mode: RetrievalMode) -> RetrievalParams:
     validate_changes(SessionChanges(top_k=top_k, threshold=threshold))
     return RetrievalParams.for_session(settings.rag, top_k=top_k, threshold=threshold, mode=mode)
 
@@ -26,7 +27,7 @@ def search(
     *,
     top_k: int,
     threshold: float | None,
-    mode: Mode,
+    mode: RetrievalMode,
 ) -> RetrievalResult:
     text = _query(settings, query)
     projects.get(store, project_id)

@@ -15,13 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from app.rag.retrieval import CandidateFate
+from app.rag.retrieval_mode import RetrievalMode
+
 log = logging.getLogger(__name__)
 
 TRACE_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
 
-Fate = Literal["kept", "below_threshold", "beyond_top_k", "over_budget"]
-Mode = Literal["vector", "keyword", "hybrid"]
 Decision = Literal["pass", "flagged", "fallback", "rejected"]
 
 
@@ -34,7 +35,7 @@ class TraceSettings(_Camel):
     top_k: int
     threshold: float
     include_citations: bool
-    mode: Mode
+    mode: RetrievalMode
 
 
 class TraceLocation(BaseModel):
@@ -57,7 +58,7 @@ class TraceCandidate(_Camel):
     keyword_rank: int | None
     fused_rank: int
     fused_score: float
-    fate: Fate
+    fate: CandidateFate
     location: TraceLocation
 
 
@@ -118,7 +119,7 @@ class RetrievalTrace(_Camel):
     no_context: bool = False
     history_turns: int = 0
     embedding_space: str | None = None
-    effective_mode: Mode | None = None
+    effective_mode: RetrievalMode | None = None
     tokens: TraceTokens | None = None
     budget: TraceBudget | None = None
     source_chunk_ids: list[int] | None = None
