@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from app import logs
 from app.errors import RagchatError
 from app.settings import Settings, load_settings
 
@@ -19,11 +20,16 @@ cli = typer.Typer(
 
 
 def settings_or_exit(**overrides: object) -> Settings:
+    """The settings, with logging configured from them (app/logs.py); exits on bad settings."""
     try:
-        return load_settings(**overrides)
+        settings = load_settings(**overrides)
     except RagchatError as exc:
         typer.secho(exc.message, fg=typer.colors.RED, err=True)
         raise typer.Exit(2) from exc
+    # A command prints its own results: its log shows warnings and worse unless a level is set.
+    chosen = "level" in settings.log.model_fields_set or settings.log_level is not None
+    logs.configure(settings, level=None if chosen else "warning")
+    return settings
 
 
 @cli.command()
@@ -52,8 +58,9 @@ def serve(
     if port is not None:
         overrides["port"] = port
     settings = settings_or_exit(**overrides)
+    logs.configure(settings)  # a server logs each request, at RAGCHAT_LOG__LEVEL (default info)
     typer.echo(f"ragchat on http://{settings.host}:{settings.port}/  (GraphiQL: /graphql)")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, **logs.uvicorn_options(settings))
 
 
 @cli.command("export-schema")

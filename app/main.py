@@ -20,6 +20,7 @@ from app.errors import StorageError
 from app.graphql.context import container_of, get_context
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
+from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
 from app.services import chat_store, health
 from app.settings import Settings
@@ -89,13 +90,16 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     app.add_middleware(
         Perimeter, hosts=HostPolicy.build(settings.api.allowed_hosts, settings.host), origins=origins, keys=keys
     )
-    if origins:  # outermost: preflights are answered, and refusals carry CORS headers the page can read
+    if origins:  # outside the perimeter: preflights are answered, and refusals carry CORS headers the page can read
         app.add_middleware(
             CORSMiddleware,
             allow_origins=sorted(origins),
             allow_methods=["GET", "POST", "OPTIONS"],
-            allow_headers=["authorization", "content-type", *PREFLIGHT_HEADERS],
+            allow_headers=["authorization", "content-type", "x-request-id", *PREFLIGHT_HEADERS],
+            expose_headers=["x-request-id"],
         )
+    # Outermost of all: refusals and preflights get their id and their line too (app/request_log.py).
+    app.add_middleware(RequestLog)
     graphql = RagchatGraphQLRouter(
         build_schema(settings.api),
         context_getter=get_context,

@@ -110,6 +110,16 @@ class ChatSettings(BaseModel):
     reattach_grace: float = Field(10.0, ge=0, le=600, allow_inf_nan=False)
 
 
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+class LogSettings(BaseModel):
+    """Where the log goes: stderr, at ``level``; ``json`` writes one object per line (app/logs.py)."""
+
+    level: LogLevel = "info"
+    format: Literal["text", "json"] = "text"
+
+
 class ApiSettings(BaseModel):
     """The API's perimeter and limits (app/security.py says what each check guards against)."""
 
@@ -140,7 +150,8 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./data/ragchat.db"
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Deprecated spelling of RAGCHAT_LOG__LEVEL, still read when that is not set.
+    log_level: LogLevel | None = None
     frontend_dir: Path | None = None
 
     rag: RagDefaults = Field(default_factory=RagDefaults)
@@ -151,6 +162,13 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+
+    @model_validator(mode="after")
+    def _legacy_log_level(self) -> Settings:
+        if self.log_level is not None and "level" not in self.log.model_fields_set:
+            self.log = self.log.model_copy(update={"level": self.log_level})
+        return self
 
     @field_validator("database_url")
     @classmethod

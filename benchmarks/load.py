@@ -68,7 +68,7 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCHAT_")}
         self.env.update(
-            {"HF_HUB_OFFLINE": "1", "RAGCHAT_DATABASE_URL": f"sqlite:///{self.db}", "RAGCHAT_LOG_LEVEL": "warning"}
+            {"HF_HUB_OFFLINE": "1", "RAGCHAT_DATABASE_URL": f"sqlite:///{self.db}", "RAGCHAT_LOG__LEVEL": "warning"}
         )
         self.env.update(env or {})
         self.proc: subprocess.Popen[bytes] | None = None

@@ -9,6 +9,7 @@ from starlette.requests import HTTPConnection
 from strawberry.fastapi import BaseContext
 from strawberry.types import Info as StrawberryInfo
 
+from app import logs
 from app.container import Container
 from app.graphql.loaders import Loaders
 
@@ -18,7 +19,9 @@ class Context(BaseContext):
         super().__init__()
         self.container = container
         self.loaders = Loaders(container)
-        self.request_id = uuid.uuid4().hex[:12]
+        # The id app/request_log.py gave this request or websocket, so what a client is shown
+        # ("Unexpected error (request ...)") finds the request's log lines.
+        self.request_id = logs.current_request_id() or uuid.uuid4().hex[:12]
         self.connection_params: dict[str, Any] | None = None
 
 

@@ -11,6 +11,7 @@ import re
 import strawberry
 
 from app import errors
+from app.graphql import operation_log
 
 
 @strawberry.interface(description="Something the client can act on.")
@@ -60,7 +61,14 @@ ErrorType = NotFoundError | ValidationError | ConflictError | BusyError | Provid
 
 
 def to_graphql(exc: errors.RagchatError) -> ErrorType:
-    """Translate a service error into its schema type. Unknown kinds are re-raised (masked)."""
+    """Translate a service error into its schema type (noted as the operation's outcome, for the
+    request's log line). Unknown kinds are re-raised (masked)."""
+    error = _translate(exc)
+    operation_log.note(type(error).__name__)
+    return error
+
+
+def _translate(exc: errors.RagchatError) -> ErrorType:
     if isinstance(exc, errors.NotFoundError):
         return NotFoundError(message=exc.message, kind=exc.kind, id=str(exc.ident))
     if isinstance(exc, errors.ValidationError):

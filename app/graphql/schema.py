@@ -21,9 +21,11 @@ from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
 
 from app.errors import RagchatError
+from app.graphql import operation_log
 from app.graphql.mutations import Mutation
 from app.graphql.queries import Query
 from app.graphql.subscriptions import Subscription
+from app.request_log import GRAPHQL_ERRORS, INTERNAL_ERROR
 from app.settings import ApiSettings, Settings
 
 log = logging.getLogger("ragchat.graphql")
@@ -49,8 +51,10 @@ class RagchatSchema(strawberry.Schema):
         for error in errors:
             original = error.original_error
             if is_client_error(error):
-                log.info("request %s: %s", request_id, error.message)
+                operation_log.note(type(original).__name__ if isinstance(original, RagchatError) else GRAPHQL_ERRORS)
+                log.info("client error: %s", error.message)  # the request id is on every line (app/logs.py)
             elif original is not None:
+                operation_log.note(INTERNAL_ERROR)
                 log.error("request %s failed", request_id, exc_info=(type(original), original, original.__traceback__))
 
 
@@ -105,6 +109,7 @@ def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
         subscription=Subscription,
         extensions=[
             # Factories: strawberry builds fresh extension instances for each request.
+            operation_log.OperationLog,  # first: its timing brackets the others
             lambda: MaxTokensLimiter(max_token_count=api.max_tokens),
             lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
             lambda: AddValidationRules(rules),

@@ -40,6 +40,7 @@ from app.rag.sanitize import clean_message
 from app.services import chat_answer, chat_store
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
 from app.services.chat_live import LiveTurns
+from app.services.chat_log import TurnLog
 from app.services.chat_store import Turn
 from app.services.chat_trace import TraceBuilder
 from app.settings import Settings
@@ -144,6 +145,7 @@ class ChatService:
         trace = TraceBuilder(turn, self.settings)
         parts: list[str] = []
         stored = False  # once the answer is stored, closing the stream changes nothing
+        ended = TurnLog(turn, trace)  # the turn's log line, whichever way it ends
         try:
             choice = self._choose(turn)
             retrieval = await self._retrieve(turn, trace)
@@ -181,6 +183,7 @@ class ChatService:
                 content, cited = await self._checked(turn, answer_guard, sources, choice, trace)
             kept = await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
             stored = True
+            ended.stored(kept)
             if kept:
                 yield DoneEvent(turn.message_id)
             else:
@@ -188,6 +191,7 @@ class ChatService:
                 yield ErrorEvent(turn.message_id, "not_found", gone, content, stored=False)
         except RagchatError as exc:
             log.warning("chat turn %s failed: %s", turn.message_id, exc.message)
+            ended.failed(exc.code)
             kept = await self._fail(turn, parts, exc.message, trace)
             stored = True
             yield ErrorEvent(turn.message_id, exc.code, exc.message, "".join(parts), stored=kept)
@@ -197,11 +201,13 @@ class ChatService:
             raise
         except Exception:
             log.exception("chat turn %s failed unexpectedly", turn.message_id)
+            ended.failed("internal")
             kept = await self._fail(turn, parts, "internal error: the answer could not be generated", trace)
             stored = True
             yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts), stored=kept)
         finally:
             self._release()
+            ended.end()
 
     def _choose(self, turn: Turn) -> ModeChoice:
         session = turn.session

@@ -55,6 +55,16 @@ class TraceBuilder:
     def degrade(self, reason: str) -> None:
         self.degraded.append(reason)
 
+    @property
+    def timings_ms(self) -> dict[str, float]:
+        """The stage timings so far (a copy)."""
+        return dict(self._timings)
+
+    @property
+    def answer(self) -> TraceAnswer | None:
+        """How the answer was written, once that is known."""
+        return self._trace.answer
+
     def timing(self, stage: str, ms: float) -> None:
         self._timings[stage] = round(ms, 3)
 

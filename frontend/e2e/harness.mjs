@@ -58,7 +58,7 @@ export async function startServer({ env = {}, migrate = true, commands = [], tim
     ...withoutRagchatSettings(process.env),
     RAGCHAT_DATABASE_URL: `sqlite:///${join(workDir, "ragchat.db")}`,
     RAGCHAT_FRONTEND_DIR: DIST_DIR,
-    RAGCHAT_LOG_LEVEL: "warning",
+    RAGCHAT_LOG__LEVEL: "warning",
     ...env,
   };
   // cwd is the temp dir, so a developer's .env in the repo cannot change what the test runs against.
