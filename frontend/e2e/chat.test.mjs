@@ -96,19 +96,19 @@ describe("from a knowledge base to a cited, explained answer", () => {
 
     // Part of the answer is on screen while it is still streaming.
     const partial = await page.waitForFunction(() => {
-      const streaming = document.querySelector('[data-testid="assistant-message"][data-status="STREAMING"] .message__content');
+      const streaming = document.querySelector('[data-testid="assistant-message"][data-status="STREAMING"] [data-testid="message-content"]');
       const text = streaming?.textContent ?? "";
       return text.length > 10 ? text : false;
     });
     const partialText = await partial.jsonValue();
     await assistant(page).and(page.locator('[data-status="COMPLETE"]')).waitFor({ timeout: 20_000 });
-    const finalText = await assistant(page).locator(".message__content").textContent();
+    const finalText = await assistant(page).getByTestId("message-content").textContent();
     assert.ok(partialText.length < finalText.length, `partial "${partialText}" shorter than the answer`);
     assert.ok(finalText.startsWith(partialText.replace(/\s+$/, "").slice(0, 10)), "the partial text is the start of the answer");
     assert.match(finalText, /run aurora setup in a terminal/);
 
     // [1] is a button that brings source 1 into view and highlights it.
-    const marker = assistant(page).locator('.citation-marker[data-citation="1"]');
+    const marker = assistant(page).getByRole("button", { name: /^Source 1:/ });
     assert.match(await marker.getAttribute("aria-label"), /^Source 1: aurora-/);
     await marker.click();
     const source = assistant(page).locator('[data-testid="source"][data-number="1"]');
@@ -170,12 +170,12 @@ describe("from a knowledge base to a cited, explained answer", () => {
     const failed = assistant(page).nth(1);
     await failed.locator('[data-testid="message-error"]').waitFor({ timeout: 20_000 });
     assert.equal(await failed.getAttribute("data-status"), "FAILED");
-    assert.match(await failed.locator(".message__content").textContent(), /in a TOML file in your home folder/);
+    assert.match(await failed.getByTestId("message-content").textContent(), /in a TOML file in your home folder/);
     assert.match(await failed.getByTestId("message-error").textContent(), /The model failed/);
 
     await failed.getByRole("button", { name: "Retry" }).click();
     await failed.and(page.locator('[data-status="COMPLETE"]')).waitFor({ timeout: 20_000 });
-    assert.match(await failed.locator(".message__content").textContent(), /config\.toml/);
+    assert.match(await failed.getByTestId("message-content").textContent(), /config\.toml/);
     assert.equal(await failed.getByTestId("message-error").count(), 0);
   });
 

@@ -63,19 +63,19 @@ describe("the offline default answers a question about the demo knowledge base",
     const answer = assistant(page).first();
     assert.equal(await answer.getAttribute("data-status"), "COMPLETE", await answer.textContent());
     assert.equal(await answer.getByTestId("no-context").count(), 0, "the demo documents answer it");
-    const content = await answer.locator(".message__content").textContent();
+    const content = await answer.getByTestId("message-content").textContent();
     assert.ok(content.includes(FACT), `the answer holds "${FACT}": ${content}`);
 
     // Labelled as quoted; its [n] marker names the document and the lines the sentence comes from.
     await answer.getByTestId("answer-label").waitFor();
-    const marker = answer.locator(".citation-marker").first();
+    const marker = answer.getByRole("button", { name: /^Source \d+:/ }).first();
     const label = await marker.getAttribute("aria-label");
     assert.match(label, new RegExp(`^Source \\d+: ${DOCUMENT.replace(".", "\\.")}, quoted from lines? \\d+`));
     await marker.click();
     const source = answer.locator(`[data-testid="source"][data-number="${await marker.getAttribute("data-citation")}"]`);
     assert.equal(await source.getAttribute("data-active"), "true");
     assert.match(await source.textContent(), /quoted/);
-    assert.ok((await source.locator(".source__snippet").textContent()).includes(FACT), "the quote is the sentence with the fact");
+    assert.ok((await source.locator("blockquote").textContent()).includes(FACT), "the quote is the sentence with the fact");
 
     // Why: the default model declares it is not a reliable writer, so AUTO quoted the sources.
     await answer.getByRole("button", { name: "Why this answer" }).click();
@@ -127,8 +127,8 @@ describe("the offline default answers a question about the demo knowledge base",
       await notice.waitFor();
     }
     if (verdict === "replaced by quoted sentences") {
-      assert.ok((await answer.locator(".message__content").textContent()).includes(FACT));
-      assert.match(await answer.locator(".citation-marker").first().getAttribute("aria-label"), new RegExp(DOCUMENT.replace(".", "\\.")));
+      assert.ok((await answer.getByTestId("message-content").textContent()).includes(FACT));
+      assert.match(await answer.getByRole("button", { name: /^Source \d+:/ }).first().getAttribute("aria-label"), new RegExp(DOCUMENT.replace(".", "\\.")));
     }
     assert.deepEqual(page.problems, []);
   });

@@ -71,7 +71,7 @@ describe("untrusted document and model text", () => {
     await answer.waitFor({ timeout: 20_000 });
 
     // The markup is not rendered as markup (raw HTML is dropped or shown as text)...
-    const content = answer.locator(".message__content");
+    const content = answer.getByTestId("message-content");
     assert.match(await content.textContent(), /The pwn guide/);
     // ...links lose their javascript:/data: URLs, and clicking them does nothing.
     for (const name of ["click me", "data"]) {

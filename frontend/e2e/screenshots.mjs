@@ -57,10 +57,10 @@ try {
   await page.locator('[data-testid="assistant-message"]:is([data-status="COMPLETE"], [data-status="FAILED"])').first().waitFor({ timeout: ANSWER_TIMEOUT_MS });
   const status = await answer.getAttribute("data-status");
   assert.equal(status, "COMPLETE", `the answer ended ${status}: ${await answer.textContent()}`);
-  assert.ok((await answer.locator(".message__content").textContent()).trim(), "the answer is empty: not a picture for the README");
+  assert.ok((await answer.getByTestId("message-content").textContent()).trim(), "the answer is empty: not a picture for the README");
   const sources = await answer.locator('[data-testid="source"]').count();
   assert.ok(sources > 0, `no source kept for "${args.question}" at the default threshold: ask another --question`);
-  const marker = answer.locator(".citation-marker").first();
+  const marker = answer.getByRole("button", { name: /^Source \d+:/ }).first();
   if ((await marker.count()) > 0) await marker.click(); // highlights its source, as a reader would
   await page.mouse.move(0, 0);
   await shoot(page, "chat-citations");

@@ -4,12 +4,13 @@ import { describe, expect, it } from "vitest";
 import { AppShell } from "./AppShell";
 
 function renderShell() {
-  const { container } = render(
+  render(
     <AppShell sidebar={<p>side</p>} title="New chat">
       <p>main</p>
     </AppShell>,
   );
-  return container.querySelector(".app-shell")!;
+  // data-drawer-open is what the phone layout slides the drawer in on.
+  return screen.getByTestId("app-shell");
 }
 
 describe("AppShell", () => {

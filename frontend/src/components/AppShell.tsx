@@ -30,7 +30,7 @@ export function AppShell({ sidebar, title, actions, children }: AppShellProps) {
   }, [drawerOpen]);
 
   return (
-    <div className="app-shell" data-drawer-open={drawerOpen}>
+    <div className="app-shell" data-drawer-open={drawerOpen} data-testid="app-shell">
       <aside id="sidebar" className="app-shell__sidebar" aria-label="Sidebar">
         <button
           type="button"

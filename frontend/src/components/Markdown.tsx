@@ -33,10 +33,11 @@ export interface MarkdownProps {
   children: string;
   className?: string;
   citations?: MarkdownCitations;
+  testId?: string;
 }
 
 /** Renders untrusted Markdown (GitHub flavoured) safely; optionally links `[n]` citation markers. */
-export function Markdown({ children, className, citations }: MarkdownProps) {
+export function Markdown({ children, className, citations, testId }: MarkdownProps) {
   const numbersKey = citations?.numbers.join(",") ?? "";
   const rehypePlugins = useMemo(() => {
     const numbers = new Set(numbersKey ? numbersKey.split(",").map(Number) : []);
@@ -70,7 +71,7 @@ export function Markdown({ children, className, citations }: MarkdownProps) {
   );
 
   return (
-    <div className={className ? `markdown ${className}` : "markdown"}>
+    <div className={className ? `markdown ${className}` : "markdown"} data-testid={testId}>
       <ReactMarkdown remarkPlugins={[remarkGfm]} rehypePlugins={rehypePlugins as never} components={components}>
         {children}
       </ReactMarkdown>

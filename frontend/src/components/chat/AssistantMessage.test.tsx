@@ -131,7 +131,7 @@ describe("AssistantMessage", () => {
       expect(await within(notice).findByTestId("guard-original")).toHaveTextContent(looped);
       expect(within(notice).getByRole("button", { name: "Hide the model's text" })).toHaveAttribute("aria-expanded", "true");
       // The stored (quoted) answer is what the message shows.
-      const content = document.querySelector(".message__content");
+      const content = screen.getByTestId("message-content");
       expect(content).toHaveTextContent("Run the installer");
       expect(content).not.toHaveTextContent("the source of");
     });

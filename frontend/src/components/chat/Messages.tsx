@@ -105,7 +105,7 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
           </p>
         )}
         {item.content && (
-          <Markdown className={failed ? "message__content message__content--partial" : "message__content"} citations={citations}>
+          <Markdown className={failed ? "message__content message__content--partial" : "message__content"} citations={citations} testId="message-content">
             {item.content}
           </Markdown>
         )}

@@ -39,9 +39,14 @@ function setup(onSubmit = vi.fn().mockResolvedValue(null), session_ = session) {
 }
 
 /** The message an input points at with aria-describedby. */
+/** What an invalid input is described by: its error alone (a field shows no hint while it has one). */
 function describedError(input: HTMLElement): string | null {
+  if (input.getAttribute("aria-invalid") !== "true") return null;
   const ids = input.getAttribute("aria-describedby")?.split(" ") ?? [];
-  return ids.map((id) => document.getElementById(id)).find((el) => el?.classList.contains("field__error"))?.textContent ?? null;
+  return ids
+    .map((id) => document.getElementById(id)?.textContent)
+    .filter((text) => text != null)
+    .join(" ");
 }
 
 describe("SessionSettingsForm", () => {
