@@ -1,6 +1,8 @@
 import { ApiKeyDialog } from "./components/ApiKeyDialog";
 import { AppShell } from "./components/AppShell";
 import { AppSidebar } from "./components/AppSidebar";
+import { buttonClass } from "./components/Button";
+import { Page } from "./components/Page";
 import { EmptyState } from "./components/States";
 import { ChatPage } from "./pages/ChatPage";
 import { HomePage } from "./pages/HomePage";
@@ -16,13 +18,11 @@ export function App() {
       {route.name === "session" && <ChatPage key={route.sessionId} sessionId={route.sessionId} />}
       {route.name === "notFound" && (
         <AppShell title="Not found" sidebar={<AppSidebar />}>
-          <div className="page">
-            <div className="page__inner">
-              <EmptyState title="Nothing here" action={<Link to={paths.home()} className="button">Go home</Link>}>
-                No page at <code>{route.path}</code>.
-              </EmptyState>
-            </div>
-          </div>
+          <Page>
+            <EmptyState title="Nothing here" action={<Link to={paths.home()} className={buttonClass()}>Go home</Link>}>
+              No page at <code>{route.path}</code>.
+            </EmptyState>
+          </Page>
         </AppShell>
       )}
       <ApiKeyDialog />

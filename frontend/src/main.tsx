@@ -1,3 +1,7 @@
+// First, so that every component's CSS module comes after them in the bundle: the tokens and
+// reset, then the shared looks the modules compose (their own rules then win ties).
+import "./styles/global.css";
+import "./styles/shared.module.css";
 import { ApolloProvider } from "@apollo/client/react";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
@@ -5,13 +9,6 @@ import { createApolloClient, endpointsFor } from "./apollo";
 import { App } from "./App";
 import { ApiKeyStore } from "./lib/apiKey";
 import { ServicesProvider } from "./lib/services";
-import "./styles/tokens.css";
-import "./styles/base.css";
-import "./styles/components.css";
-import "./styles/forms.css";
-import "./styles/pages.css";
-import "./styles/chat.css";
-import "./styles/trace.css";
 
 const endpoints = endpointsFor(window.location);
 const keys = new ApiKeyStore();

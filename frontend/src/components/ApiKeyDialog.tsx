@@ -1,8 +1,9 @@
 import { useApolloClient } from "@apollo/client/react";
 import { type FormEvent, useEffect, useState } from "react";
 import { useApiKeyState, useServices } from "../lib/services";
+import { Button } from "./Button";
 import { Dialog } from "./Dialog";
-import { Field } from "./Field";
+import { Field, Form, TextInput } from "./Field";
 
 /**
  * Asks for the server's API key when a request was refused (HTTP 401, websocket 4403), or when
@@ -53,23 +54,21 @@ export function ApiKeyDialog() {
       footer={
         <>
           {key && (
-            <button type="button" className="button button--ghost" onClick={forget}>
+            <Button variant="ghost" onClick={forget}>
               Forget key
-            </button>
+            </Button>
           )}
-          <button type="button" className="button" onClick={() => keys.dismiss()}>
-            Cancel
-          </button>
-          <button type="submit" form="api-key-form" className="button button--primary">
+          <Button onClick={() => keys.dismiss()}>Cancel</Button>
+          <Button type="submit" form="api-key-form" variant="primary">
             Save key
-          </button>
+          </Button>
         </>
       }
     >
-      <form id="api-key-form" className="form" onSubmit={save} noValidate>
+      <Form id="api-key-form" onSubmit={save} noValidate>
         <Field label="Key" error={error} hint="Stored in this browser only; sent as a Bearer token.">
-          <input
-            className="input mono"
+          <TextInput
+            className="mono"
             type="password"
             autoComplete="off"
             spellCheck={false}
@@ -81,7 +80,7 @@ export function ApiKeyDialog() {
             }}
           />
         </Field>
-      </form>
+      </Form>
     </Dialog>
   );
 }

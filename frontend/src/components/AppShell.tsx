@@ -1,6 +1,10 @@
 import { type ReactNode, useEffect, useState } from "react";
 import { usePathname } from "../lib/router";
+import { cx } from "../lib/cx";
+import { IconButton } from "./Button";
 import { CloseIcon, MenuIcon } from "./icons";
+import shared from "../styles/shared.module.css";
+import styles from "./AppShell.module.css";
 
 export interface AppShellProps {
   sidebar: ReactNode;
@@ -30,35 +34,29 @@ export function AppShell({ sidebar, title, actions, children }: AppShellProps) {
   }, [drawerOpen]);
 
   return (
-    <div className="app-shell" data-drawer-open={drawerOpen} data-testid="app-shell">
-      <aside id="sidebar" className="app-shell__sidebar" aria-label="Sidebar">
-        <button
-          type="button"
-          className="icon-button app-shell__drawer-close"
-          onClick={() => setDrawerOpen(false)}
-          aria-label="Close sidebar"
-        >
+    <div className={styles.shell} data-drawer-open={drawerOpen} data-testid="app-shell">
+      <aside id="sidebar" className={styles.sidebar} aria-label="Sidebar">
+        <IconButton className={styles.drawerClose} onClick={() => setDrawerOpen(false)} aria-label="Close sidebar">
           <CloseIcon />
-        </button>
+        </IconButton>
         {sidebar}
       </aside>
-      <div className="app-shell__backdrop" onClick={() => setDrawerOpen(false)} aria-hidden="true" />
-      <div className="app-shell__main">
-        <header className="topbar">
-          <button
-            type="button"
-            className="icon-button topbar__menu"
+      <div className={styles.backdrop} onClick={() => setDrawerOpen(false)} aria-hidden="true" />
+      <div className={styles.main}>
+        <header className={styles.topbar}>
+          <IconButton
+            className={styles.menu}
             onClick={() => setDrawerOpen(true)}
             aria-label="Open sidebar"
             aria-controls="sidebar"
             aria-expanded={drawerOpen}
           >
             <MenuIcon />
-          </button>
-          <h1 className="topbar__title">{title}</h1>
-          {actions && <div className="topbar__actions">{actions}</div>}
+          </IconButton>
+          <h1 className={cx(shared.ellipsis, styles.title)}>{title}</h1>
+          {actions && <div className={styles.actions}>{actions}</div>}
         </header>
-        <main className="app-shell__content">{children}</main>
+        <main className={styles.content}>{children}</main>
       </div>
     </div>
   );

@@ -3,11 +3,16 @@ import { useState } from "react";
 import { ChatSessionsDocument, ProjectsDocument } from "../gql/graphql";
 import { useServices } from "../lib/services";
 import { Link, paths } from "../lib/router";
+import { cx } from "../lib/cx";
 import { useCreateChat } from "../lib/useCreateChat";
+import { Button, IconButton } from "./Button";
+import { FormError } from "./Field";
 import { ProjectFormDialog } from "./projects/ProjectFormDialog";
 import { ServerStatus } from "./ServerStatus";
 import { Sidebar } from "./Sidebar";
 import { ChatIcon, DatabaseIcon, KeyIcon, PlusIcon } from "./icons";
+import shared from "../styles/shared.module.css";
+import styles from "./AppSidebar.module.css";
 
 export interface AppSidebarProps {
   activeProjectId?: string | null;
@@ -26,56 +31,44 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null }: A
       footer={
         <>
           <ServerStatus />
-          <button type="button" className="sidebar__key" onClick={() => keys.openDialog()}>
+          <button type="button" className={styles.key} onClick={() => keys.openDialog()}>
             <KeyIcon width={16} height={16} /> API key
           </button>
         </>
       }
     >
       {activeProjectId && (
-        <button
-          type="button"
-          className="button button--primary sidebar__new-chat"
-          onClick={() => void chat.start(activeProjectId)}
-          disabled={chat.creating}
-        >
+        <Button variant="primary" className={styles.newChat} onClick={() => void chat.start(activeProjectId)} disabled={chat.creating}>
           <PlusIcon width={16} height={16} /> New chat
-        </button>
+        </Button>
       )}
       {chat.error && (
-        <p className="form-error" role="alert">
-          {chat.error}
-        </p>
+        <FormError role="alert">{chat.error}</FormError>
       )}
-      <div className="nav-section">
-        <div className="nav-section__head">
-          <h2 className="nav-section__title">Knowledge bases</h2>
-          <button
-            type="button"
-            className="icon-button icon-button--small"
-            aria-label="New knowledge base"
-            onClick={() => setCreatingProject(true)}
-          >
+      <div className={styles.section}>
+        <div className={styles.sectionHead}>
+          <h2 className={cx(shared.eyebrow, styles.sectionTitle)}>Knowledge bases</h2>
+          <IconButton size="small" aria-label="New knowledge base" onClick={() => setCreatingProject(true)}>
             <PlusIcon width={16} height={16} />
-          </button>
+          </IconButton>
         </div>
-        {projects.loading && !projects.data && <p className="nav-note">Loading…</p>}
-        {projects.error && !projects.data && <p className="nav-note nav-note--error">Could not load: {projects.error.message}</p>}
-        {projects.data?.projects.length === 0 && <p className="nav-note">None yet.</p>}
-        <ul className="nav-list" aria-label="Knowledge bases">
+        {projects.loading && !projects.data && <p className={styles.note}>Loading…</p>}
+        {projects.error && !projects.data && <p className={cx(styles.note, styles.noteError)}>Could not load: {projects.error.message}</p>}
+        {projects.data?.projects.length === 0 && <p className={styles.note}>None yet.</p>}
+        <ul className={cx(shared.plainList, styles.list)} aria-label="Knowledge bases">
           {projects.data?.projects.map((project) => {
             const active = project.id === activeProjectId;
             return (
               <li key={project.id}>
                 <Link
                   to={paths.project(project.id)}
-                  className="nav-item"
+                  className={styles.item}
                   aria-current={active && !activeSessionId ? "page" : undefined}
                   data-active={active || undefined}
                 >
                   <DatabaseIcon width={16} height={16} />
-                  <span className="nav-item__label">{project.name}</span>
-                  <span className="nav-item__count" title={`${project.documentCount} documents`}>
+                  <span className={cx(shared.ellipsis, styles.label)}>{project.name}</span>
+                  <span className={styles.count} title={`${project.documentCount} documents`}>
                     {project.documentCount}
                   </span>
                 </Link>
@@ -92,21 +85,21 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null }: A
 
 function SessionList({ projectId, activeSessionId }: { projectId: string; activeSessionId: string | null }) {
   const { data, loading, error } = useQuery(ChatSessionsDocument, { variables: { projectId } });
-  if (loading && !data) return <p className="nav-note nav-note--nested">Loading chats…</p>;
-  if (error && !data) return <p className="nav-note nav-note--nested nav-note--error">Could not load chats.</p>;
+  if (loading && !data) return <p className={cx(styles.note, styles.noteNested)}>Loading chats…</p>;
+  if (error && !data) return <p className={cx(styles.note, styles.noteNested, styles.noteError)}>Could not load chats.</p>;
   const sessions = data?.chatSessions ?? [];
-  if (sessions.length === 0) return <p className="nav-note nav-note--nested">No chats yet.</p>;
+  if (sessions.length === 0) return <p className={cx(styles.note, styles.noteNested)}>No chats yet.</p>;
   return (
-    <ul className="nav-list nav-list--nested" aria-label="Chats">
+    <ul className={cx(shared.plainList, styles.list, styles.nested)} aria-label="Chats">
       {sessions.map((session) => (
         <li key={session.id}>
           <Link
             to={paths.session(session.id)}
-            className="nav-item nav-item--chat"
+            className={cx(styles.item, styles.chat)}
             aria-current={session.id === activeSessionId ? "page" : undefined}
           >
             <ChatIcon width={15} height={15} />
-            <span className="nav-item__label">{session.title}</span>
+            <span className={cx(shared.ellipsis, styles.label)}>{session.title}</span>
           </Link>
         </li>
       ))}

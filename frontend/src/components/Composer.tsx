@@ -1,5 +1,7 @@
 import { type FormEvent, type KeyboardEvent, useLayoutEffect, useRef, useState } from "react";
+import { cx } from "../lib/cx";
 import { SendIcon, StopIcon } from "./icons";
+import styles from "./Composer.module.css";
 
 const MAX_HEIGHT_PX = 240;
 
@@ -47,11 +49,11 @@ export function Composer({ onSend, busy = false, disabled = false, placeholder =
   }
 
   return (
-    <form className="composer" onSubmit={onSubmit} aria-label="Message">
-      <div className="composer__box">
+    <form onSubmit={onSubmit} aria-label="Message">
+      <div className={styles.box}>
         <textarea
           ref={box}
-          className="composer__input"
+          className={styles.input}
           rows={1}
           value={text}
           placeholder={placeholder}
@@ -61,16 +63,16 @@ export function Composer({ onSend, busy = false, disabled = false, placeholder =
           onKeyDown={onKeyDown}
         />
         {busy && onStop ? (
-          <button type="button" className="composer__send composer__send--stop" onClick={onStop} aria-label="Stop generating">
+          <button type="button" className={cx(styles.send, styles.stop)} onClick={onStop} aria-label="Stop generating">
             <StopIcon width={18} height={18} />
           </button>
         ) : (
-          <button type="submit" className="composer__send" disabled={!canSend} aria-label="Send">
+          <button type="submit" className={styles.send} disabled={!canSend} aria-label="Send">
             <SendIcon width={18} height={18} />
           </button>
         )}
       </div>
-      <p className="composer__hint">
+      <p className={styles.hint}>
         <kbd>Enter</kbd> to send · <kbd>Shift</kbd>+<kbd>Enter</kbd> for a new line
       </p>
     </form>

@@ -1,11 +1,16 @@
 import { type MouseEvent, type PointerEvent, type ReactNode, type RefObject, useEffect, useId, useLayoutEffect, useRef, useState } from "react";
 import { createPortal } from "react-dom";
 import { cx } from "../lib/cx";
-import styles from "./Dialog.module.css";
+import { Button, IconButton } from "./Button";
+import { FormError } from "./Field";
 import { CloseIcon } from "./icons";
+import styles from "./Dialog.module.css";
 
 const FOCUSABLE =
   'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+const VARIANTS = { modal: undefined, drawer: styles.drawer };
+const SIZES = { sm: styles.sm, md: styles.md, lg: styles.lg };
 
 export interface DialogProps {
   open: boolean;
@@ -97,7 +102,7 @@ function ModalDialog({
       aria-labelledby={titleId}
       aria-describedby={description ? descriptionId : undefined}
       tabIndex={-1}
-      className={cx(styles.dialog, styles[variant], styles[size], className)}
+      className={cx(styles.dialog, VARIANTS[variant], SIZES[size], className)}
       data-testid={testId}
       // Escape becomes the dialog's cancel event; it must not also reach the page's own Escape
       // handlers (the phone drawer's) behind the dialog.
@@ -121,9 +126,9 @@ function ModalDialog({
             </p>
           )}
         </div>
-        <button type="button" className="icon-button" onClick={() => close.current()} aria-label="Close">
+        <IconButton onClick={() => close.current()} aria-label="Close">
           <CloseIcon />
-        </button>
+        </IconButton>
       </header>
       <div className={styles.body}>{children}</div>
       {footer && <footer className={styles.footer}>{footer}</footer>}
@@ -174,26 +179,17 @@ export function ConfirmDialog({ open, title, children, confirmLabel, danger = fa
       initialFocus={cancel}
       footer={
         <>
-          <button ref={cancel} type="button" className="button" onClick={onCancel}>
+          <Button ref={cancel} onClick={onCancel}>
             Cancel
-          </button>
-          <button
-            type="button"
-            className={danger ? "button button--danger" : "button button--primary"}
-            onClick={() => void confirm()}
-            disabled={busy}
-          >
+          </Button>
+          <Button variant={danger ? "danger" : "primary"} onClick={() => void confirm()} disabled={busy}>
             {busy ? "Working…" : confirmLabel}
-          </button>
+          </Button>
         </>
       }
     >
       <div className={styles.confirm}>{children}</div>
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      {error && <FormError role="alert">{error}</FormError>}
     </Dialog>
   );
 }

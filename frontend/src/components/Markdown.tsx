@@ -3,6 +3,8 @@ import ReactMarkdown, { type Components } from "react-markdown";
 import rehypeSanitize, { defaultSchema } from "rehype-sanitize";
 import remarkGfm from "remark-gfm";
 import { rehypeCitationMarkers } from "../lib/citationMarkers";
+import { cx } from "../lib/cx";
+import styles from "./Markdown.module.css";
 
 // Model output and document text are untrusted. Three layers keep them inert:
 // raw HTML in the markdown is never parsed into elements (no rehype-raw), rehype-sanitize's
@@ -56,7 +58,7 @@ export function Markdown({ children, className, citations, testId }: MarkdownPro
         return (
           <button
             type="button"
-            className="citation-marker"
+            className={styles.citation}
             data-citation={n}
             data-active={citations.active === n || undefined}
             aria-label={citations.label?.(n) ?? `Source ${n}`}
@@ -71,7 +73,7 @@ export function Markdown({ children, className, citations, testId }: MarkdownPro
   );
 
   return (
-    <div className={className ? `markdown ${className}` : "markdown"} data-testid={testId}>
+    <div className={cx(styles.markdown, className)} data-testid={testId}>
       <ReactMarkdown remarkPlugins={[remarkGfm]} rehypePlugins={rehypePlugins as never} components={components}>
         {children}
       </ReactMarkdown>

@@ -1,6 +1,10 @@
 import { useQuery } from "@apollo/client/react";
 import { HealthDocument, type HealthQuery } from "../gql/graphql";
+import { cx } from "../lib/cx";
+import { IconButton } from "./Button";
 import { CodeIcon, RefreshIcon } from "./icons";
+import shared from "../styles/shared.module.css";
+import styles from "./ServerStatus.module.css";
 
 type Health = HealthQuery["health"];
 type State = "loading" | "ok" | "migrate" | "error";
@@ -24,22 +28,22 @@ export function ServerStatus({ pollInterval = 30_000 }: ServerStatusProps) {
   const state: State = error ? "error" : health ? (health.ok ? "ok" : "migrate") : loading ? "loading" : "error";
 
   return (
-    <section className="server-status" data-testid="server-status" data-state={state} aria-label="Server status">
-      <div className="server-status__head">
-        <span className="status-dot" data-state={state} aria-hidden="true" />
-        <span className="server-status__label" role="status">
+    <section className={cx(shared.box, styles.status)} data-testid="server-status" data-state={state} aria-label="Server status">
+      <div className={styles.head}>
+        <span className={styles.dot} data-state={state} aria-hidden="true" />
+        <span className={styles.label} role="status">
           {LABELS[state]}
         </span>
-        {health && state !== "error" && <span className="server-status__version">v{health.version}</span>}
+        {health && state !== "error" && <span className={styles.version}>v{health.version}</span>}
         {state === "error" && (
-          <button type="button" className="icon-button icon-button--small" onClick={() => void refetch()} aria-label="Retry">
+          <IconButton size="small" onClick={() => void refetch()} aria-label="Retry">
             <RefreshIcon width={16} height={16} />
-          </button>
+          </IconButton>
         )}
       </div>
-      {state === "error" && <p className="server-status__note">{error?.message ?? "No answer from /graphql."}</p>}
+      {state === "error" && <p className={styles.note}>{error?.message ?? "No answer from /graphql."}</p>}
       {health && state !== "error" && <HealthDetails health={health} />}
-      <a className="server-status__link" href="/graphql" target="_blank" rel="noopener">
+      <a className={styles.link} href="/graphql" target="_blank" rel="noopener">
         <CodeIcon width={16} height={16} />
         GraphQL playground
       </a>
@@ -50,7 +54,7 @@ export function ServerStatus({ pollInterval = 30_000 }: ServerStatusProps) {
 function HealthDetails({ health }: { health: Health }) {
   return (
     <>
-      <dl className="server-status__details">
+      <dl className={styles.details}>
         <dt>SQLite</dt>
         <dd data-testid="sqlite-version">{health.sqliteVersion}</dd>
         <dt>sqlite-vec</dt>
@@ -69,7 +73,7 @@ function HealthDetails({ health }: { health: Health }) {
         </dd>
       </dl>
       {!health.ok && (
-        <p className="server-status__note">
+        <p className={styles.note}>
           Run <code>ragchat migrate</code>, then restart the server.
         </p>
       )}

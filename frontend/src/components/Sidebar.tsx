@@ -1,6 +1,8 @@
 import type { ReactNode } from "react";
 import { Link } from "../lib/router";
 import { LogoMark } from "./icons";
+import shared from "../styles/shared.module.css";
+import styles from "./Sidebar.module.css";
 
 export interface SidebarProps {
   /** Navigation: knowledge bases and their chat sessions. */
@@ -11,17 +13,17 @@ export interface SidebarProps {
 
 export function Sidebar({ children, footer }: SidebarProps) {
   return (
-    <div className="sidebar">
-      <Link className="sidebar__brand" to="/" aria-label="ragchat home">
-        <span className="sidebar__logo">
+    <div className={styles.sidebar}>
+      <Link className={styles.brand} to="/" aria-label="ragchat home">
+        <span className={shared.brandTile}>
           <LogoMark width={18} height={18} />
         </span>
-        <span className="sidebar__name">ragchat</span>
+        <span className={styles.name}>ragchat</span>
       </Link>
-      <nav className="sidebar__nav" aria-label="Knowledge bases and chats">
+      <nav className={styles.nav} aria-label="Knowledge bases and chats">
         {children}
       </nav>
-      {footer && <div className="sidebar__footer">{footer}</div>}
+      {footer && <div className={styles.footer}>{footer}</div>}
     </div>
   );
 }

@@ -1,14 +1,18 @@
 import { useApolloClient, useMutation, useQuery } from "@apollo/client/react";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
+import { cx } from "../lib/cx";
 import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
+import { Button, IconButton, buttonClass } from "../components/Button";
 import { AssistantMessage, SettingsSummary, UserMessage } from "../components/chat/Messages";
 import { TracePanel } from "../components/chat/TracePanel";
 import { useChat } from "../components/chat/useChat";
 import { Composer } from "../components/Composer";
 import { ConfirmDialog, Dialog } from "../components/Dialog";
-import { Field } from "../components/Field";
+import { Field, Form, TextInput } from "../components/Field";
 import { ChatIcon, InfoIcon, PencilIcon, SlidersIcon, TrashIcon } from "../components/icons";
+import { Notice } from "../components/Notice";
+import { Page } from "../components/Page";
 import { SettingsDrawer } from "../components/settings/SettingsDrawer";
 import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import {
@@ -19,6 +23,8 @@ import {
   UpdateChatSessionDocument,
 } from "../gql/graphql";
 import { Link, navigate, paths } from "../lib/router";
+import shared from "../styles/shared.module.css";
+import styles from "./ChatPage.module.css";
 
 const PAGE = 50;
 const DEFAULT_TITLE = "New chat";
@@ -37,17 +43,15 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
   if (!session) {
     return (
       <AppShell title="Chat" sidebar={<AppSidebar activeSessionId={sessionId} />}>
-        <div className="page">
-          <div className="page__inner">
-            {loading && <Skeleton lines={6} label="Loading the chat" />}
-            {error && !loading && <ErrorState title="Could not load the chat" message={error.message} onRetry={() => void refetch()} />}
-            {data && !session && (
-              <EmptyState icon={<ChatIcon width={26} height={26} />} title="Chat not found" action={<Link to={paths.home()} className="button">Go home</Link>}>
-                {"message" in data.chatSession ? data.chatSession.message : "It may have been deleted."}
-              </EmptyState>
-            )}
-          </div>
-        </div>
+        <Page>
+          {loading && <Skeleton lines={6} label="Loading the chat" />}
+          {error && !loading && <ErrorState title="Could not load the chat" message={error.message} onRetry={() => void refetch()} />}
+          {data && !session && (
+            <EmptyState icon={<ChatIcon width={26} height={26} />} title="Chat not found" action={<Link to={paths.home()} className={buttonClass()}>Go home</Link>}>
+              {"message" in data.chatSession ? data.chatSession.message : "It may have been deleted."}
+            </EmptyState>
+          )}
+        </Page>
       </AppShell>
     );
   }
@@ -131,15 +135,15 @@ function ChatView({ session }: { session: Session }) {
 
   const actions = (
     <>
-      <button type="button" className="icon-button" aria-label="Chat settings" title="Chat settings" onClick={openSettings}>
+      <IconButton aria-label="Chat settings" title="Chat settings" onClick={openSettings}>
         <SlidersIcon width={18} height={18} />
-      </button>
-      <button type="button" className="icon-button" aria-label="Rename chat" title="Rename" onClick={() => setRenaming(true)}>
+      </IconButton>
+      <IconButton aria-label="Rename chat" title="Rename" onClick={() => setRenaming(true)}>
         <PencilIcon width={18} height={18} />
-      </button>
-      <button type="button" className="icon-button" aria-label="Delete chat" title="Delete" onClick={() => setDeleting(true)}>
+      </IconButton>
+      <IconButton aria-label="Delete chat" title="Delete" onClick={() => setDeleting(true)}>
         <TrashIcon width={18} height={18} />
-      </button>
+      </IconButton>
     </>
   );
 
@@ -147,7 +151,7 @@ function ChatView({ session }: { session: Session }) {
     <AppShell
       title={
         <>
-          <span className="topbar__crumb">
+          <span className={styles.crumb}>
             <Link to={paths.project(session.projectId)}>{session.project?.name ?? "Knowledge base"}</Link> /
           </span>{" "}
           {session.title}
@@ -156,14 +160,14 @@ function ChatView({ session }: { session: Session }) {
       sidebar={<AppSidebar activeProjectId={session.projectId} activeSessionId={session.id} />}
       actions={actions}
     >
-      <div className="chat">
-        <div className="chat__scroll" ref={scroller} onScroll={onScroll}>
-          <div className="chat__thread" aria-label="Messages" role="log" aria-live="off">
+      <div className={styles.chat}>
+        <div className={styles.scroll} ref={scroller} onScroll={onScroll}>
+          <div className={styles.thread} aria-label="Messages" role="log" aria-live="off">
             {hasEarlier && (
-              <div className="chat__earlier">
-                <button type="button" className="button button--ghost button--small" onClick={() => void loadEarlier()} disabled={loadingEarlier}>
+              <div className={styles.earlier}>
+                <Button variant="ghost" size="small" onClick={() => void loadEarlier()} disabled={loadingEarlier}>
                   {loadingEarlier ? "Loading…" : "Show earlier messages"}
-                </button>
+                </Button>
               </div>
             )}
             {items.length === 0 && <ChatEmpty session={session} onOpenSettings={openSettings} />}
@@ -176,8 +180,8 @@ function ChatView({ session }: { session: Session }) {
             )}
           </div>
         </div>
-        <div className="chat__composer">
-          <div className="chat__composer-inner">
+        <div className={styles.composer}>
+          <div className={styles.composerInner}>
             <SettingsSummary session={session} onOpen={openSettings} />
             <Composer onSend={send} busy={chat.busy} onStop={chat.stop} placeholder={`Ask ${session.project?.name ?? "your documents"}…`} />
           </div>
@@ -198,25 +202,22 @@ function ChatView({ session }: { session: Session }) {
 function ChatEmpty({ session, onOpenSettings }: { session: Session; onOpenSettings: () => void }) {
   const empty = session.project && session.project.documentCount === 0;
   return (
-    <div className="chat-empty">
-      <span className="chat-empty__icon" aria-hidden="true">
+    <div className={styles.empty}>
+      <span className={cx(shared.brandTile, styles.emptyIcon)} aria-hidden="true">
         <ChatIcon width={24} height={24} />
       </span>
-      <h2 className="chat-empty__title">Ask {session.project?.name ?? "your documents"}</h2>
-      <p className="chat-empty__lead">
+      <h2 className={shared.display}>Ask {session.project?.name ?? "your documents"}</h2>
+      <p className={styles.emptyLead}>
         Answers stream in with numbered citations; open “Why this answer” under any answer to see what retrieval kept and dropped.
       </p>
       {empty && session.enableRag && (
-        <div className="notice notice--info" role="note">
-          <InfoIcon width={16} height={16} />
-          <div>
-            This knowledge base has no documents yet. <Link to={paths.project(session.projectId)}>Upload some</Link> so answers can be grounded.
-          </div>
-        </div>
+        <Notice tone="info" icon={<InfoIcon width={16} height={16} />} role="note">
+          This knowledge base has no documents yet. <Link to={paths.project(session.projectId)}>Upload some</Link> so answers can be grounded.
+        </Notice>
       )}
-      <button type="button" className="button" onClick={onOpenSettings}>
+      <Button onClick={onOpenSettings}>
         <SlidersIcon width={16} height={16} /> Tune retrieval
-      </button>
+      </Button>
     </div>
   );
 }
@@ -251,20 +252,18 @@ function RenameDialog({ open, onClose, session }: { open: boolean; onClose: () =
       size="sm"
       footer={
         <>
-          <button type="button" className="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" form="rename-chat" className="button button--primary" disabled={loading}>
+          <Button onClick={onClose}>Cancel</Button>
+          <Button type="submit" form="rename-chat" variant="primary" disabled={loading}>
             Rename
-          </button>
+          </Button>
         </>
       }
     >
-      <form id="rename-chat" className="form" onSubmit={(e) => void submit(e)} noValidate>
+      <Form id="rename-chat" onSubmit={(e) => void submit(e)} noValidate>
         <Field label="Title" error={error}>
-          <input className="input" value={title} maxLength={240} data-autofocus onChange={(e) => setTitle(e.target.value)} />
+          <TextInput value={title} maxLength={240} data-autofocus onChange={(e) => setTitle(e.target.value)} />
         </Field>
-      </form>
+      </Form>
     </Dialog>
   );
 }

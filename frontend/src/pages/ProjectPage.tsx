@@ -1,9 +1,14 @@
 import { useMutation, useQuery } from "@apollo/client/react";
 import { useState } from "react";
+import { cx } from "../lib/cx";
 import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
+import { Badge } from "../components/Badge";
+import { Button, IconButton, buttonClass } from "../components/Button";
 import { ConfirmDialog } from "../components/Dialog";
+import { FormError } from "../components/Field";
 import { ChatIcon, DatabaseIcon, FileIcon, PencilIcon, PlusIcon, TrashIcon } from "../components/icons";
+import { Page, PageHeader, Section } from "../components/Page";
 import { DocumentTable } from "../components/projects/DocumentTable";
 import { Dropzone } from "../components/projects/Dropzone";
 import { ProjectFormDialog } from "../components/projects/ProjectFormDialog";
@@ -14,6 +19,8 @@ import { ChatSessionsDocument, DeleteProjectDocument, ProjectDetailDocument } fr
 import { formatCount, formatRelative } from "../lib/format";
 import { Link, navigate, paths } from "../lib/router";
 import { useCreateChat } from "../lib/useCreateChat";
+import shared from "../styles/shared.module.css";
+import styles from "./ProjectPage.module.css";
 
 /** `/projects/:id`: a knowledge base's documents (upload, list, delete) and its chats. */
 export function ProjectPage({ projectId }: { projectId: string }) {
@@ -37,77 +44,64 @@ export function ProjectPage({ projectId }: { projectId: string }) {
 
   const actions = project && (
     <>
-      <button type="button" className="icon-button" aria-label="Rename knowledge base" title="Rename" onClick={() => setRenaming(true)}>
+      <IconButton aria-label="Rename knowledge base" title="Rename" onClick={() => setRenaming(true)}>
         <PencilIcon width={18} height={18} />
-      </button>
-      <button type="button" className="icon-button" aria-label="Delete knowledge base" title="Delete" onClick={() => setDeleting(true)}>
+      </IconButton>
+      <IconButton aria-label="Delete knowledge base" title="Delete" onClick={() => setDeleting(true)}>
         <TrashIcon width={18} height={18} />
-      </button>
-      <button type="button" className="button button--primary topbar__cta" onClick={() => void chat.start(projectId)} disabled={chat.creating}>
+      </IconButton>
+      <Button variant="primary" className={styles.cta} onClick={() => void chat.start(projectId)} disabled={chat.creating}>
         <PlusIcon width={16} height={16} /> New chat
-      </button>
+      </Button>
     </>
   );
 
   return (
     <AppShell title={project?.name ?? "Knowledge base"} sidebar={<AppSidebar activeProjectId={projectId} />} actions={actions}>
-      <div className="page">
-        <div className="page__inner">
-          {loading && !data && <Skeleton lines={5} label="Loading the knowledge base" />}
-          {error && !data && <ErrorState title="Could not load the knowledge base" message={error.message} onRetry={() => void refetch()} />}
-          {data && !project && (
-            <EmptyState icon={<DatabaseIcon width={26} height={26} />} title="Knowledge base not found" action={<Link to={paths.home()} className="button">All knowledge bases</Link>}>
-              {"message" in data.project ? data.project.message : "It may have been deleted."}
-            </EmptyState>
-          )}
-          {project && (
-            <>
-              <header className="page-header">
-                <h2 className="page-header__title">{project.name}</h2>
-                {project.description && <p className="page-header__lead">{project.description}</p>}
-                <dl className="stats" aria-label="Knowledge base statistics">
-                  <div className="stats__item">
-                    <dt>Documents</dt>
-                    <dd data-testid="stat-documents">{project.documentCount}</dd>
-                  </div>
-                  <div className="stats__item">
-                    <dt>Chunks</dt>
-                    <dd data-testid="stat-chunks">{project.chunkCount}</dd>
-                  </div>
-                  <div className="stats__item stats__item--wide">
-                    <dt>Embedding space</dt>
-                    <dd className="mono">{project.embeddingSpace?.label ?? "— (set by the first upload)"}</dd>
-                  </div>
-                </dl>
-                {chat.error && (
-                  <p className="form-error" role="alert">
-                    {chat.error}
-                  </p>
-                )}
-              </header>
-
-              <section className="section" aria-labelledby="documents-title">
-                <div className="section__head">
-                  <h3 id="documents-title" className="section-title">
-                    Documents
-                  </h3>
+      <Page>
+        {loading && !data && <Skeleton lines={5} label="Loading the knowledge base" />}
+        {error && !data && <ErrorState title="Could not load the knowledge base" message={error.message} onRetry={() => void refetch()} />}
+        {data && !project && (
+          <EmptyState icon={<DatabaseIcon width={26} height={26} />} title="Knowledge base not found" action={<Link to={paths.home()} className={buttonClass()}>All knowledge bases</Link>}>
+            {"message" in data.project ? data.project.message : "It may have been deleted."}
+          </EmptyState>
+        )}
+        {project && (
+          <>
+            <PageHeader title={project.name} lead={project.description}>
+              <dl className={styles.stats} aria-label="Knowledge base statistics">
+                <div className={cx(shared.box, styles.stat)}>
+                  <dt>Documents</dt>
+                  <dd data-testid="stat-documents">{project.documentCount}</dd>
                 </div>
-                <Dropzone onFiles={uploads.add} />
-                <UploadList items={uploads.items} onClear={uploads.clearFinished} />
-                {project.documents.length > 0 ? (
-                  <DocumentTable documents={project.documents} />
-                ) : (
-                  <EmptyState compact icon={<FileIcon width={22} height={22} />} title="No documents yet">
-                    Upload some to give your chats something to answer from.
-                  </EmptyState>
-                )}
-              </section>
+                <div className={cx(shared.box, styles.stat)}>
+                  <dt>Chunks</dt>
+                  <dd data-testid="stat-chunks">{project.chunkCount}</dd>
+                </div>
+                <div className={cx(shared.box, styles.stat, styles.wide)}>
+                  <dt>Embedding space</dt>
+                  <dd className={styles.statMono}>{project.embeddingSpace?.label ?? "— (set by the first upload)"}</dd>
+                </div>
+              </dl>
+              {chat.error && <FormError role="alert">{chat.error}</FormError>}
+            </PageHeader>
 
-              <ProjectChats projectId={projectId} onNew={() => void chat.start(projectId)} />
-            </>
-          )}
-        </div>
-      </div>
+            <Section id="documents-title" title="Documents">
+              <Dropzone onFiles={uploads.add} />
+              <UploadList items={uploads.items} onClear={uploads.clearFinished} />
+              {project.documents.length > 0 ? (
+                <DocumentTable documents={project.documents} />
+              ) : (
+                <EmptyState compact icon={<FileIcon width={22} height={22} />} title="No documents yet">
+                  Upload some to give your chats something to answer from.
+                </EmptyState>
+              )}
+            </Section>
+
+            <ProjectChats projectId={projectId} onNew={() => void chat.start(projectId)} />
+          </>
+        )}
+      </Page>
       <ProjectFormDialog open={renaming} onClose={() => setRenaming(false)} project={project} />
       <ConfirmDialog
         open={deleting}
@@ -130,30 +124,25 @@ function ProjectChats({ projectId, onNew }: { projectId: string; onNew: () => vo
   const { data, loading } = useQuery(ChatSessionsDocument, { variables: { projectId } });
   const sessions = data?.chatSessions ?? [];
   return (
-    <section className="section" aria-labelledby="chats-title">
-      <div className="section__head">
-        <h3 id="chats-title" className="section-title">
-          Chats
-        </h3>
-      </div>
+    <Section id="chats-title" title="Chats">
       {loading && !data && <Skeleton lines={2} label="Loading chats" />}
       {data && sessions.length === 0 && (
-        <EmptyState compact icon={<ChatIcon width={22} height={22} />} title="No chats yet" action={<button type="button" className="button" onClick={onNew}>Start a chat</button>}>
+        <EmptyState compact icon={<ChatIcon width={22} height={22} />} title="No chats yet" action={<Button onClick={onNew}>Start a chat</Button>}>
           Each chat has its own retrieval settings.
         </EmptyState>
       )}
       {sessions.length > 0 && (
-        <ul className="session-list">
+        <ul className={cx(shared.plainList, styles.sessions)}>
           {sessions.map((s) => (
             <li key={s.id}>
-              <Link to={paths.session(s.id)} className="session-row">
+              <Link to={paths.session(s.id)} className={styles.session}>
                 <ChatIcon width={18} height={18} />
-                <span className="session-row__main">
-                  <span className="session-row__title">{s.title}</span>
-                  <span className="session-row__preview">{s.lastMessage ? s.lastMessage.content.slice(0, 140) : "No messages yet"}</span>
+                <span className={styles.sessionMain}>
+                  <span className={styles.sessionTitle}>{s.title}</span>
+                  <span className={cx(shared.ellipsis, styles.sessionPreview)}>{s.lastMessage ? s.lastMessage.content.slice(0, 140) : "No messages yet"}</span>
                 </span>
-                <span className="session-row__meta">
-                  <span className="badge badge--mono">{s.enableRag ? `top ${s.topK} · ≥ ${s.threshold.toFixed(2)}` : "RAG off"}</span>
+                <span className={styles.sessionMeta}>
+                  <Badge mono>{s.enableRag ? `top ${s.topK} · ≥ ${s.threshold.toFixed(2)}` : "RAG off"}</Badge>
                   <span className="muted" data-volatile>
                     {formatRelative(s.updatedAt)}
                   </span>
@@ -163,6 +152,6 @@ function ProjectChats({ projectId, onNew }: { projectId: string; onNew: () => vo
           ))}
         </ul>
       )}
-    </section>
+    </Section>
   );
 }

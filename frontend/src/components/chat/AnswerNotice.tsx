@@ -1,7 +1,12 @@
 import { useQuery } from "@apollo/client/react";
 import { useState } from "react";
+import { cx } from "../../lib/cx";
 import { GuardOriginalDocument, type TraceFieldsFragment } from "../../gql/graphql";
+import { LinkButton } from "../Button";
+import { Notice } from "../Notice";
 import { AlertIcon, QuoteIcon } from "../icons";
+import shared from "../../styles/shared.module.css";
+import styles from "./AnswerNotice.module.css";
 
 type Answer = NonNullable<TraceFieldsFragment["answer"]>;
 type Guard = NonNullable<Answer["guard"]>;
@@ -35,25 +40,22 @@ export function AnswerNotice({ answer, messageId }: { answer: Answer | null | un
   const title = guard && headline(guard);
   if (guard && title) {
     return (
-      <div className="notice notice--warning" role="note" data-testid="guard-notice" data-decision={guard.decision}>
-        <AlertIcon width={16} height={16} />
-        <div className="notice__main">
-          <strong>{title}</strong>
-          {guard.reasons.length > 0 && (
-            <ul aria-label="What the answer guard found">
-              {guard.reasons.map((reason) => (
-                <li key={reason}>{reason}</li>
-              ))}
-            </ul>
-          )}
-          {messageId && <OriginalDisclosure messageId={messageId} />}
-        </div>
-      </div>
+      <Notice tone="warning" icon={<AlertIcon width={16} height={16} />} role="note" data-testid="guard-notice" data-decision={guard.decision}>
+        <strong>{title}</strong>
+        {guard.reasons.length > 0 && (
+          <ul aria-label="What the answer guard found">
+            {guard.reasons.map((reason) => (
+              <li key={reason}>{reason}</li>
+            ))}
+          </ul>
+        )}
+        {messageId && <OriginalDisclosure messageId={messageId} />}
+      </Notice>
     );
   }
   if (answer.mode === "EXTRACTIVE") {
     return (
-      <p className="answer-label" data-testid="answer-label">
+      <p className={styles.label} data-testid="answer-label">
         <QuoteIcon width={14} height={14} aria-hidden="true" />
         <strong>Quoted from your documents</strong>
         <span className="muted">— each sentence as it stands in its source; no model wrote this answer.</span>
@@ -67,10 +69,10 @@ export function AnswerNotice({ answer, messageId }: { answer: Answer | null | un
 export function OriginalDisclosure({ messageId }: { messageId: string }) {
   const [open, setOpen] = useState(false);
   return (
-    <div className="guard-original">
-      <button type="button" className="link-button" aria-expanded={open} onClick={() => setOpen((v) => !v)}>
+    <div className={styles.disclosure}>
+      <LinkButton aria-expanded={open} onClick={() => setOpen((v) => !v)}>
         {open ? "Hide the model's text" : "Show the model's text"}
-      </button>
+      </LinkButton>
       {open && <OriginalText messageId={messageId} />}
     </div>
   );
@@ -86,7 +88,7 @@ function OriginalText({ messageId }: { messageId: string }) {
   if (original == null) return <p className="muted">The stored answer is the model's own text.</p>;
   // Plain text, never Markdown: this is the text that failed the checks, markers and all.
   return (
-    <blockquote className="source__snippet guard-original__text" data-testid="guard-original">
+    <blockquote className={cx(shared.quote, styles.original)} data-testid="guard-original">
       {original}
     </blockquote>
   );

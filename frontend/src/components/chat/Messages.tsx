@@ -1,10 +1,15 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { type ReactNode, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { ChatItem } from "../../lib/chatReducer";
+import { cx } from "../../lib/cx";
+import { Button, LinkButton } from "../Button";
 import { Markdown, type MarkdownCitations } from "../Markdown";
+import { Notice } from "../Notice";
 import { AlertIcon, InfoIcon, LayersIcon, LogoMark, RefreshIcon, SlidersIcon } from "../icons";
 import { AnswerNotice } from "./AnswerNotice";
 import { describeTurnError } from "./describeError";
 import { SourceList, quotedPlaces } from "./SourceList";
+import shared from "../../styles/shared.module.css";
+import styles from "./Messages.module.css";
 
 export interface AssistantMessageProps {
   item: ChatItem;
@@ -59,93 +64,76 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
 
   return (
     <article
-      className={`message message--assistant${streaming ? " message--streaming" : ""}${failed ? " message--failed" : ""}`}
+      className={cx(styles.assistant, streaming && styles.streaming)}
       data-status={item.status}
       data-testid="assistant-message"
       aria-busy={pending || streaming}
     >
-      <span className="message__avatar" aria-hidden="true">
+      <span className={cx(shared.brandTile, styles.avatar)} aria-hidden="true">
         <LogoMark width={16} height={16} />
       </span>
-      <div className="message__body">
+      <div className={styles.body}>
         {item.noContext && (
-          <div className="notice notice--info" role="note" data-testid="no-context">
-            <InfoIcon width={16} height={16} />
-            <div>
-              <strong>No relevant context found.</strong> Nothing in the knowledge base passed the similarity threshold
-              {item.trace ? ` (${item.trace.settings.threshold.toFixed(2)})` : ""}, so this answer is not grounded in your documents.{" "}
-              <button type="button" className="link-button" onClick={onOpenSettings}>
-                Adjust retrieval
-              </button>
-            </div>
-          </div>
+          <Notice tone="info" icon={<InfoIcon width={16} height={16} />} role="note" data-testid="no-context">
+            <strong>No relevant context found.</strong> Nothing in the knowledge base passed the similarity threshold
+            {item.trace ? ` (${item.trace.settings.threshold.toFixed(2)})` : ""}, so this answer is not grounded in your documents.{" "}
+            <LinkButton onClick={onOpenSettings}>Adjust retrieval</LinkButton>
+          </Notice>
         )}
         {item.degraded.length > 0 && (
-          <div className="notice notice--warning" role="note" data-testid="degraded">
-            <AlertIcon width={16} height={16} />
-            <div>
-              <strong>Answered with reduced retrieval.</strong>
-              <ul>
-                {item.degraded.map((reason) => (
-                  <li key={reason}>{reason}</li>
-                ))}
-              </ul>
-            </div>
-          </div>
+          <Notice tone="warning" icon={<AlertIcon width={16} height={16} />} role="note" data-testid="degraded">
+            <strong>Answered with reduced retrieval.</strong>
+            <ul>
+              {item.degraded.map((reason) => (
+                <li key={reason}>{reason}</li>
+              ))}
+            </ul>
+          </Notice>
         )}
         <AnswerNotice answer={item.trace?.answer} messageId={item.id} />
         {pending && !item.content && (
-          <p className="message__pending" role="status">
-            <span className="typing" aria-hidden="true">
-              <span />
-              <span />
-              <span />
-            </span>
-            {item.previous ? "Generating the answer again…" : "Searching your documents…"}
-          </p>
+          <Pending>{item.previous ? "Generating the answer again…" : "Searching your documents…"}</Pending>
         )}
         {item.content && (
-          <Markdown className={failed ? "message__content message__content--partial" : "message__content"} citations={citations} testId="message-content">
+          <Markdown className={cx(styles.content, failed && styles.partial)} citations={citations} testId="message-content">
             {item.content}
           </Markdown>
         )}
         {streaming && !item.content && (
-          <p className="message__pending" role="status">
-            <span className="typing" aria-hidden="true">
-              <span />
-              <span />
-              <span />
-            </span>
-            Writing…
-          </p>
+          <Pending>Writing…</Pending>
         )}
         {error && (
-          <div className="notice notice--danger" role="alert" data-testid="message-error" data-code={item.error?.code}>
-            <AlertIcon width={16} height={16} />
-            <div className="notice__main">
-              <strong>{error.title}</strong>
-              <p>{error.detail}</p>
-              {item.content && <p className="muted">The text above is what arrived before it failed.</p>}
-            </div>
-            {item.id && (
-              <button type="button" className="button button--small" onClick={() => onRetry(item.key)} disabled={busy || pending}>
-                <RefreshIcon width={14} height={14} /> Retry
-              </button>
-            )}
-          </div>
+          <Notice
+            tone="danger"
+            icon={<AlertIcon width={16} height={16} />}
+            role="alert"
+            data-testid="message-error"
+            data-code={item.error?.code}
+            actions={
+              item.id && (
+                <Button size="small" onClick={() => onRetry(item.key)} disabled={busy || pending}>
+                  <RefreshIcon width={14} height={14} /> Retry
+                </Button>
+              )
+            }
+          >
+            <strong>{error.title}</strong>
+            <p>{error.detail}</p>
+            {item.content && <p className="muted">The text above is what arrived before it failed.</p>}
+          </Notice>
         )}
         <SourceList sources={item.sources} idPrefix={idPrefix} active={active} title={sourcesTitle} compact={pending || streaming} />
         {(item.trace || (item.status === "COMPLETE" && item.id)) && (
-          <div className="message__actions">
+          <div className={styles.actions}>
             {item.trace && (
-              <button type="button" className="button button--ghost button--small" onClick={() => onOpenTrace(item.key)}>
+              <Button variant="ghost" size="small" onClick={() => onOpenTrace(item.key)}>
                 <LayersIcon width={15} height={15} /> Why this answer
-              </button>
+              </Button>
             )}
             {item.status === "COMPLETE" && item.id && (
-              <button type="button" className="button button--ghost button--small" onClick={() => onRetry(item.key)} disabled={busy}>
+              <Button variant="ghost" size="small" onClick={() => onRetry(item.key)} disabled={busy}>
                 <RefreshIcon width={14} height={14} /> Regenerate
-              </button>
+              </Button>
             )}
           </div>
         )}
@@ -164,24 +152,31 @@ export interface UserMessageProps {
 export function UserMessage({ item, busy, onResend, onDiscard }: UserMessageProps) {
   const error = item.error && describeTurnError(item.error);
   return (
-    <article className="message message--user" data-testid="user-message" data-unsent={item.unsent || undefined}>
-      <div className="message__bubble">{item.content}</div>
+    <article className={styles.user} data-testid="user-message" data-unsent={item.unsent || undefined}>
+      <div className={styles.bubble}>{item.content}</div>
       {item.unsent && error && (
-        <div className="notice notice--danger notice--compact" role="alert" data-testid="message-error" data-code={item.error?.code}>
-          <AlertIcon width={16} height={16} />
-          <div className="notice__main">
-            <strong>{error.title}</strong>
-            <p>{error.detail}</p>
-          </div>
-          <div className="notice__actions">
-            <button type="button" className="button button--small" onClick={() => onResend(item.key)} disabled={busy}>
-              <RefreshIcon width={14} height={14} /> Retry
-            </button>
-            <button type="button" className="button button--ghost button--small" onClick={() => onDiscard(item.key)}>
-              Discard
-            </button>
-          </div>
-        </div>
+        <Notice
+          tone="danger"
+          compact
+          className={styles.userNotice}
+          icon={<AlertIcon width={16} height={16} />}
+          role="alert"
+          data-testid="message-error"
+          data-code={item.error?.code}
+          actions={
+            <>
+              <Button size="small" onClick={() => onResend(item.key)} disabled={busy}>
+                <RefreshIcon width={14} height={14} /> Retry
+              </Button>
+              <Button variant="ghost" size="small" onClick={() => onDiscard(item.key)}>
+                Discard
+              </Button>
+            </>
+          }
+        >
+          <strong>{error.title}</strong>
+          <p>{error.detail}</p>
+        </Notice>
       )}
     </article>
   );
@@ -195,7 +190,7 @@ export function SettingsSummary({
   onOpen: () => void;
 }) {
   return (
-    <button type="button" className="settings-summary" onClick={onOpen} title="Change the chat settings" data-testid="settings-summary">
+    <button type="button" className={styles.summary} onClick={onOpen} title="Change the chat settings" data-testid="settings-summary">
       <SlidersIcon width={15} height={15} />
       {session.enableRag ? (
         <>
@@ -209,9 +204,23 @@ export function SettingsSummary({
         <span>RAG off</span>
       )}
       <span aria-hidden="true">·</span>
-      <span className="settings-summary__model">
+      <span className={styles.summaryModel}>
         {session.provider}/{session.model}
       </span>
     </button>
+  );
+}
+
+/** "Searching your documents…" with three bouncing dots. */
+function Pending({ children }: { children: ReactNode }) {
+  return (
+    <p className={styles.pending} role="status">
+      <span className={styles.typing} aria-hidden="true">
+        <span />
+        <span />
+        <span />
+      </span>
+      {children}
+    </p>
   );
 }

@@ -1,7 +1,12 @@
 import { useState } from "react";
 import type { SourceView } from "../../lib/chatReducer";
 import { formatHeadingPath, formatPlace, formatScore } from "../../lib/format";
+import { cx } from "../../lib/cx";
+import { Badge } from "../Badge";
+import { LinkButton } from "../Button";
 import { FileIcon } from "../icons";
+import shared from "../../styles/shared.module.css";
+import styles from "./SourceList.module.css";
 
 export interface SourceListProps {
   sources: readonly SourceView[];
@@ -22,11 +27,11 @@ export function quotedPlaces(source: SourceView): string {
 export function SourceList({ sources, idPrefix, active, title, compact = false }: SourceListProps) {
   if (sources.length === 0) return null;
   return (
-    <section className={`sources${compact ? " sources--compact" : ""}`} aria-label={title}>
-      <h4 className="sources__title">
+    <section className={compact ? styles.compact : undefined} aria-label={title}>
+      <h4 className={cx(shared.eyebrow, styles.title)}>
         {title} <span className="muted">({sources.length})</span>
       </h4>
-      <ol className="sources__list">
+      <ol className={cx(shared.plainList, styles.list)}>
         {[...sources]
           .sort((a, b) => a.number - b.number)
           .map((source) => (
@@ -45,37 +50,37 @@ function SourceItem({ source, id, active, compact }: { source: SourceView; id: s
   const text = quoted ? [...new Set(source.quotes!.map((q) => q.text))].join("\n…\n") : source.text;
   const long = text.length > 280;
   return (
-    <li id={id} className="source" data-active={active || undefined} tabIndex={-1} data-testid="source" data-number={source.number}>
-      <div className="source__head">
-        <span className="source__number" aria-label={`Source ${source.number}`}>
+    <li id={id} className={cx(shared.box, styles.source)} data-active={active || undefined} tabIndex={-1} data-testid="source" data-number={source.number}>
+      <div className={styles.head}>
+        <span className={styles.number} aria-label={`Source ${source.number}`}>
           {source.number}
         </span>
         <FileIcon width={15} height={15} aria-hidden="true" />
-        <span className="source__doc" title={source.documentName}>
+        <span className={cx(shared.ellipsis, styles.doc)} title={source.documentName}>
           {source.documentName}
         </span>
-        <span className="source__place">{quoted ? `quoted from ${quoted}` : formatPlace(source.location)}</span>
-        <span className="source__score" title="Cosine similarity to the question (0–1)">
+        <span className={styles.place}>{quoted ? `quoted from ${quoted}` : formatPlace(source.location)}</span>
+        <span className={styles.score} title="Cosine similarity to the question (0–1)">
           score {formatScore(source.score)}
         </span>
         {source.kind === "ATTRIBUTED" && (
-          <span className="badge badge--soft" title="The model wrote no marker here; ragchat matched the sentence to this source">
+          <Badge tone="soft" title="The model wrote no marker here; ragchat matched the sentence to this source">
             attributed
-          </span>
+          </Badge>
         )}
         {quoted && (
-          <span className="badge badge--soft" title="The answer quotes this source's sentences word for word, at the lines shown">
+          <Badge tone="soft" title="The answer quotes this source's sentences word for word, at the lines shown">
             quoted
-          </span>
+          </Badge>
         )}
       </div>
-      {!compact && heading && <p className="source__heading">{heading}</p>}
+      {!compact && heading && <p className={styles.heading}>{heading}</p>}
       {/* Plain text: React escapes it, so document content can never become markup. */}
-      {!compact && <blockquote className={`source__snippet${long && !expanded ? " source__snippet--clamped" : ""}`}>{text}</blockquote>}
+      {!compact && <blockquote className={cx(shared.quote, long && !expanded && styles.clamped)}>{text}</blockquote>}
       {!compact && long && (
-        <button type="button" className="link-button" onClick={() => setExpanded((v) => !v)} aria-expanded={expanded}>
+        <LinkButton className={styles.more} onClick={() => setExpanded((v) => !v)} aria-expanded={expanded}>
           {expanded ? "Show less" : "Show more"}
-        </button>
+        </LinkButton>
       )}
     </li>
   );

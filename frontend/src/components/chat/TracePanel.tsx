@@ -1,9 +1,16 @@
+import type { ReactNode } from "react";
 import type { TraceFieldsFragment } from "../../gql/graphql";
-import { formatCount, formatHeadingPath, formatMs, formatPlace, formatScore, formatStage } from "../../lib/format";
+import { cx } from "../../lib/cx";
+import { formatCount, formatHeadingPath, formatMs, formatPlace, formatStage } from "../../lib/format";
+import { Badge, type BadgeTone } from "../Badge";
 import { Dialog } from "../Dialog";
+import { Notice } from "../Notice";
+import { Table, numeric } from "../Table";
 import { AlertIcon } from "../icons";
-import { FATE_ORDER, FateBadge, ScoreBar, fateCounts, fateReason } from "../retrieval/Fate";
+import { FateBadge, FateLegend, Score, fateCounts, fateReason } from "../retrieval/Fate";
 import { OriginalDisclosure } from "./AnswerNotice";
+import shared from "../../styles/shared.module.css";
+import styles from "./TracePanel.module.css";
 
 export interface TracePanelProps {
   trace: TraceFieldsFragment | null;
@@ -26,26 +33,20 @@ export function TracePanel({ trace, messageId = null, open, onClose }: TracePane
 export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragment; messageId?: string | null }) {
   const counts = fateCounts(trace.candidates);
   return (
-    <div className="trace">
+    <div className={styles.trace}>
       {trace.degraded.length > 0 && (
-        <div className="notice notice--warning" role="note">
-          <AlertIcon width={16} height={16} />
-          <div>
-            <strong>Degraded</strong>
-            <ul>
-              {trace.degraded.map((d) => (
-                <li key={d}>{d}</li>
-              ))}
-            </ul>
-          </div>
-        </div>
+        <Notice tone="warning" icon={<AlertIcon width={16} height={16} />} role="note">
+          <strong>Degraded</strong>
+          <ul>
+            {trace.degraded.map((d) => (
+              <li key={d}>{d}</li>
+            ))}
+          </ul>
+        </Notice>
       )}
       {trace.answer && <AnswerSection answer={trace.answer} messageId={messageId} />}
-      <section className="trace__section" aria-labelledby="trace-settings">
-        <h3 id="trace-settings" className="trace__title">
-          Settings used
-        </h3>
-        <dl className="kv" data-testid="trace-settings">
+      <TraceSection id="trace-settings" title="Settings used">
+        <dl className={styles.kv} data-testid="trace-settings">
           <dt>Model</dt>
           <dd className="mono">
             {trace.provider}/{trace.model}
@@ -62,7 +63,9 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
           <dd>
             {trace.settings.mode.toLowerCase()}
             {trace.effectiveMode && trace.effectiveMode !== trace.settings.mode && (
-              <span className="badge badge--warning">ran as {trace.effectiveMode.toLowerCase()}</span>
+              <Badge tone="warning" className={styles.ranAs}>
+                ran as {trace.effectiveMode.toLowerCase()}
+              </Badge>
             )}
           </dd>
           {trace.embeddingSpace && (
@@ -72,89 +75,79 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
             </>
           )}
         </dl>
-      </section>
+      </TraceSection>
 
-      <section className="trace__section" aria-labelledby="trace-candidates">
-        <h3 id="trace-candidates" className="trace__title">
-          Candidates <span className="muted">({trace.candidates.length})</span>
-        </h3>
+      <TraceSection
+        id="trace-candidates"
+        title={
+          <>
+            Candidates <span className="muted">({trace.candidates.length})</span>
+          </>
+        }
+      >
         {trace.candidates.length === 0 ? (
           <p className="muted">{trace.settings.enableRag ? "Retrieval found no candidates." : "RAG was off: nothing was retrieved."}</p>
         ) : (
           <>
-            <ul className="fate-legend" aria-label="Candidates by fate">
-              {FATE_ORDER.map((fate) => (
-                <li key={fate} data-testid={`fate-count-${fate}`}>
-                  <FateBadge fate={fate} /> <span className="fate-legend__count">{counts[fate]}</span>
-                </li>
-              ))}
-            </ul>
-            <div className="table-wrap">
-              <table className="table table--compact trace__candidates" aria-label="Candidates">
-                <thead>
-                  <tr>
-                    <th scope="col">Source</th>
-                    <th scope="col">Score</th>
-                    <th scope="col" className="num" title="Rank in vector (embedding) search">
-                      Vector
+            <FateLegend counts={counts} label="Candidates by fate" />
+            <Table label="Candidates" compact>
+              <thead>
+                <tr>
+                  <th scope="col">Source</th>
+                  <th scope="col">Score</th>
+                  <th scope="col" className={numeric} title="Rank in vector (embedding) search">
+                    Vector
+                  </th>
+                  <th scope="col" className={numeric} title="Rank in keyword (BM25) search">
+                    Keyword
+                  </th>
+                  <th scope="col" className={numeric} title="Rank after reciprocal rank fusion">
+                    Fused
+                  </th>
+                  <th scope="col">Fate</th>
+                </tr>
+              </thead>
+              <tbody>
+                {trace.candidates.map((c) => (
+                  <tr key={c.chunkId} data-fate={c.fate} data-testid="trace-candidate" className={styles.row}>
+                    <th scope="row">
+                      <span className={cx(shared.ellipsis, styles.doc)}>{c.documentName}</span>
+                      <span className={styles.where}>
+                        {formatPlace(c.location)}
+                        {c.location.headingPath && ` · ${formatHeadingPath(c.location.headingPath)}`}
+                      </span>
                     </th>
-                    <th scope="col" className="num" title="Rank in keyword (BM25) search">
-                      Keyword
-                    </th>
-                    <th scope="col" className="num" title="Rank after reciprocal rank fusion">
-                      Fused
-                    </th>
-                    <th scope="col">Fate</th>
+                    <td>
+                      <Score score={c.score} threshold={trace.settings.threshold} />
+                    </td>
+                    <td className={cx(numeric, "mono")}>{c.vectorRank ?? "—"}</td>
+                    <td className={cx(numeric, "mono")}>{c.keywordRank ?? "—"}</td>
+                    <td className={cx(numeric, "mono")}>{c.fusedRank}</td>
+                    <td>
+                      <FateBadge fate={c.fate} />
+                      <span className={styles.reason}>{fateReason(c.fate, c, trace.settings)}</span>
+                    </td>
                   </tr>
-                </thead>
-                <tbody>
-                  {trace.candidates.map((c) => (
-                    <tr key={c.chunkId} data-fate={c.fate} data-testid="trace-candidate" className={`trace-row trace-row--${c.fate.toLowerCase()}`}>
-                      <th scope="row">
-                        <span className="trace-row__doc">{c.documentName}</span>
-                        <span className="trace-row__where">
-                          {formatPlace(c.location)}
-                          {c.location.headingPath && ` · ${formatHeadingPath(c.location.headingPath)}`}
-                        </span>
-                      </th>
-                      <td>
-                        <span className="score-cell">
-                          <ScoreBar score={c.score} threshold={trace.settings.threshold} />
-                          <span className="mono">{formatScore(c.score)}</span>
-                        </span>
-                      </td>
-                      <td className="num mono">{c.vectorRank ?? "—"}</td>
-                      <td className="num mono">{c.keywordRank ?? "—"}</td>
-                      <td className="num mono">{c.fusedRank}</td>
-                      <td>
-                        <FateBadge fate={c.fate} />
-                        <span className="trace-row__reason">{fateReason(c.fate, c, trace.settings)}</span>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+                ))}
+              </tbody>
+            </Table>
           </>
         )}
-      </section>
+      </TraceSection>
 
-      <div className="trace__columns">
+      <div className={styles.columns}>
         <TimingList timings={trace.timings} />
         <TokenBudget trace={trace} />
       </div>
 
       {trace.citations && (
-        <section className="trace__section" aria-labelledby="trace-citations">
-          <h3 id="trace-citations" className="trace__title">
-            Citations
-          </h3>
+        <TraceSection id="trace-citations" title="Citations">
           <p>
             {formatCount(trace.citations.valid, "source")} cited
             {trace.citations.attributed ? " (attributed by ragchat: the model wrote no markers)" : " by the model"}
             {trace.citations.invalidRemoved > 0 && `; ${formatCount(trace.citations.invalidRemoved, "invalid marker")} removed`}.
           </p>
-        </section>
+        </TraceSection>
       )}
     </div>
   );
@@ -163,11 +156,11 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
 type Answer = NonNullable<TraceFieldsFragment["answer"]>;
 type Decision = NonNullable<Answer["guard"]>["decision"];
 
-const DECISIONS: Record<Decision, { label: string; badge: string }> = {
-  PASS: { label: "passed", badge: "badge--success" },
-  FLAGGED: { label: "flagged, kept", badge: "badge--warning" },
-  FALLBACK: { label: "replaced by quoted sentences", badge: "badge--warning" },
-  REJECTED: { label: "rejected", badge: "badge--danger" },
+const DECISIONS: Record<Decision, { label: string; tone: BadgeTone }> = {
+  PASS: { label: "passed", tone: "success" },
+  FLAGGED: { label: "flagged, kept", tone: "warning" },
+  FALLBACK: { label: "replaced by quoted sentences", tone: "warning" },
+  REJECTED: { label: "rejected", tone: "danger" },
 };
 
 /** Which answer mode ran and why, and what the answer guard found in a generated answer. */
@@ -175,11 +168,8 @@ function AnswerSection({ answer, messageId }: { answer: Answer; messageId: strin
   const guard = answer.guard;
   const mode = (m: string) => m.toLowerCase();
   return (
-    <section className="trace__section" aria-labelledby="trace-answer">
-      <h3 id="trace-answer" className="trace__title">
-        Answer
-      </h3>
-      <dl className="kv" data-testid="trace-answer">
+    <TraceSection id="trace-answer" title="Answer">
+      <dl className={styles.kv} data-testid="trace-answer">
         <dt>Mode</dt>
         <dd>{answer.requestedMode === answer.mode ? mode(answer.mode) : `${mode(answer.requestedMode)} → ${mode(answer.mode)}`}</dd>
         <dt>Why</dt>
@@ -188,7 +178,7 @@ function AnswerSection({ answer, messageId }: { answer: Answer; messageId: strin
           <>
             <dt>Answer guard</dt>
             <dd>
-              <span className={`badge ${DECISIONS[guard.decision].badge}`}>{DECISIONS[guard.decision].label}</span>
+              <Badge tone={DECISIONS[guard.decision].tone}>{DECISIONS[guard.decision].label}</Badge>
             </dd>
             <dt>Unsupported sentences</dt>
             <dd className="mono">{guard.unsupportedSentences}</dd>
@@ -208,58 +198,59 @@ function AnswerSection({ answer, messageId }: { answer: Answer; messageId: strin
         )}
       </dl>
       {guard && guard.reasons.length > 0 && (
-        <ul className="trace__reasons" aria-label="What the answer guard found">
+        <ul className={styles.reasons} aria-label="What the answer guard found">
           {guard.reasons.map((reason) => (
             <li key={reason}>{reason}</li>
           ))}
         </ul>
       )}
       {guard && guard.decision !== "PASS" && messageId && <OriginalDisclosure messageId={messageId} />}
-    </section>
+    </TraceSection>
   );
 }
 
 function TimingList({ timings }: { timings: TraceFieldsFragment["timings"] }) {
   const max = Math.max(1, ...timings.map((t) => t.ms));
   return (
-    <section className="trace__section" aria-labelledby="trace-timings">
-      <h3 id="trace-timings" className="trace__title">
-        Timings
-      </h3>
+    <TraceSection id="trace-timings" title="Timings">
       {timings.length === 0 ? (
         <p className="muted">None recorded.</p>
       ) : (
-        <ul className="bars" data-testid="trace-timings">
+        <ul className={cx(shared.plainList, styles.bars)} data-testid="trace-timings">
           {timings.map((t) => (
-            <li key={t.stage} className="bars__row">
-              <span className="bars__label">{formatStage(t.stage)}</span>
-              <span className="bars__track" aria-hidden="true">
-                <span className="bars__fill" style={{ width: `${Math.max(1, (t.ms / max) * 100)}%` }} />
+            <li key={t.stage} className={styles.barRow}>
+              <span className={cx(shared.ellipsis, styles.barLabel)}>{formatStage(t.stage)}</span>
+              <span className={styles.barTrack} aria-hidden="true">
+                <span className={styles.barFill} style={{ width: `${Math.max(1, (t.ms / max) * 100)}%` }} />
               </span>
-              <span className="bars__value mono" data-volatile>
+              <span className={cx(styles.barValue, "mono")} data-volatile>
                 {formatMs(t.ms)}
               </span>
             </li>
           ))}
         </ul>
       )}
-    </section>
+    </TraceSection>
   );
 }
 
 function TokenBudget({ trace }: { trace: TraceFieldsFragment }) {
   const tokens = trace.tokens;
   return (
-    <section className="trace__section" aria-labelledby="trace-tokens">
-      <h3 id="trace-tokens" className="trace__title">
-        Tokens {tokens && !tokens.exact && <span className="badge badge--soft">estimated</span>}
-      </h3>
+    <TraceSection
+      id="trace-tokens"
+      title={
+        <>
+          Tokens {tokens && !tokens.exact && <Badge tone="soft">estimated</Badge>}
+        </>
+      }
+    >
       {!tokens ? (
         <p className="muted">Not recorded.</p>
       ) : (
         <>
           <TokenBar tokens={tokens} />
-          <dl className="kv" data-testid="trace-tokens">
+          <dl className={styles.kv} data-testid="trace-tokens">
             <dt>Prompt</dt>
             <dd className="mono">
               {approx(tokens.exact)}
@@ -298,7 +289,7 @@ function TokenBudget({ trace }: { trace: TraceFieldsFragment }) {
           </dl>
         </>
       )}
-    </section>
+    </TraceSection>
   );
 }
 
@@ -309,11 +300,23 @@ function TokenBar({ tokens }: { tokens: NonNullable<TraceFieldsFragment["tokens"
   const pct = (n: number) => `${Math.max(0, Math.min(100, (n / window) * 100))}%`;
   const other = Math.max(0, tokens.prompt - tokens.context);
   return (
-    <div className="token-bar" role="img" aria-label={`Context window use: prompt ${tokens.prompt} (context ${tokens.context}), completion ${tokens.completion}, of ${tokens.contextWindow}`}>
-      <span className="token-bar__seg token-bar__seg--context" style={{ width: pct(tokens.context) }} title={`context ${tokens.context}`} />
-      <span className="token-bar__seg token-bar__seg--prompt" style={{ width: pct(other) }} title={`rest of prompt ${other}`} />
-      <span className="token-bar__seg token-bar__seg--completion" style={{ width: pct(tokens.completion) }} title={`completion ${tokens.completion}`} />
-      <span className="token-bar__reserve" style={{ width: pct(tokens.answerReserve) }} title={`answer reserve ${tokens.answerReserve}`} />
+    <div className={styles.tokenBar} role="img" aria-label={`Context window use: prompt ${tokens.prompt} (context ${tokens.context}), completion ${tokens.completion}, of ${tokens.contextWindow}`}>
+      <span className={styles.context} style={{ width: pct(tokens.context) }} title={`context ${tokens.context}`} />
+      <span className={styles.prompt} style={{ width: pct(other) }} title={`rest of prompt ${other}`} />
+      <span className={styles.completion} style={{ width: pct(tokens.completion) }} title={`completion ${tokens.completion}`} />
+      <span className={styles.reserve} style={{ width: pct(tokens.answerReserve) }} title={`answer reserve ${tokens.answerReserve}`} />
     </div>
+  );
+}
+
+/** One part of the panel, labelled by its small uppercase heading. */
+function TraceSection({ id, title, children }: { id: string; title: ReactNode; children: ReactNode }) {
+  return (
+    <section className={styles.section} aria-labelledby={id}>
+      <h3 id={id} className={cx(shared.eyebrow, styles.title)}>
+        {title}
+      </h3>
+      {children}
+    </section>
   );
 }

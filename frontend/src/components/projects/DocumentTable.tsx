@@ -1,9 +1,15 @@
 import { useMutation } from "@apollo/client/react";
 import { useState } from "react";
+import { cx } from "../../lib/cx";
 import { DeleteDocumentDocument, type DocumentFieldsFragment } from "../../gql/graphql";
 import { formatBytes, formatDateTime, formatRelative } from "../../lib/format";
+import { Badge } from "../Badge";
+import { IconButton } from "../Button";
 import { ConfirmDialog } from "../Dialog";
+import { Table, numeric } from "../Table";
 import { TrashIcon } from "../icons";
+import shared from "../../styles/shared.module.css";
+import styles from "./DocumentTable.module.css";
 
 /** The documents of a knowledge base: status, size, kind, chunk count; delete with confirmation. */
 export function DocumentTable({ documents }: { documents: readonly DocumentFieldsFragment[] }) {
@@ -23,55 +29,53 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
 
   return (
     <>
-      <div className="table-wrap">
-        <table className="table" aria-label="Documents">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col" className="num">
-                Chunks
+      <Table label="Documents">
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Status</th>
+            <th scope="col" className={numeric}>
+              Chunks
+            </th>
+            <th scope="col" className={numeric}>
+              Size
+            </th>
+            <th scope="col">Kind</th>
+            <th scope="col">Added</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {documents.map((doc) => (
+            <tr key={doc.id} data-testid="document-row">
+              <th scope="row" className={cx(shared.ellipsis, styles.name)} title={doc.name}>
+                {doc.name}
               </th>
-              <th scope="col" className="num">
-                Size
-              </th>
-              <th scope="col">Kind</th>
-              <th scope="col">Added</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
+              <td>
+                <Badge tone={doc.status === "READY" ? "success" : "danger"} title={doc.error ?? undefined}>
+                  {doc.status === "READY" ? "Ready" : "Failed"}
+                </Badge>
+                {doc.error && <span className={styles.error}>{doc.error}</span>}
+              </td>
+              <td className={numeric}>{doc.chunkCount}</td>
+              <td className={numeric}>{formatBytes(doc.sizeBytes)}</td>
+              <td>
+                <Badge>{doc.kind}</Badge>
+              </td>
+              <td title={formatDateTime(doc.ingestedAt)} data-volatile>
+                {formatRelative(doc.ingestedAt)}
+              </td>
+              <td className={styles.actions}>
+                <IconButton size="small" aria-label={`Delete ${doc.name}`} onClick={() => setDoomed(doc)}>
+                  <TrashIcon width={16} height={16} />
+                </IconButton>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {documents.map((doc) => (
-              <tr key={doc.id} data-testid="document-row">
-                <th scope="row" className="table__name" title={doc.name}>
-                  {doc.name}
-                </th>
-                <td>
-                  <span className={`badge badge--${doc.status === "READY" ? "success" : "danger"}`} title={doc.error ?? undefined}>
-                    {doc.status === "READY" ? "Ready" : "Failed"}
-                  </span>
-                  {doc.error && <span className="table__error">{doc.error}</span>}
-                </td>
-                <td className="num">{doc.chunkCount}</td>
-                <td className="num">{formatBytes(doc.sizeBytes)}</td>
-                <td>
-                  <span className="badge">{doc.kind}</span>
-                </td>
-                <td title={formatDateTime(doc.ingestedAt)} data-volatile>
-                  {formatRelative(doc.ingestedAt)}
-                </td>
-                <td className="table__actions">
-                  <button type="button" className="icon-button icon-button--small" aria-label={`Delete ${doc.name}`} onClick={() => setDoomed(doc)}>
-                    <TrashIcon width={16} height={16} />
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+          ))}
+        </tbody>
+      </Table>
       <ConfirmDialog
         open={doomed !== null}
         title="Delete document?"

@@ -1,5 +1,7 @@
 import { type DragEvent, useRef, useState } from "react";
+import { Button } from "../Button";
 import { UploadIcon } from "../icons";
+import styles from "./Dropzone.module.css";
 
 // What the backend parses (app/rag/parsing.py); the server still has the last word.
 export const ACCEPTED =
@@ -23,7 +25,7 @@ export function Dropzone({ onFiles, disabled = false }: DropzoneProps) {
 
   return (
     <div
-      className="dropzone"
+      className={styles.dropzone}
       data-dragging={dragging || undefined}
       data-testid="dropzone"
       onDragEnter={(event) => {
@@ -48,14 +50,14 @@ export function Dropzone({ onFiles, disabled = false }: DropzoneProps) {
         if (!disabled && event.dataTransfer.files.length > 0) onFiles([...event.dataTransfer.files]);
       }}
     >
-      <span className="dropzone__icon" aria-hidden="true">
+      <span className={styles.icon} aria-hidden="true">
         <UploadIcon width={22} height={22} />
       </span>
-      <p className="dropzone__title">{dragging ? "Drop to upload" : "Drag files here to add them"}</p>
-      <p className="dropzone__hint">Text, Markdown, HTML, PDF or source code · several at once</p>
-      <button type="button" className="button button--small" onClick={() => input.current?.click()} disabled={disabled}>
+      <p className={styles.title}>{dragging ? "Drop to upload" : "Drag files here to add them"}</p>
+      <p className={styles.hint}>Text, Markdown, HTML, PDF or source code · several at once</p>
+      <Button size="small" className={styles.choose} onClick={() => input.current?.click()} disabled={disabled}>
         Choose files
-      </button>
+      </Button>
       <input
         ref={input}
         type="file"

@@ -3,8 +3,9 @@ import { type FormEvent, useEffect, useState } from "react";
 import { CreateProjectDocument, RenameProjectDocument } from "../../gql/graphql";
 import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
 import { navigate, paths } from "../../lib/router";
+import { Button } from "../Button";
 import { Dialog } from "../Dialog";
-import { Field } from "../Field";
+import { Field, Form, FormError, TextArea, TextInput } from "../Field";
 
 export interface ProjectFormDialogProps {
   open: boolean;
@@ -67,30 +68,24 @@ export function ProjectFormDialog({ open, onClose, project = null }: ProjectForm
       size="sm"
       footer={
         <>
-          <button type="button" className="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="submit" form={formId} className="button button--primary" disabled={busy}>
+          <Button onClick={onClose}>Cancel</Button>
+          <Button type="submit" form={formId} variant="primary" disabled={busy}>
             {project ? "Rename" : "Create"}
-          </button>
+          </Button>
         </>
       }
     >
-      <form id={formId} className="form" onSubmit={(event) => void submit(event)} noValidate>
+      <Form id={formId} onSubmit={(event) => void submit(event)} noValidate>
         <Field label="Name" error={errors.name}>
-          <input className="input" value={name} maxLength={200} data-autofocus onChange={(e) => setName(e.target.value)} />
+          <TextInput value={name} maxLength={200} data-autofocus onChange={(e) => setName(e.target.value)} />
         </Field>
         {!project && (
           <Field label="Description" hint="Optional: what is in it.">
-            <textarea className="input" rows={3} value={description} onChange={(e) => setDescription(e.target.value)} />
+            <TextArea rows={3} value={description} onChange={(e) => setDescription(e.target.value)} />
           </Field>
         )}
-        {errors._form && (
-          <p className="form-error" role="alert">
-            {errors._form}
-          </p>
-        )}
-      </form>
+        {errors._form && <FormError role="alert">{errors._form}</FormError>}
+      </Form>
     </Dialog>
   );
 }

@@ -1,6 +1,10 @@
 import { formatBytes, formatCount } from "../../lib/format";
+import { Button } from "../Button";
+import { cx } from "../../lib/cx";
 import { AlertIcon, CheckIcon, FileIcon } from "../icons";
 import type { UploadItem } from "./useUploads";
+import shared from "../../styles/shared.module.css";
+import styles from "./UploadList.module.css";
 
 const OUTCOME_LABELS: Record<string, string> = {
   added: "Added",
@@ -36,33 +40,33 @@ export function UploadList({ items, onClear }: UploadListProps) {
   if (items.length === 0) return null;
   const finished = items.filter((i) => i.phase === "done" || i.phase === "failed").length;
   return (
-    <section className="upload-list" aria-label="Uploads">
-      <div className="upload-list__head">
-        <h3 className="section-title">
+    <section className={styles.list} aria-label="Uploads">
+      <div className={styles.head}>
+        <h3 className={styles.title}>
           Uploads <span className="muted">{finished}/{items.length} finished</span>
         </h3>
         {onClear && finished > 0 && (
-          <button type="button" className="button button--ghost button--small" onClick={onClear}>
+          <Button variant="ghost" size="small" onClick={onClear}>
             Clear finished
-          </button>
+          </Button>
         )}
       </div>
-      <ul className="upload-list__items">
+      <ul className={cx(shared.plainList, styles.items)}>
         {items.map((item) => (
-          <li key={item.id} className="upload-item" data-phase={item.phase} data-outcome={item.outcome ?? undefined} data-testid="upload-item">
-            <span className="upload-item__icon" aria-hidden="true">
+          <li key={item.id} className={cx(shared.box, styles.item)} data-phase={item.phase} data-outcome={item.outcome ?? undefined} data-testid="upload-item">
+            <span className={styles.icon} aria-hidden="true">
               {item.phase === "failed" ? <AlertIcon width={18} height={18} /> : item.phase === "done" ? <CheckIcon width={18} height={18} /> : <FileIcon width={18} height={18} />}
             </span>
-            <div className="upload-item__main">
-              <div className="upload-item__row">
-                <span className="upload-item__name" title={item.name}>
+            <div className={styles.main}>
+              <div className={styles.row}>
+                <span className={cx(shared.ellipsis, styles.name)} title={item.name}>
                   {item.name}
                 </span>
-                <span className="upload-item__size">{formatBytes(item.size)}</span>
+                <span className={styles.size}>{formatBytes(item.size)}</span>
               </div>
               {(item.phase === "uploading" || item.phase === "processing" || item.phase === "queued") && (
                 <div
-                  className="progress"
+                  className={styles.progress}
                   role="progressbar"
                   aria-label={`Uploading ${item.name}`}
                   aria-valuemin={0}
@@ -70,13 +74,13 @@ export function UploadList({ items, onClear }: UploadListProps) {
                   aria-valuenow={Math.round(item.progress * 100)}
                   data-indeterminate={item.phase === "processing" || undefined}
                 >
-                  <span className="progress__bar" style={{ width: `${Math.round(item.progress * 100)}%` }} />
+                  <span className={styles.bar} style={{ width: `${Math.round(item.progress * 100)}%` }} />
                 </div>
               )}
-              <p className="upload-item__status" data-testid="upload-status">
+              <p className={styles.status} data-testid="upload-status">
                 {statusText(item)}
               </p>
-              {item.error && <p className="upload-item__error">{item.error}</p>}
+              {item.error && <p className={styles.error}>{item.error}</p>}
             </div>
           </li>
         ))}

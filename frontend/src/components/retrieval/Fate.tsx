@@ -1,5 +1,9 @@
 import type { CandidateFate } from "../../gql/graphql";
+import type { ReactNode } from "react";
 import { formatScore } from "../../lib/format";
+import { cx } from "../../lib/cx";
+import shared from "../../styles/shared.module.css";
+import styles from "./Fate.module.css";
 
 export const FATE_LABELS: Record<CandidateFate, string> = {
   KEPT: "Kept",
@@ -10,13 +14,34 @@ export const FATE_LABELS: Record<CandidateFate, string> = {
 
 export const FATE_ORDER: CandidateFate[] = ["KEPT", "BELOW_THRESHOLD", "BEYOND_TOP_K", "OVER_BUDGET"];
 
-/** Kept (green), below threshold (grey), beyond top K (amber), over budget (violet). */
+/** Kept (green), below threshold (grey), beyond top K (amber), over budget (violet): data-fate picks the look. */
 export function FateBadge({ fate }: { fate: CandidateFate }) {
   return (
-    <span className={`fate fate--${fate.toLowerCase()}`} data-fate={fate}>
-      <span className="fate__dot" aria-hidden="true" />
+    <span className={styles.fate} data-fate={fate}>
+      <span className={styles.dot} aria-hidden="true" />
       {FATE_LABELS[fate]}
     </span>
+  );
+}
+
+export interface FateLegendProps {
+  counts: Record<CandidateFate, number>;
+  label?: string;
+  /** Leave out the fates nothing met. */
+  onlyPresent?: boolean;
+  small?: boolean;
+}
+
+/** How many candidates met each fate, in FATE_ORDER. */
+export function FateLegend({ counts, label, onlyPresent = false, small = false }: FateLegendProps) {
+  return (
+    <ul className={cx(shared.plainList, styles.legend, small && styles.small)} aria-label={label}>
+      {FATE_ORDER.filter((fate) => !onlyPresent || counts[fate] > 0).map((fate) => (
+        <li key={fate} data-testid={`fate-count-${fate}`}>
+          <FateBadge fate={fate} /> <span className={styles.count}>{counts[fate]}</span>
+        </li>
+      ))}
+    </ul>
   );
 }
 
@@ -42,9 +67,20 @@ export function fateReason(
 export function ScoreBar({ score, threshold }: { score: number | null; threshold?: number }) {
   const value = Math.max(0, Math.min(1, score ?? 0));
   return (
-    <span className="score-bar" aria-hidden="true">
-      <span className="score-bar__fill" style={{ width: `${value * 100}%` }} data-below={threshold !== undefined && (score ?? 0) < threshold ? true : undefined} />
-      {threshold !== undefined && <span className="score-bar__threshold" style={{ left: `${threshold * 100}%` }} />}
+    <span className={styles.bar} aria-hidden="true">
+      <span className={styles.fill} style={{ width: `${value * 100}%` }} data-below={threshold !== undefined && (score ?? 0) < threshold ? true : undefined} />
+      {threshold !== undefined && <span className={styles.threshold} style={{ left: `${threshold * 100}%` }} />}
+    </span>
+  );
+}
+
+/** The bar and the figure of a score, and whatever follows them on the line (its fate). */
+export function Score({ score, threshold, children }: { score: number | null; threshold: number; children?: ReactNode }) {
+  return (
+    <span className={styles.score}>
+      <ScoreBar score={score} threshold={threshold} />
+      <span className="mono">{formatScore(score)}</span>
+      {children}
     </span>
   );
 }

@@ -1,5 +1,6 @@
 import { useId } from "react";
 import type { AnswerMode } from "../../gql/graphql";
+import { Fieldset, Radio } from "../Field";
 import { ANSWER_MODES } from "./settingsDraft";
 
 export interface AnswerModeControlProps {
@@ -11,30 +12,19 @@ export interface AnswerModeControlProps {
 export function AnswerModeControl({ value, onChange }: AnswerModeControlProps) {
   const id = useId();
   return (
-    <fieldset className="fieldset" data-testid="answer-mode">
-      <legend className="fieldset__legend">Answer mode</legend>
+    <Fieldset legend="Answer mode" data-testid="answer-mode">
       {ANSWER_MODES.map(({ mode, label, help }) => (
-        <div key={mode} className="switch-field">
-          <input
-            id={`${id}-${mode}`}
-            type="radio"
-            className="radio"
-            name={`${id}-answer-mode`}
-            value={mode}
-            checked={value === mode}
-            onChange={() => onChange(mode)}
-            aria-describedby={`${id}-${mode}-hint`}
-          />
-          <div>
-            <label htmlFor={`${id}-${mode}`} className="field__label">
-              {label}
-            </label>
-            <p className="field__hint" id={`${id}-${mode}-hint`}>
-              {help}
-            </p>
-          </div>
-        </div>
+        <Radio
+          key={mode}
+          id={`${id}-${mode}`}
+          label={label}
+          hint={help}
+          name={`${id}-answer-mode`}
+          value={mode}
+          checked={value === mode}
+          onChange={() => onChange(mode)}
+        />
       ))}
-    </fieldset>
+    </Fieldset>
   );
 }

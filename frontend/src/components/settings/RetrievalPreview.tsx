@@ -1,11 +1,16 @@
 import { useQuery } from "@apollo/client/react";
 import { useId, useState } from "react";
 import { RetrievalPreviewDocument, type SearchResultsFieldsFragment } from "../../gql/graphql";
-import { formatHeadingPath, formatPlace, formatScore } from "../../lib/format";
+import { formatHeadingPath, formatPlace } from "../../lib/format";
+import { cx } from "../../lib/cx";
 import { useDebounced } from "../../lib/useDebounced";
+import { LinkButton } from "../Button";
+import { FormError, Hint, Label } from "../Field";
 import { SearchIcon } from "../icons";
-import { FATE_ORDER, FateBadge, ScoreBar, fateCounts, fateReason } from "../retrieval/Fate";
+import { FateBadge, FateLegend, Score, fateCounts, fateReason } from "../retrieval/Fate";
 import { Spinner } from "../States";
+import shared from "../../styles/shared.module.css";
+import styles from "./RetrievalPreview.module.css";
 
 export interface RetrievalPreviewProps {
   sessionId: string;
@@ -39,30 +44,28 @@ export function RetrievalPreview({ sessionId, topK, threshold, enabled, initialQ
   const pending = loading || wanted.question !== settled.question || wanted.topK !== settled.topK || wanted.threshold !== settled.threshold;
 
   return (
-    <section className="preview" aria-label="Retrieval preview" data-testid="retrieval-preview">
-      <div className="preview__head">
-        <label className="field__label" htmlFor={inputId}>
-          Preview retrieval
-        </label>
+    <section className={styles.preview} aria-label="Retrieval preview" data-testid="retrieval-preview">
+      <div className={styles.head}>
+        <Label htmlFor={inputId}>Preview retrieval</Label>
         {ready && pending && <Spinner label="Updating the preview" />}
       </div>
-      <div className="preview__search">
+      <div className={styles.search}>
         <SearchIcon width={16} height={16} aria-hidden="true" />
         <input
           id={inputId}
-          className="preview__input"
+          className={styles.input}
           placeholder="Type a question to see what would be retrieved"
           value={question}
           onChange={(e) => setQuestion(e.target.value)}
           onKeyDown={(e) => e.key === "Enter" && e.preventDefault()}
         />
       </div>
-      {!enabled && <p className="field__hint">RAG is off: nothing is retrieved, the model answers on its own.</p>}
-      {enabled && (topK === null || threshold === null) && <p className="field__hint">Fix top K and threshold to see the preview.</p>}
-      {enabled && !question.trim() && <p className="field__hint">The preview uses the values above, saved or not.</p>}
-      {ready && error && !result && <p className="form-error">Preview unavailable: {error.message}</p>}
+      {!enabled && <Hint>RAG is off: nothing is retrieved, the model answers on its own.</Hint>}
+      {enabled && (topK === null || threshold === null) && <Hint>Fix top K and threshold to see the preview.</Hint>}
+      {enabled && !question.trim() && <Hint>The preview uses the values above, saved or not.</Hint>}
+      {ready && error && !result && <FormError>Preview unavailable: {error.message}</FormError>}
       {ready && result && result.__typename !== "SearchResults" && (
-        <p className="form-error">{"message" in result ? result.message : "Preview unavailable."}</p>
+        <FormError>{"message" in result ? result.message : "Preview unavailable."}</FormError>
       )}
       {enabled && question.trim() && result?.__typename === "SearchResults" && <PreviewResults results={result} stale={pending} />}
     </section>
@@ -74,8 +77,8 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
   const counts = fateCounts(results.hits);
   const hits = all ? results.hits : results.hits.slice(0, SHOWN);
   return (
-    <div className="preview__results" data-stale={stale || undefined} aria-live="polite">
-      <p className="preview__summary" data-testid="preview-summary" data-kept={counts.KEPT} data-total={results.hits.length}>
+    <div className={styles.results} data-stale={stale || undefined} aria-live="polite">
+      <p className={styles.summary} data-testid="preview-summary" data-kept={counts.KEPT} data-total={results.hits.length}>
         {results.hits.length === 0 ? (
           "No passage matches this question."
         ) : (
@@ -85,41 +88,29 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
           </>
         )}
       </p>
-      {results.degraded.length > 0 && <p className="field__hint">Degraded: {results.degraded.join("; ")}</p>}
-      {results.hits.length > 0 && (
-        <ul className="fate-legend fate-legend--small">
-          {FATE_ORDER.filter((f) => counts[f] > 0).map((fate) => (
-            <li key={fate}>
-              <FateBadge fate={fate} /> <span className="fate-legend__count">{counts[fate]}</span>
-            </li>
-          ))}
-        </ul>
-      )}
-      <ol className="preview__hits">
+      {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.join("; ")}</Hint>}
+      {results.hits.length > 0 && <FateLegend counts={counts} onlyPresent small />}
+      <ol className={cx(shared.plainList, styles.hits)}>
         {hits.map((hit) => (
-          <li key={hit.chunkId} className={`preview-hit preview-hit--${hit.fate.toLowerCase()}`} data-fate={hit.fate} data-testid="preview-hit">
-            <div className="preview-hit__head">
-              <span className="preview-hit__rank mono">#{hit.fusedRank}</span>
-              <span className="preview-hit__doc">{hit.documentName}</span>
-              <span className="preview-hit__where">
+          <li key={hit.chunkId} className={styles.hit} data-fate={hit.fate} data-testid="preview-hit">
+            <div className={styles.hitHead}>
+              <span className={cx(styles.rank, "mono")}>#{hit.fusedRank}</span>
+              <span className={styles.doc}>{hit.documentName}</span>
+              <span className="muted">
                 {formatPlace(hit.location)}
                 {hit.location.headingPath && ` · ${formatHeadingPath(hit.location.headingPath)}`}
               </span>
             </div>
-            <div className="preview-hit__score">
-              <ScoreBar score={hit.score} threshold={results.threshold} />
-              <span className="mono">{formatScore(hit.score)}</span>
+            <Score score={hit.score} threshold={results.threshold}>
               <FateBadge fate={hit.fate} />
-            </div>
-            <p className="preview-hit__reason">{fateReason(hit.fate, hit, results)}</p>
-            <p className="preview-hit__text">{hit.text}</p>
+            </Score>
+            <p className="muted">{fateReason(hit.fate, hit, results)}</p>
+            <p className={styles.text}>{hit.text}</p>
           </li>
         ))}
       </ol>
       {results.hits.length > SHOWN && (
-        <button type="button" className="link-button" onClick={() => setAll((v) => !v)}>
-          {all ? "Show fewer" : `Show all ${results.hits.length}`}
-        </button>
+        <LinkButton onClick={() => setAll((v) => !v)}>{all ? "Show fewer" : `Show all ${results.hits.length}`}</LinkButton>
       )}
     </div>
   );

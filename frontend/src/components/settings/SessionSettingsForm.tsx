@@ -1,9 +1,10 @@
 import { type FormEvent, type ReactNode, useEffect, useState } from "react";
 import type { ChatSessionInput, ProvidersQuery, SessionFieldsFragment } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
-import { Field, Switch } from "../Field";
+import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
 import { type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
+import styles from "./SessionSettingsForm.module.css";
 
 type Provider = ProvidersQuery["providers"][number];
 
@@ -72,28 +73,25 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
   const threshold = parseThreshold(draft.threshold);
 
   return (
-    <form id={formId} className="form settings-form" onSubmit={(event) => void submit(event)} noValidate>
+    <Form id={formId} onSubmit={(event) => void submit(event)} noValidate>
       <Field label="Title" error={shown("title")}>
-        <input className="input" value={draft.title} maxLength={240} onChange={(e) => set("title", e.target.value)} />
+        <TextInput value={draft.title} maxLength={240} onChange={(e) => set("title", e.target.value)} />
       </Field>
 
-      <fieldset className="fieldset">
-        <legend className="fieldset__legend">Retrieval</legend>
+      <Fieldset legend="Retrieval">
         <Switch
           label="Answer from the knowledge base (RAG)"
           checked={draft.enableRag}
           onChange={(v) => set("enableRag", v)}
           hint="Off: the model answers from its own knowledge, without your documents."
         />
-        <div className="field-row">
+        <FieldRow>
           <Field
             label="Top K"
             error={shown("topK")}
             hint={`Passages given to the model (${TOP_K_RANGE[0]}–${TOP_K_RANGE[1]}).`}
             aside={
-              <input
-                type="range"
-                className="range"
+              <Range
                 min={TOP_K_RANGE[0]}
                 max={TOP_K_RANGE[1]}
                 step={1}
@@ -105,16 +103,14 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
               />
             }
           >
-            <input className="input input--number" type="number" inputMode="numeric" min={TOP_K_RANGE[0]} max={TOP_K_RANGE[1]} step={1} value={draft.topK} disabled={!draft.enableRag} onChange={(e) => set("topK", e.target.value)} />
+            <TextInput type="number" inputMode="numeric" min={TOP_K_RANGE[0]} max={TOP_K_RANGE[1]} step={1} value={draft.topK} disabled={!draft.enableRag} onChange={(e) => set("topK", e.target.value)} />
           </Field>
           <Field
             label="Threshold"
             error={shown("threshold")}
             hint="Minimum similarity (0–1) a passage needs."
             aside={
-              <input
-                type="range"
-                className="range"
+              <Range
                 min={0}
                 max={1}
                 step={0.01}
@@ -126,9 +122,9 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
               />
             }
           >
-            <input className="input input--number" type="number" inputMode="decimal" min={0} max={1} step={0.01} value={draft.threshold} disabled={!draft.enableRag} onChange={(e) => set("threshold", e.target.value)} />
+            <TextInput type="number" inputMode="decimal" min={0} max={1} step={0.01} value={draft.threshold} disabled={!draft.enableRag} onChange={(e) => set("threshold", e.target.value)} />
           </Field>
-        </div>
+        </FieldRow>
         <Switch
           label="Cite sources"
           checked={draft.includeCitations}
@@ -137,34 +133,33 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
           disabled={!draft.enableRag}
         />
         {retrievalExtra}
-      </fieldset>
+      </Fieldset>
 
       <AnswerModeControl value={draft.answerMode} onChange={(mode) => set("answerMode", mode)} />
 
-      <fieldset className="fieldset">
-        <legend className="fieldset__legend">Model</legend>
-        <div className="field-row">
+      <Fieldset legend="Model">
+        <FieldRow>
           <Field label="Provider" error={shown("provider")} hint={problems.length > 0 ? <ProviderProblems problems={problems} /> : undefined}>
-            <select className="input" value={draft.provider} onChange={(e) => chooseProvider(e.target.value)}>
+            <Select value={draft.provider} onChange={(e) => chooseProvider(e.target.value)}>
               {providerOptions.map((p) => (
                 <option key={p.provider} value={p.provider} disabled={(!p.available || !p.reachable) && p.provider !== session.provider}>
                   {p.provider}
                   {p.available ? (p.reachable ? "" : " (unreachable)") : " (unavailable)"}
                 </option>
               ))}
-            </select>
+            </Select>
           </Field>
           <Field label="Model" error={shown("model")}>
             {provider?.openEnded || models.length === 0 ? (
-              <input className="input" value={draft.model} list="model-suggestions" onChange={(e) => set("model", e.target.value)} />
+              <TextInput value={draft.model} list="model-suggestions" onChange={(e) => set("model", e.target.value)} />
             ) : (
-              <select className="input" value={draft.model} onChange={(e) => set("model", e.target.value)}>
+              <Select value={draft.model} onChange={(e) => set("model", e.target.value)}>
                 {models.map((m) => (
                   <option key={m} value={m}>
                     {m}
                   </option>
                 ))}
-              </select>
+              </Select>
             )}
           </Field>
           {provider?.openEnded && (
@@ -174,18 +169,14 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
               ))}
             </datalist>
           )}
-        </div>
+        </FieldRow>
         <Field label="System prompt" error={shown("systemPrompt")} hint="Optional instructions added to every question in this chat.">
-          <textarea className="input" rows={3} value={draft.systemPrompt} onChange={(e) => set("systemPrompt", e.target.value)} />
+          <TextArea rows={3} value={draft.systemPrompt} onChange={(e) => set("systemPrompt", e.target.value)} />
         </Field>
-      </fieldset>
+      </Fieldset>
 
-      {errors._form && (
-        <p className="form-error" role="alert">
-          {errors._form}
-        </p>
-      )}
-    </form>
+      {errors._form && <FormError role="alert">{errors._form}</FormError>}
+    </Form>
   );
 }
 
@@ -194,7 +185,7 @@ function ProviderProblems({ problems }: { problems: readonly Provider[] }) {
   return (
     <span data-testid="provider-problems">
       {problems.map((p) => (
-        <span key={p.provider} className="field__hint-line">
+        <span key={p.provider} className={styles.problem}>
           {p.provider} is {p.available ? "unreachable" : "unavailable"}
           {p.reason ? `: ${p.reason}` : ""}
         </span>

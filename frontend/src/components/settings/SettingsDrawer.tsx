@@ -2,7 +2,9 @@ import { useMutation, useQuery } from "@apollo/client/react";
 import { useCallback, useState } from "react";
 import { type ChatSessionInput, ProvidersDocument, type SessionFieldsFragment, UpdateChatSessionDocument } from "../../gql/graphql";
 import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
+import { Button } from "../Button";
 import { Dialog } from "../Dialog";
+import { FormError } from "../Field";
 import { RetrievalPreview } from "./RetrievalPreview";
 import { SessionSettingsForm } from "./SessionSettingsForm";
 import { type SettingsDraft, draftOf, parseThreshold, parseTopK } from "./settingsDraft";
@@ -61,16 +63,14 @@ export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, 
       testId="settings-drawer"
       footer={
         <>
-          <button type="button" className="button" onClick={onClose}>
-            {isNew ? "Use defaults" : "Cancel"}
-          </button>
-          <button type="submit" form="session-settings" className="button button--primary" disabled={loading}>
+          <Button onClick={onClose}>{isNew ? "Use defaults" : "Cancel"}</Button>
+          <Button type="submit" form="session-settings" variant="primary" disabled={loading}>
             {loading ? "Saving…" : "Save settings"}
-          </button>
+          </Button>
         </>
       }
     >
-      {providers.error && <p className="form-error">Could not load the model list: {providers.error.message}</p>}
+      {providers.error && <FormError>Could not load the model list: {providers.error.message}</FormError>}
       <SessionSettingsForm
         key={session.id}
         session={session}
