@@ -15,7 +15,8 @@ from app.llm.base import Embedder
 from app.settings import Settings
 
 if TYPE_CHECKING:
-    from app.services.chat import ChatModels, ChatService
+    from app.llm.base import ChatModels
+    from app.services.chat import ChatService
 
 
 class Container:
@@ -44,9 +45,9 @@ class Container:
     def chat_models(self) -> ChatModels:
         with self._lock:
             if self._chat_models is None:
-                from app.llm.chat.registry import ChatModelRegistry
+                from app.llm.chat.registry import chat_registry
 
-                self._chat_models = ChatModelRegistry(self.settings)
+                self._chat_models = chat_registry(self.settings)
             return self._chat_models
 
     @property

@@ -7,9 +7,17 @@ Nothing is read at import time: build ``Settings()`` (or call :func:`load_settin
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import SettingsError
@@ -19,7 +27,9 @@ from app.rag.retrieval_mode import RetrievalMode
 ENV_PREFIX = "RAGCHAT_"
 ENV_NESTED = "__"
 
-ProviderName = Literal["local", "openai", "ollama", "scripted", "fake"]
+# The providers a production server offers. Test providers (a scripted chat model for browser tests
+# and demos) exist only when RAGCHAT_TEST_PROVIDERS names the module that adds them (app/llm/registry.py).
+ProviderName = Literal["local", "openai", "ollama"]
 
 
 class RagDefaults(BaseModel):
@@ -42,7 +52,7 @@ class RagDefaults(BaseModel):
 
 
 class EmbedderSettings(BaseModel):
-    provider: ProviderName = "local"
+    provider: str = "local"  # a ProviderName, unless test providers are loaded (Settings checks)
     model: str = "all-MiniLM-L6-v2-int8"
     # Only for providers whose models accept a dimension (OpenAI text-embedding-3-*).
     dimensions: int | None = Field(None, ge=1, le=8192)
@@ -51,13 +61,13 @@ class EmbedderSettings(BaseModel):
 
 
 class ChatModelSettings(BaseModel):
-    provider: ProviderName = "local"
+    provider: str = "local"  # a ProviderName, unless test providers are loaded (Settings checks)
     model: str = "SmolLM2-135M-Instruct"
     threads: int = Field(0, ge=0, le=256, description="0 lets the runtime choose")
     context_window: int = Field(2048, ge=256, le=1_048_576)
     max_answer_tokens: int = Field(384, ge=16, le=32_768)
     temperature: float = Field(0.2, ge=0.0, le=2.0, allow_inf_nan=False)
-    # End-to-end tests and UI demos: a JSON list of scripted answers enables the "scripted" provider.
+    # Read by test providers only (tests/providers.py: a JSON list of the scripted model's answers).
     script: Path | None = None
     token_delay_ms: int = Field(0, ge=0, le=10_000)
 
@@ -153,6 +163,8 @@ class Settings(BaseSettings):
     # Deprecated spelling of RAGCHAT_LOG__LEVEL, still read when that is not set.
     log_level: LogLevel | None = None
     frontend_dir: Path | None = None
+    # Development only: a module adding test providers (tests.providers; see app/llm/registry.py).
+    test_providers: str | None = None
 
     rag: RagDefaults = Field(default_factory=RagDefaults)
     embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
@@ -163,6 +175,20 @@ class Settings(BaseSettings):
     chat: ChatSettings = Field(default_factory=ChatSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+
+    @field_validator("embedder", "llm")
+    @classmethod
+    def _production_provider(
+        cls, section: EmbedderSettings | ChatModelSettings, info: ValidationInfo
+    ) -> EmbedderSettings | ChatModelSettings:
+        production = get_args(ProviderName)
+        if section.provider not in production and info.data.get("test_providers") is None:
+            variable = env_name((str(info.field_name), "provider"))
+            raise ValueError(
+                f"{variable}={section.provider!r} is not a provider; choose one of {', '.join(production)} "
+                "(test providers load only with RAGCHAT_TEST_PROVIDERS, for development)"
+            )
+        return section
 
     @model_validator(mode="after")
     def _legacy_log_level(self) -> Settings:

@@ -23,7 +23,7 @@ from typing import Any
 
 from app.bench import answers
 from app.llm.base import GenerationOptions
-from app.llm.chat.registry import ChatModelRegistry
+from app.llm.chat.registry import chat_registry
 from app.rag import extractive, prompting
 from app.rag.retrieval import Candidate
 from app.services.chat import ChatService
@@ -110,7 +110,7 @@ def run_config(config: Config, base: Settings, questions: list[answers.Question]
             update={"chunk_tokens": config.chunk_tokens, "overlap_tokens": config.chunk_tokens // 6}
         )
     settings = base.model_copy(update={"llm": llm, "rag": rag, "ingest": ingest})
-    registry = ChatModelRegistry(settings)
+    registry = chat_registry(settings)
     model = registry.get(settings.llm.provider, settings.llm.model)
     model.generation_defaults = config.sampling  # type: ignore[attr-defined]
     with tempfile.TemporaryDirectory(prefix="ragchat-sweep-prompts-") as folder, _evidence_sources(config.evidence):

@@ -38,6 +38,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
 from app.db import migrate
+from tests.providers import scripted_env
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG_ALARMS = ("database is locked", "Traceback", "Unexpected error", "Exception in ASGI application")
@@ -520,10 +521,7 @@ def load(
     script = workdir / "answers.json"
     script.write_text(json.dumps(ANSWERS), encoding="utf-8")
     settings = {
-        "RAGCHAT_LLM__PROVIDER": "scripted",
-        "RAGCHAT_LLM__MODEL": "scripted",
-        "RAGCHAT_LLM__SCRIPT": str(script),
-        "RAGCHAT_LLM__TOKEN_DELAY_MS": str(token_delay_ms),
+        **scripted_env(script, token_delay_ms=token_delay_ms),
         "RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS": str(max_generations),
         **(env or {}),
     }

@@ -14,6 +14,7 @@ from app.llm.base import (
     GenerationOptions,
     Message,
     ModelCapabilities,
+    ProviderModels,
     SpaceId,
     StreamEvent,
     Vectors,
@@ -129,9 +130,7 @@ class Models:
         self.validate(provider, model)
         return ModelCapabilities()  # the benchmarks measure the generative path
 
-    async def list_models(self) -> list[object]:
-        from app.llm.chat.registry import ProviderModels
-
+    async def list_models(self) -> list[ProviderModels]:
         providers = sorted({p for p, _ in self.models})
         return [
             ProviderModels(p, True, None, tuple(m for q, m in self.models if q == p), False, None) for p in providers

@@ -16,9 +16,8 @@ from typing import Any
 import uvicorn
 
 from app.container import Container
-from app.llm.base import Embedder
+from app.llm.base import ChatModels, Embedder
 from app.main import create_app
-from app.services.chat import ChatModels
 from app.settings import Settings
 from tests.graphql.client import Api
 from tests.live import free_port

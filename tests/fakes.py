@@ -2,7 +2,9 @@
 
 ``FakeEmbedder`` hashes words into a fixed number of dimensions (similar texts share words, so
 they get similar vectors) and lets a test pin exact vectors for exact texts. ``FakeChatModel``
-streams scripted answers (``enqueue``) and records what it was sent (``history``).
+streams scripted answers (``enqueue``) and records what it was sent (``history``); ``FakeModels``
+serves fake chat models as the provider ``fake``. The same fake chat model reaches a real server
+as the ``scripted`` test provider (:mod:`tests.providers`).
 """
 
 from __future__ import annotations
@@ -15,10 +17,21 @@ from collections.abc import AsyncIterator, Sequence
 import numpy as np
 
 from app.errors import ProviderError
-from app.llm.base import GenerationOptions, Message, ModelCapabilities, SpaceId, StreamEvent, TextDelta, Usage, Vectors
+from app.llm.base import (
+    GenerationOptions,
+    Message,
+    ModelCapabilities,
+    ProviderModels,
+    SpaceId,
+    StreamEvent,
+    TextDelta,
+    Usage,
+    Vectors,
+)
 from app.llm.tokenizers import EstimateTokenizer
 
 _WORD = re.compile(r"\w+")
+_PIECE = re.compile(r"\S+\s*|\s+")
 
 
 class FakeEmbedder:
@@ -51,7 +64,13 @@ class FakeEmbedder:
 
 
 class FakeChatModel:
-    provider = "fake"
+    """Streams scripted answers: the ``enqueue``d ones in turn, then ``default_answer``. An answer is
+    a string, streamed word by word (``<FAIL>`` in it fails the stream there with ``mid_stream``), or
+    an exception, raised before the first token. Records what it was sent (``history``).
+
+    In-process tests use it directly; the ``scripted`` test provider (:mod:`tests.providers`) serves
+    one to a real server from a JSON script.
+    """
 
     def __init__(
         self,
@@ -59,15 +78,20 @@ class FakeChatModel:
         context_window: int = 4096,
         token_delay: float = 0.0,
         capabilities: ModelCapabilities | None = None,
+        *,
+        provider: str = "fake",
+        mid_stream: type[ProviderError] = ProviderError,
     ) -> None:
+        self.provider = provider
         self.model = model
         self.capabilities = capabilities or ModelCapabilities()
         self.context_window = context_window
         self.tokenizer = EstimateTokenizer()
         self.token_delay = token_delay
+        self.mid_stream = mid_stream
         self.script: list[str | Exception] = []
         self.history: list[list[Message]] = []
-        self.default_answer = "I could not find that in the documents."
+        self.default_answer: str | Exception = "I could not find that in the documents."
 
     def enqueue(self, *answers: str | Exception) -> None:
         self.script.extend(answers)
@@ -77,15 +101,12 @@ class FakeChatModel:
         answer = self.script.pop(0) if self.script else self.default_answer
         if isinstance(answer, Exception):
             raise answer
-        pieces = re.findall(r"\S+\s*|\s+", answer)
         sent = 0
-        for piece in pieces:
+        for piece in _PIECE.findall(answer):
             if "<FAIL>" in piece:
-                raise ProviderError("the fake model failed mid-stream", provider="fake", retryable=True)
-            if self.token_delay:
-                await asyncio.sleep(self.token_delay)
-            else:
-                await asyncio.sleep(0)
+                message = f"the {self.provider} model failed mid-stream"
+                raise self.mid_stream(message, provider=self.provider, retryable=True)
+            await asyncio.sleep(self.token_delay)
             sent += 1
             yield TextDelta(piece)
         yield Usage(prompt_tokens=self.count_message_tokens(messages), completion_tokens=sent)
@@ -108,9 +129,7 @@ class FakeModels:
         self.validate(provider, model)
         return self.models[model].capabilities
 
-    async def list_models(self) -> list[object]:
-        from app.llm.chat.registry import ProviderModels
-
+    async def list_models(self) -> list[ProviderModels]:
         return [ProviderModels("fake", True, None, tuple(self.models), False, next(iter(self.models)))]
 
     def validate(self, provider: str, model: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 from app.bench import answer_scores as scores
 from app.bench.answers import DEFAULT_QUESTIONS, check_mode, load_questions
 from app.errors import ValidationError
+from tests.providers import scripted_env
 
 # -- the committed set -------------------------------------------------------------------------
 
@@ -184,7 +185,7 @@ def test_the_command_asks_every_question_in_a_fresh_session_and_scores_it(tmp_pa
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("RAGCHAT_")},
         "HF_HUB_OFFLINE": "1",
-        "RAGCHAT_LLM__SCRIPT": str(tmp_path / "script.json"),
+        **scripted_env(tmp_path / "script.json"),
     }
     args = ["--questions", str(tmp_path / "questions.jsonl"), "--provider", "scripted", "--model", "scripted"]
     done = subprocess.run(

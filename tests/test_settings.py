@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,18 +46,26 @@ def test_bad_values_fail_naming_the_variable(monkeypatch: pytest.MonkeyPatch, va
     assert variable in caught.value.message
 
 
-def test_server_refuses_to_start_with_bad_settings(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"RAGCHAT_RAG__THRESHOLD": "1.5"}, ["RAGCHAT_RAG__THRESHOLD", "less than or equal to 1"]),
+        # A test provider in a production configuration (no RAGCHAT_TEST_PROVIDERS).
+        ({"RAGCHAT_LLM__PROVIDER": "scripted"}, ["RAGCHAT_LLM__PROVIDER='scripted' is not a provider"]),
+    ],
+)
+def test_server_refuses_to_start_with_bad_settings(tmp_path: Path, env: dict[str, str], said: list[str]) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--port", "8999"],
-        env={"RAGCHAT_RAG__THRESHOLD": "1.5", "PATH": "/usr/bin:/bin"},
+        env={**env, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=60,
         cwd=tmp_path,
     )
     assert result.returncode == 2
-    assert "RAGCHAT_RAG__THRESHOLD" in result.stderr
-    assert "less than or equal to 1" in result.stderr
+    for words in said:
+        assert words in result.stderr
 
 
 def test_chunk_overlap_must_be_below_chunk_size(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -64,3 +73,21 @@ def test_chunk_overlap_must_be_below_chunk_size(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("RAGCHAT_INGEST__OVERLAP_TOKENS", "100")
     with pytest.raises(SettingsError, match=r"RAGCHAT_INGEST: .*must be below chunk_tokens"):
         load_settings()
+
+
+@pytest.mark.parametrize("variable", ["RAGCHAT_LLM__PROVIDER", "RAGCHAT_EMBEDDER__PROVIDER"])
+@pytest.mark.parametrize("name", ["scripted", "fake", "olama"])
+def test_only_production_providers_without_test_providers(
+    monkeypatch: pytest.MonkeyPatch, variable: str, name: str
+) -> None:
+    monkeypatch.setenv(variable, name)
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    assert f"{variable}={name!r}" in caught.value.message
+    assert "local, openai, ollama" in caught.value.message and "RAGCHAT_TEST_PROVIDERS" in caught.value.message
+
+
+def test_test_providers_may_be_chosen_once_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGCHAT_TEST_PROVIDERS", "tests.providers")
+    monkeypatch.setenv("RAGCHAT_LLM__PROVIDER", "scripted")
+    assert load_settings().llm.provider == "scripted"

@@ -35,7 +35,7 @@ from app.services.sessions import SessionChanges
 from app.settings import Settings
 
 if TYPE_CHECKING:
-    from app.services.chat import ChatModels
+    from app.llm.base import ChatModels
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "answers" / "questions.jsonl"
 MODES = ("generative", "extractive", "auto")

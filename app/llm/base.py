@@ -4,6 +4,8 @@
   token budgets).
 - :class:`Embedder` turns texts into L2-normalised float32 vectors of one embedding space.
 - :class:`ChatModel` streams an answer for a list of messages, then reports usage.
+- :class:`ChatModels` is the chat models a service may use (:class:`app.llm.registry.ProviderRegistry`
+  of chat models, or a test's fake): validated by name, one shared instance of each.
 
 Vendor errors are translated into :mod:`app.errors` ``ProviderError`` subclasses at the adapter
 boundary (``raise ProviderAuthError(...) from exc``), so callers handle one error tree.
@@ -128,4 +130,37 @@ class ChatModel(Protocol):
 
     def count_message_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens the messages take once formatted with the model's chat template."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProviderModels:
+    """What one provider offers, for the API to show."""
+
+    provider: str
+    available: bool
+    reason: str | None  # why not available, or else why not reachable
+    models: tuple[str, ...]  # known names (suggestions when ``open_ended``)
+    open_ended: bool  # any model name the provider knows is accepted
+    default_model: str | None  # the configured default, when this is the default provider
+    reachable: bool = True  # answered its probe (cached briefly); never when not available
+
+
+class ChatModels(Protocol):
+    """The chat models a service may use, by ``(provider, model)``."""
+
+    def get(self, provider: str, model: str) -> ChatModel:
+        """The shared instance, built on first use. Raises ``ValidationError`` for a bad choice."""
+        ...
+
+    def validate(self, provider: str, model: str) -> None:
+        """Raise ``ValidationError`` unless ``model`` of ``provider`` can be used; never calls the network."""
+        ...
+
+    def capabilities(self, provider: str, model: str) -> ModelCapabilities:
+        """What the model declares it can do, without building (or loading) it."""
+        ...
+
+    async def list_models(self) -> Sequence[ProviderModels]:
+        """Every provider, whether it can be used and answers now, and its known model names."""
         ...

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -32,7 +32,7 @@ from app.errors import (
     StorageError,
     UnusableAnswerError,
 )
-from app.llm.base import ChatModel, Embedder, GenerationOptions, ModelCapabilities, TextDelta, Usage
+from app.llm.base import ChatModel, ChatModels, Embedder, GenerationOptions, TextDelta, Usage
 from app.rag import answer_mode, budget, citations, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult, retrieve
@@ -48,18 +48,6 @@ from app.settings import Settings
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 CANCELLED = "cancelled: the client disconnected before the answer finished"
-
-
-class ChatModels(Protocol):
-    """The registry of chat models (app.llm.chat.registry.ChatModelRegistry, or a test's fake)."""
-
-    def get(self, provider: str, model: str) -> ChatModel: ...
-
-    def validate(self, provider: str, model: str) -> None: ...
-
-    def capabilities(self, provider: str, model: str) -> ModelCapabilities: ...
-
-    async def list_models(self) -> Sequence[Any]: ...
 
 
 class ChatService:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
 
 from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import ChatMessage, ChatSession
 from app.errors import NotFoundError, ValidationError
+from app.llm.base import ChatModels
 from app.rag.answer_mode import AnswerMode
 from app.services import projects
 from app.settings import Settings
@@ -22,10 +22,6 @@ from app.settings import Settings
 TITLE_MAX = 200
 SYSTEM_PROMPT_MAX = 4000
 TOP_K_RANGE = (1, 50)
-
-
-class ModelValidator(Protocol):
-    def validate(self, provider: str, model: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +64,7 @@ def get(store: Database, session_id: int) -> ChatSession:
 
 
 def create(
-    store: Database, settings: Settings, models: ModelValidator, project_id: int, changes: SessionChanges
+    store: Database, settings: Settings, models: ChatModels, project_id: int, changes: SessionChanges
 ) -> ChatSession:
     validate_changes(changes)
     provider = changes.provider or settings.llm.provider
@@ -96,7 +92,7 @@ def create(
         return row
 
 
-def update(store: Database, models: ModelValidator, session_id: int, changes: SessionChanges) -> ChatSession:
+def update(store: Database, models: ChatModels, session_id: int, changes: SessionChanges) -> ChatSession:
     validate_changes(changes)
     with store.write() as db:
         row = db.get(ChatSession, session_id)

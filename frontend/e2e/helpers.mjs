@@ -1,13 +1,20 @@
 // Shared steps of the browser scenarios: seeding through the real API and UI gestures.
 
 import { readFile } from "node:fs/promises";
+import { delimiter } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const fixture = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+const REPOSITORY = fileURLToPath(new URL("../..", import.meta.url));
 
-/** Environment for a server whose chat model is the scripted one (answers from a JSON file). */
+/**
+ * Environment for a server whose chat model is the scripted one (answers from a JSON file): a test
+ * provider, loaded from the repository's tests/providers.py (as tests.providers.scripted_env does).
+ */
 export function scriptedEnv(script, { tokenDelayMs = 40 } = {}) {
   return {
+    PYTHONPATH: [REPOSITORY, process.env.PYTHONPATH].filter(Boolean).join(delimiter),
+    RAGCHAT_TEST_PROVIDERS: "tests.providers",
     RAGCHAT_LLM__PROVIDER: "scripted",
     RAGCHAT_LLM__MODEL: "scripted",
     RAGCHAT_LLM__SCRIPT: fixture(script),

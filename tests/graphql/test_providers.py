@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.container import Container
-from app.llm.chat.registry import ChatModelRegistry
+from app.llm.chat.registry import chat_registry
 from app.settings import ChatModelSettings, OllamaSettings, Settings
 from tests.graphql.client import live_api
 from tests.llm.wire.server import refusing_url
@@ -21,9 +21,10 @@ def test_each_provider_says_whether_it_answers_and_why_not(migrated: Settings, t
             update={
                 "llm": ChatModelSettings(provider="scripted", model="scripted", script=script),
                 "ollama": OllamaSettings(host=ollama_host),
+                "test_providers": "tests.providers",
             }
         )
-        container = Container.build(settings, chat_models=ChatModelRegistry(settings))
+        container = Container.build(settings, chat_models=chat_registry(settings))
         try:
             with live_api(container) as api:
                 found = {p.pop("provider"): p for p in api.run(QUERY)["providers"]}

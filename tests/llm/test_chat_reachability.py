@@ -13,8 +13,8 @@ import pytest
 from pydantic import SecretStr
 
 from app.llm.chat.local import SMOLLM2, shipped_models
-from app.llm.chat.reachability import ProbeCache, Reachability, probe_model_files, probe_ollama, probe_openai
-from app.llm.chat.registry import ChatModelRegistry
+from app.llm.chat.registry import chat_registry
+from app.llm.reachability import ProbeCache, Reachability, probe_model_files, probe_ollama, probe_openai
 from app.settings import ChatModelSettings, OllamaSettings, OpenAISettings, Settings
 from tests.live import serve
 from tests.llm.chat_wire import ollama_server
@@ -191,7 +191,7 @@ async def test_results_are_cached_for_the_ttl_and_shared_by_concurrent_askers() 
 
 async def test_list_models_reports_each_providers_reachability() -> None:
     with refusing_url() as ollama_host:
-        reg = ChatModelRegistry(
+        reg = chat_registry(
             Settings(
                 llm=ChatModelSettings(provider="ollama", model="qwen2.5:0.5b"), ollama=OllamaSettings(host=ollama_host)
             )

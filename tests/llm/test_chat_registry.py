@@ -1,4 +1,4 @@
-"""ChatModelRegistry: which (provider, model) pairs are accepted, and one instance of each."""
+"""The chat registry: which (provider, model) pairs are accepted, and one instance of each."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ from pydantic import SecretStr
 
 from app.errors import ValidationError
 from app.llm.base import ChatModel
-from app.llm.chat import ChatModelRegistry, ChatProvider, LocalChatModel, OllamaChatModel, OpenAIChatModel
+from app.llm.chat import LocalChatModel, OllamaChatModel, OpenAIChatModel, chat_registry
 from app.llm.chat.local import SMOLLM2
+from app.llm.registry import Provider, ProviderRegistry
 from app.settings import ChatModelSettings, OpenAISettings, Settings
 
 
-def registry(**settings: object) -> ChatModelRegistry:
-    return ChatModelRegistry(Settings(**settings))  # type: ignore[arg-type]
+def registry(**settings: object) -> ProviderRegistry[ChatModel]:
+    return chat_registry(Settings(**settings))  # type: ignore[arg-type]
 
 
-def refused(reg: ChatModelRegistry, provider: str, model: str) -> ValidationError:
+def refused(reg: ProviderRegistry[ChatModel], provider: str, model: str) -> ValidationError:
     with pytest.raises(ValidationError) as caught:
         reg.validate(provider, model)
     return caught.value
@@ -89,7 +90,7 @@ def test_more_providers_plug_into_the_same_seam() -> None:
         built.append(model)
         return reg.get("local", SMOLLM2)
 
-    reg.register(ChatProvider(name="fake", build=build, models=("echo",)))
+    reg.register(Provider(name="fake", build=build, models=("echo",)))
     assert reg.get("fake", "echo") is reg.get("fake", "echo")
     assert built == ["echo"]
     assert refused(reg, "fake", "other").field == "model"
@@ -98,7 +99,7 @@ def test_more_providers_plug_into_the_same_seam() -> None:
 @pytest.mark.requires_llama
 def test_providers_declare_whether_their_models_write_grounded_answers() -> None:
     """AUTO answer mode reads this: the shipped 135M model is declared no reliable writer, remote ones are."""
-    registry = ChatModelRegistry(Settings(openai=OpenAISettings(api_key=SecretStr("k"))))
+    registry = chat_registry(Settings(openai=OpenAISettings(api_key=SecretStr("k"))))
     assert registry.capabilities("local", SMOLLM2).grounded_writing is False
     assert registry.capabilities("openai", "gpt-4o-mini").grounded_writing is True
     assert registry.capabilities("ollama", "llama3.2").grounded_writing is True

@@ -9,8 +9,7 @@ import httpx
 
 from app.container import Container
 from app.db.database import Database
-from app.llm.base import Embedder
-from app.services.chat import ChatModels
+from app.llm.base import ChatModels, Embedder
 from app.settings import Settings
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 

@@ -17,6 +17,7 @@ from app.db import migrate
 from benchmarks.load import Server, audit, open_db, problems
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
+from tests.providers import scripted_env
 from tests.waiting import wait_until
 
 FILES = 320  # five embedding batches of 64 files
@@ -79,13 +80,7 @@ def test_sigkill_during_a_large_ingestion_leaves_whole_documents_and_a_rerun_com
 def test_sigkill_during_a_chat_turn_is_marked_interrupted_on_restart(tmp_path: Path) -> None:
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(["Emperor penguins huddle " + "slowly " * 400]), encoding="utf-8")
-    env = {
-        "RAGCHAT_LLM__PROVIDER": "scripted",
-        "RAGCHAT_LLM__MODEL": "scripted",
-        "RAGCHAT_LLM__SCRIPT": str(slow),
-        "RAGCHAT_LLM__TOKEN_DELAY_MS": "50",
-    }
-    server = Server(tmp_path, env)
+    server = Server(tmp_path, scripted_env(slow, token_delay_ms=50))
     migrate.upgrade(f"sqlite:///{server.db}")
     with server:
         api = Api(server.base)

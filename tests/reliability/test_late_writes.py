@@ -19,8 +19,7 @@ from sqlalchemy import select
 
 from app.container import Container
 from app.db.models import ChatMessage
-from app.llm.base import Embedder, Vectors
-from app.services.chat import ChatModels
+from app.llm.base import ChatModels, Embedder, Vectors
 from app.settings import Settings
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.graphql.client import Api, live_api

@@ -3,20 +3,19 @@
 - :class:`LocalChatModel`: a GGUF model in-process (llama-cpp-python), offline.
 - :class:`OpenAIChatModel`: OpenAI or any OpenAI-compatible server.
 - :class:`OllamaChatModel`: a model served by Ollama.
-- :class:`ChatModelRegistry`: validates ``(provider, model)`` and shares one instance of each.
+- :func:`chat_registry`: the built-in providers (and test ones) in :class:`app.llm.registry.ProviderRegistry`,
+  which validates ``(provider, model)`` and shares one instance of each.
 """
 
 from app.llm.chat.local import LocalChatModel, shipped_models
 from app.llm.chat.ollama import OllamaChatModel
 from app.llm.chat.openai import OpenAIChatModel
-from app.llm.chat.registry import ChatModelRegistry, ChatProvider, ProviderModels
+from app.llm.chat.registry import chat_registry
 
 __all__ = [
-    "ChatModelRegistry",
-    "ChatProvider",
     "LocalChatModel",
     "OllamaChatModel",
     "OpenAIChatModel",
-    "ProviderModels",
+    "chat_registry",
     "shipped_models",
 ]

@@ -1,8 +1,9 @@
 """Embedders behind :class:`app.llm.base.Embedder`: local (offline default), OpenAI, Ollama.
 
-Callers go through :func:`build_embedder`; each adapter module imports its SDK only when built.
+Callers go through :func:`embedder_registry` (or :func:`build_embedder` for the settings' choice);
+each adapter module imports its SDK only when built.
 """
 
-from app.llm.embedders.registry import PROVIDERS, build_embedder
+from app.llm.embedders.registry import build_embedder, embedder_registry
 
-__all__ = ["PROVIDERS", "build_embedder"]
+__all__ = ["build_embedder", "embedder_registry"]

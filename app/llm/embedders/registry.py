@@ -1,14 +1,30 @@
-"""Build the embedder the settings (or a caller's override) name. The one place that knows the adapters."""
+"""Which embedders this server can use: the built-in providers as data, in the one registry
+(:mod:`app.llm.registry`) every kind of provider goes through. Each adapter module imports its SDK
+only when an embedder of it is built."""
 
 from __future__ import annotations
 
-from app.errors import ValidationError
+from collections.abc import Iterable
+
 from app.llm.base import Embedder
 from app.llm.embedders.local import MODEL as LOCAL_MODEL
+from app.llm.registry import Kind, Provider, ProviderRegistry, plugin_providers
 from app.settings import Settings
 
-DEFAULT_MODELS = {"local": LOCAL_MODEL, "openai": "text-embedding-3-small", "ollama": "nomic-embed-text"}
-PROVIDERS = tuple(DEFAULT_MODELS)
+EMBEDDERS = Kind("embedder", "embedding", field_prefix="embedder.")
+
+
+def embedder_registry(
+    settings: Settings, *, providers: Iterable[Provider[Embedder]] | None = None
+) -> ProviderRegistry[Embedder]:
+    """The embedders ``settings`` allow (default: the built-in providers, and test providers when
+    ``RAGCHAT_TEST_PROVIDERS`` names a module). The default is ``settings.embedder``'s choice; a
+    provider chosen without a model gets its own default model."""
+    config = settings.embedder
+    if providers is None:
+        providers = [*builtin_providers(settings), *plugin_providers(settings, EMBEDDERS)]
+    model = config.model if "model" in config.model_fields_set else None
+    return ProviderRegistry(EMBEDDERS, providers, default=(config.provider, model))
 
 
 def build_embedder(settings: Settings, provider: str | None = None, model: str | None = None) -> Embedder:
@@ -19,26 +35,32 @@ def build_embedder(settings: Settings, provider: str | None = None, model: str |
     ``embedder.dimensions``) for a choice no adapter serves, and :class:`ProviderAuthError` when
     OpenAI is chosen without a key.
     """
+    registry = embedder_registry(settings)
+    return registry.get(*registry.resolve(provider, model))
+
+
+def builtin_providers(settings: Settings) -> list[Provider[Embedder]]:
+    """``local``, ``openai`` and ``ollama`` as configured by ``settings``."""
     config = settings.embedder
-    name = provider or config.provider
-    if name not in DEFAULT_MODELS:
-        raise ValidationError(
-            "embedder.provider", f"unknown embedding provider {name!r}; choose one of {', '.join(PROVIDERS)}"
-        )
-    # The configured model belongs to the configured provider; the settings' default names the
-    # local model, so a remote provider chosen without a model gets its own default instead.
-    configured = config.model if name == config.provider and config.model != LOCAL_MODEL else None
-    chosen = model or configured or DEFAULT_MODELS[name]
-    if name == "local":
+
+    def local(model: str) -> Embedder:
         from app.llm.embedders.local import LocalEmbedder
 
-        if chosen != LOCAL_MODEL:
-            raise ValidationError("embedder.model", f"the local embedder runs {LOCAL_MODEL} only, not {chosen!r}")
         return LocalEmbedder(batch_size=config.batch_size, threads=config.threads)
-    if name == "openai":
+
+    def openai(model: str) -> Embedder:
         from app.llm.embedders.openai import OpenAIEmbedder
 
-        return OpenAIEmbedder(chosen, settings.openai, dimensions=config.dimensions)
-    from app.llm.embedders.ollama import OllamaEmbedder
+        return OpenAIEmbedder(model, settings.openai, dimensions=config.dimensions)
 
-    return OllamaEmbedder(chosen, settings.ollama, batch_size=config.batch_size, dimensions=config.dimensions)
+    def ollama(model: str) -> Embedder:
+        from app.llm.embedders.ollama import OllamaEmbedder
+
+        return OllamaEmbedder(model, settings.ollama, batch_size=config.batch_size, dimensions=config.dimensions)
+
+    return [
+        Provider[Embedder](name="local", build=local, default_model=LOCAL_MODEL, models=(LOCAL_MODEL,)),
+        # Without a key OpenAI is refused when built (ProviderAuthError), as the adapter says why.
+        Provider[Embedder](name="openai", build=openai, default_model="text-embedding-3-small", open_ended=True),
+        Provider[Embedder](name="ollama", build=ollama, default_model="nomic-embed-text", open_ended=True),
+    ]

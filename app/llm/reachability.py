@@ -1,11 +1,11 @@
-"""Whether a chat provider answers right now, for the ``providers`` query and the settings form.
+"""Whether a provider answers right now, for the ``providers`` query and the settings form.
 
-*Available* (:class:`app.llm.chat.registry.ChatProvider`) is what the settings allow and costs
+*Available* (:attr:`app.llm.registry.Provider.unavailable`) is what the settings allow and costs
 nothing; *reachable* is asked of the provider itself, cheaply and briefly (:data:`PROBE_TIMEOUT`):
 
 - OpenAI and compatible servers: an authenticated ``GET {base_url}/models``;
 - Ollama: ``GET {host}/api/version``;
-- the local model and the scripted one: their files on disk, read a few bytes, never loaded.
+- the local model: its files on disk, read a few bytes, never loaded.
 
 A probe never raises for a provider's failure: it returns why, in words a user can act on, and
 never with the API key in them. :class:`ProbeCache` keeps each answer for a short while and lets
@@ -95,17 +95,6 @@ def probe_model_files(models: Mapping[str, Path]) -> Probe:
             if magic != GGUF_MAGIC:
                 return Reachability(False, f"{path} is not a GGUF model file")
         return REACHABLE
-
-    return lambda: asyncio.to_thread(check)
-
-
-def probe_file(path: Path, setting: str) -> Probe:
-    """A provider that needs one readable file (the scripted model's script)."""
-
-    def check() -> Reachability:
-        if path.is_file():
-            return REACHABLE
-        return Reachability(False, f"{path} does not exist (set by {setting})")
 
     return lambda: asyncio.to_thread(check)
 
