@@ -46,7 +46,7 @@ def _hit(c: Candidate) -> SearchHit:
         document_id=strawberry.ID(str(c.document_id)),
         document_name=c.document_name,
         text=c.text,
-        location=Location.of(c.location),
+        location=c.location,
         score=c.score,
         vector_rank=c.vector_rank,
         keyword_rank=c.keyword_rank,

@@ -23,6 +23,7 @@ from app.errors import NotFoundError, RagchatError
 from app.graphql import types
 from app.graphql.context import Info
 from app.graphql.errors import parse_id
+from app.graphql.trace_types import Location
 from app.services import sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.chat_live import Listener
@@ -36,7 +37,7 @@ class ChatSource:
     chunk_id: strawberry.ID
     document_id: strawberry.ID
     document_name: str
-    location: types.Location
+    location: Location
     score: float | None
     rank: int
     text: str
@@ -127,7 +128,7 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
                     chunk_id=strawberry.ID(str(s.chunk_id)),
                     document_id=strawberry.ID(str(s.document_id)),
                     document_name=s.document_name,
-                    location=types.Location.of(s.location),
+                    location=s.location,
                     score=s.score,
                     rank=s.rank,
                     text=s.text,

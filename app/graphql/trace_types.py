@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import enum
-from typing import Any
 
 import strawberry
 
 from app.graphql.enums import AnswerMode, CandidateFate, RetrievalMode
-from app.rag.retrieval import Location as RagLocation
+from app.rag.retrieval import Location
 from app.services import trace_model
 
 
@@ -26,26 +25,9 @@ class GuardDecision(enum.Enum):
     )
 
 
-@strawberry.type(description="Where a chunk sits in its document.")
-class Location:
-    char_start: int
-    char_end: int
-    line_start: int
-    line_end: int
-    page: int | None
-    heading_path: str
-
-    @classmethod
-    def of(cls, loc: RagLocation | dict[str, Any]) -> Location:
-        data = vars(loc) if isinstance(loc, RagLocation) else loc
-        return cls(
-            char_start=data["char_start"],
-            char_end=data["char_end"],
-            line_start=data["line_start"],
-            line_end=data["line_end"],
-            page=data["page"],
-            heading_path=data["heading_path"],
-        )
+# Retrieval's value type, exposed as it is: strawberry.type registers the class in place (it stays a
+# frozen dataclass), so search hits, chat sources, citations and the trace hand theirs over unchanged.
+strawberry.type(Location, description="Where a chunk sits in its document.")
 
 
 @strawberry.type(description="A chunk retrieval considered, and what became of it.")
@@ -163,7 +145,6 @@ def _answer(answer: trace_model.TraceAnswer | None) -> TraceAnswer | None:
 
 
 def _candidate(c: trace_model.TraceCandidate) -> TraceCandidate:
-    loc = c.location
     return TraceCandidate(
         chunk_id=strawberry.ID(str(c.chunk_id)),
         document_id=strawberry.ID(str(c.document_id)),
@@ -174,14 +155,7 @@ def _candidate(c: trace_model.TraceCandidate) -> TraceCandidate:
         fused_rank=c.fused_rank,
         fused_score=c.fused_score,
         fate=c.fate,
-        location=Location(
-            char_start=loc.char_start,
-            char_end=loc.char_end,
-            line_start=loc.line_start,
-            line_end=loc.line_end,
-            page=loc.page,
-            heading_path=loc.heading_path,
-        ),
+        location=c.location,
     )
 
 

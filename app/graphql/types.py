@@ -156,7 +156,7 @@ class Citation:
             document_id=strawberry.ID(str(row.document_id)) if row.document_id else None,
             chunk_id=strawberry.ID(str(row.chunk_id)) if row.chunk_id else None,
             document_name=row.document_name,
-            location=Location.of(row.location),
+            location=Location.from_json(row.location),
             snippet=row.snippet,
         )
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
@@ -66,12 +67,21 @@ class RetrievalParams:
 
 @dataclass(frozen=True)
 class Location:
+    """Where a chunk (or a sentence quoted from it) sits in its document: the one definition, which
+    search results, chat sources, citations (stored as its fields) and the trace carry, and which
+    GraphQL exposes as its ``Location`` type."""
+
     char_start: int
     char_end: int
-    line_start: int
+    line_start: int  # 1-based, inclusive
     line_end: int
-    page: int | None
-    heading_path: str
+    page: int | None = None  # for paged formats (PDF)
+    heading_path: str = ""  # "Install > From source"; empty when the chunk has no heading
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Location:
+        """A location stored as JSON (a citation's): its fields by name."""
+        return cls(**data)
 
 
 @dataclass

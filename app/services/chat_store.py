@@ -7,7 +7,7 @@ keeps a stale turn from writing anywhere else even so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from sqlalchemy import Update, delete, select, update
 from sqlalchemy.orm import Session
@@ -219,7 +219,7 @@ def finish(
                     score=source.score if source.score is not None else 0.0,
                     rank=source.rank,
                     document_name=source.document_name,
-                    location=vars(source.location),
+                    location=asdict(source.location),
                     snippet=source.text[:600],
                 )
             )

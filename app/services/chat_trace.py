@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 
 from app.llm.base import Usage
 from app.rag.budget import BudgetReport
@@ -23,7 +22,6 @@ from app.services.trace_model import (
     TraceBudget,
     TraceCandidate,
     TraceCitations,
-    TraceLocation,
     TraceSettings,
     TraceTokens,
 )
@@ -129,7 +127,7 @@ class TraceBuilder:
                 fused_rank=c.fused_rank,
                 fused_score=c.fused_score,
                 fate=c.fate,
-                location=TraceLocation(**asdict(c.location)),
+                location=c.location,
             )
             for c in (self._retrieval.candidates if self._retrieval is not None else [])
         ]

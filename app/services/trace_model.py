@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from app.rag.retrieval import CandidateFate
+from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
 
 log = logging.getLogger(__name__)
@@ -38,17 +38,6 @@ class TraceSettings(_Camel):
     mode: RetrievalMode
 
 
-class TraceLocation(BaseModel):
-    """Where a chunk sits (stored with snake_case keys, as app.rag.retrieval.Location)."""
-
-    char_start: int
-    char_end: int
-    line_start: int
-    line_end: int
-    page: int | None = None
-    heading_path: str = ""
-
-
 class TraceCandidate(_Camel):
     chunk_id: int
     document_id: int
@@ -59,7 +48,7 @@ class TraceCandidate(_Camel):
     fused_rank: int
     fused_score: float
     fate: CandidateFate
-    location: TraceLocation
+    location: Location  # stored with its snake_case field names
 
 
 class TraceTokens(_Camel):
