@@ -8,11 +8,13 @@ import strawberry
 from app.errors import StorageError
 from app.graphql import types
 from app.graphql.context import Info
-from app.graphql.enums import AnswerMode, RetrievalMode
+from app.graphql.enums import RetrievalMode
 from app.graphql.errors import NotFoundError, page_size, parse_id
+from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
 from app.graphql.search_types import search_results
 from app.rag.parsing import KINDS_BY_EXTENSION
+from app.rag.session_settings import RagSettings
 from app.services import documents, health, projects, search, sessions
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
@@ -33,12 +35,7 @@ class ProviderInfo:
 
 
 @strawberry.type(description="What a new chat session gets for the settings the client leaves out.")
-class SessionDefaults:
-    enable_rag: bool
-    top_k: int
-    threshold: float
-    include_citations: bool
-    answer_mode: AnswerMode
+class SessionDefaults(RagSettingsFields):
     provider: str
     model: str
     mode: RetrievalMode
@@ -55,16 +52,11 @@ class Query:
     @strawberry.field
     def session_defaults(self, info: Info) -> SessionDefaults:
         settings = info.context.container.settings
-        rag = settings.rag
         return SessionDefaults(
-            enable_rag=rag.enable_rag,
-            top_k=rag.top_k,
-            threshold=rag.threshold,
-            include_citations=rag.include_citations,
-            answer_mode=rag.answer_mode,
+            **RagSettings.of(settings.rag).model_dump(),
             provider=settings.llm.provider,
             model=settings.llm.model,
-            mode=rag.mode,
+            mode=settings.rag.mode,
         )
 
     @strawberry.field

@@ -11,7 +11,9 @@ from app.db import models
 from app.graphql.context import Info
 from app.graphql.enums import AnswerMode, CitationKind, DocumentStatus, MessageStatus, Role
 from app.graphql.errors import page_offset, page_size, parse_id
+from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
+from app.rag.session_settings import RagSettings
 from app.services import documents, sessions
 
 
@@ -214,19 +216,22 @@ class ChatMessage:
         return TokenUsage(prompt=t.prompt, completion=t.completion, context=t.context)
 
 
-@strawberry.type(description="A conversation over one knowledge base, with its own model and RAG settings.")
-class ChatSession:
+@strawberry.type
+class _ChatSessionHead:
+    """ChatSession's fields that come before its RAG settings in the schema (a base of its own so
+    that RagSettingsFields' follow them)."""
+
     id: strawberry.ID
     project_id: strawberry.ID
     title: str
     system_prompt: str
     provider: str
     model: str
-    enable_rag: bool
-    top_k: int
-    threshold: float
-    include_citations: bool
-    answer_mode: AnswerMode = strawberry.field(
+
+
+@strawberry.type(description="A conversation over one knowledge base, with its own model and RAG settings.")
+class ChatSession(_ChatSessionHead, RagSettingsFields):
+    answer_mode: AnswerMode = strawberry.field(  # RagSettingsFields' own, described here
         description="GENERATIVE: the chat model writes; EXTRACTIVE: sentences quoted from the sources; "
         "AUTO: generative when the model writes grounded answers reliably, else extractive."
     )
@@ -242,11 +247,7 @@ class ChatSession:
             system_prompt=row.system_prompt,
             provider=row.provider,
             model=row.model,
-            enable_rag=row.enable_rag,
-            top_k=row.top_k,
-            threshold=row.threshold,
-            include_citations=row.include_citations,
-            answer_mode=AnswerMode(row.answer_mode),
+            **RagSettings.of(row).model_dump(),
             created_at=row.created_at,
             updated_at=row.updated_at,
         )

@@ -153,7 +153,7 @@ class ChatService:
                 with trace.stage("budget"):  # tokenizing is CPU work (and may load a local model): off the loop
                     prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
                 sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
-                no_context = turn.session.enable_rag and not sources
+                no_context = turn.session.rag.enable_rag and not sources
                 trace.set_sources(sources, no_context)
                 yield RetrievalEvent(turn.message_id, turn.user_message_id, sources, no_context, trace.degraded)
                 answer_guard = guard.AnswerGuard(
@@ -201,13 +201,13 @@ class ChatService:
         session = turn.session
         capabilities = self.models.capabilities(session.provider, session.model)
         label = f"{session.provider}/{session.model}"
-        return answer_mode.choose(session.answer_mode, capabilities, label, rag=session.enable_rag)
+        return answer_mode.choose(session.rag.answer_mode, capabilities, label, rag=session.rag.enable_rag)
 
     async def _extractive(
         self, turn: Turn, candidates: list[Candidate], choice: ModeChoice, trace: TraceBuilder
     ) -> _Extracted:
         """Quote the kept sources: no model, no token budget (nothing is sent anywhere)."""
-        if not turn.session.enable_rag:
+        if not turn.session.rag.enable_rag:
             trace.set_sources([], False)
             trace.set_answer(chat_answer.trace_entry(choice, sentences=0))
             return _Extracted([], False, chat_answer.Written(chat_answer.RAG_OFF, []))
@@ -215,10 +215,10 @@ class ChatService:
             _ref(prompting.Source(i, c.document_name, _where(c), c.text), c) for i, c in enumerate(candidates, 1)
         ]
         answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
-        written = chat_answer.quoted(answer, sources, turn.session.include_citations)
+        written = chat_answer.quoted(answer, sources, turn.session.rag.include_citations)
         trace.set_sources(sources, answer.no_answer)
         trace.set_answer(chat_answer.trace_entry(choice, sentences=len(answer.evidence)))
-        if turn.session.include_citations:
+        if turn.session.rag.include_citations:
             trace.set_citations(len(answer.used), 0, attributed=False)
         return _Extracted(sources, answer.no_answer, written)
 
@@ -252,7 +252,7 @@ class ChatService:
         log.info("answer %s: the guard replaced the model's answer (%s)", turn.message_id, reasons)
         with trace.stage("extract"):
             answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
-        written = chat_answer.quoted(answer, sources, turn.session.include_citations)
+        written = chat_answer.quoted(answer, sources, turn.session.rag.include_citations)
         trace.set_answer(
             chat_answer.trace_entry(choice, verdict=verdict, original=answer_guard.text, sentences=len(answer.evidence))
         )
@@ -286,9 +286,11 @@ class ChatService:
 
     async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
         session = turn.session
-        if not session.enable_rag:
+        if not session.rag.enable_rag:
             return None
-        params = RetrievalParams.for_session(self.settings.rag, top_k=session.top_k, threshold=session.threshold)
+        params = RetrievalParams.for_session(
+            self.settings.rag, top_k=session.rag.top_k, threshold=session.rag.threshold
+        )
 
         def search() -> RetrievalResult:
             return retrieve(self.store, self.embedder(), session.project_id, turn.question, params)
@@ -311,8 +313,8 @@ class ChatService:
             history=turn.history,
             question=turn.question,
             sources=sources,
-            rag=turn.session.enable_rag,
-            cite=turn.session.include_citations,
+            rag=turn.session.rag.enable_rag,
+            cite=turn.session.rag.include_citations,
             answer_reserve=min(self.settings.llm.max_answer_tokens, model.context_window // 2),
         )
         for number in prompt.report.chunks_over_budget:
@@ -361,7 +363,7 @@ class ChatService:
     async def _cite(
         self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder
     ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
-        if not turn.session.include_citations or not sources:
+        if not turn.session.rag.include_citations or not sources:
             trace.set_citations(0, 0, attributed=False)
             return answer, []
         with trace.stage("citations"):

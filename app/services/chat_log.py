@@ -49,7 +49,7 @@ class TurnLog:
             "provider": session.provider,
             "model": session.model,
             "answer_mode": mode,
-            "answer_mode_requested": session.answer_mode.value,
+            "answer_mode_requested": session.rag.answer_mode.value,
             "guard": answer.guard.decision if answer is not None and answer.guard is not None else None,
             "outcome": self.outcome,
             "error": self.error,

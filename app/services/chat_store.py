@@ -17,7 +17,7 @@ from app.db.enums import CitationKind, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
-from app.rag.answer_mode import AnswerMode
+from app.rag.session_settings import RagSettings
 from app.services.chat_events import SourceRef
 
 INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
@@ -32,11 +32,7 @@ class SessionSnapshot:
     system_prompt: str
     provider: str
     model: str
-    enable_rag: bool
-    top_k: int
-    threshold: float
-    include_citations: bool
-    answer_mode: AnswerMode
+    rag: RagSettings
 
 
 @dataclass(frozen=True)
@@ -49,18 +45,7 @@ class Turn:
 
 
 def _snapshot(row: ChatSession) -> SessionSnapshot:
-    return SessionSnapshot(
-        row.id,
-        row.project_id,
-        row.system_prompt,
-        row.provider,
-        row.model,
-        row.enable_rag,
-        row.top_k,
-        row.threshold,
-        row.include_citations,
-        AnswerMode(row.answer_mode),
-    )
+    return SessionSnapshot(row.id, row.project_id, row.system_prompt, row.provider, row.model, RagSettings.of(row))
 
 
 def _history(db: Session, session_id: int, before_id: int, turns: int) -> list[Message]:

@@ -40,13 +40,7 @@ class TraceBuilder:
             query=turn.question,
             provider=session.provider,
             model=session.model,
-            settings=TraceSettings(
-                enable_rag=session.enable_rag,
-                top_k=session.top_k,
-                threshold=session.threshold,
-                include_citations=session.include_citations,
-                mode=settings.rag.mode,
-            ),
+            settings=TraceSettings.of(session.rag, settings.rag.mode),
             history_turns=len(turn.history),
         )
 

@@ -6,37 +6,32 @@ when it starts, and records in its trace the values it used.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from pydantic.alias_generators import to_camel
 from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import ChatMessage, ChatSession
 from app.errors import NotFoundError, ValidationError
 from app.llm.base import ChatModels
-from app.rag.answer_mode import AnswerMode
+from app.rag.session_settings import RagSettings, RagSettingsPatch
 from app.services import projects
 from app.settings import Settings
 
 TITLE_MAX = 200
 SYSTEM_PROMPT_MAX = 4000
-TOP_K_RANGE = (1, 50)
 
 
 @dataclass(frozen=True)
-class SessionChanges:
-    """Fields to set; None means "leave as is" (or "use the default" on create)."""
+class SessionChanges(RagSettingsPatch):
+    """Fields to set: the session's own and its RAG settings' (RagSettingsPatch); None means "leave
+    as is" (or "use the default" on create)."""
 
     title: str | None = None
     system_prompt: str | None = None
     provider: str | None = None
     model: str | None = None
-    enable_rag: bool | None = None
-    top_k: int | None = None
-    threshold: float | None = None
-    include_citations: bool | None = None
-    answer_mode: AnswerMode | None = None
 
 
 def validate_changes(changes: SessionChanges) -> None:
@@ -46,10 +41,7 @@ def validate_changes(changes: SessionChanges) -> None:
         problems.append(("title", f"must be 1 to {TITLE_MAX} characters"))
     if changes.system_prompt is not None and len(changes.system_prompt) > SYSTEM_PROMPT_MAX:
         problems.append(("systemPrompt", f"must be at most {SYSTEM_PROMPT_MAX} characters"))
-    if changes.top_k is not None and not TOP_K_RANGE[0] <= changes.top_k <= TOP_K_RANGE[1]:
-        problems.append(("topK", f"must be between {TOP_K_RANGE[0]} and {TOP_K_RANGE[1]} (got {changes.top_k})"))
-    if changes.threshold is not None and not (math.isfinite(changes.threshold) and 0 <= changes.threshold <= 1):
-        problems.append(("threshold", f"must be a number between 0 and 1 (got {changes.threshold})"))
+    problems += [(to_camel(name), message) for name, message in changes.problems()]
     if problems:
         (field, message), *more = problems
         raise ValidationError(field, message, more=more)
@@ -70,7 +62,7 @@ def create(
     provider = changes.provider or settings.llm.provider
     model = changes.model or settings.llm.model
     models.validate(provider, model)
-    defaults = settings.rag
+    rag = changes.applied_to(RagSettings.of(settings.rag))
     with store.write() as db:
         projects.require(db, project_id)
         row = ChatSession(
@@ -79,13 +71,7 @@ def create(
             system_prompt=changes.system_prompt or "",
             provider=provider,
             model=model,
-            enable_rag=defaults.enable_rag if changes.enable_rag is None else changes.enable_rag,
-            top_k=changes.top_k or defaults.top_k,
-            threshold=defaults.threshold if changes.threshold is None else changes.threshold,
-            include_citations=defaults.include_citations
-            if changes.include_citations is None
-            else changes.include_citations,
-            answer_mode=changes.answer_mode or defaults.answer_mode,
+            **rag.model_dump(),
         )
         db.add(row)
         db.flush()

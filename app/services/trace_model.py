@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 
 from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
+from app.rag.session_settings import RagSettings
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +32,19 @@ class _Camel(BaseModel):
 
 
 class TraceSettings(_Camel):
+    """The session's RAG settings a turn ran with, but its answer mode (``answer`` records that),
+    and the server's retrieval mode. The stored shape is fixed: a RagSettings field added later is
+    not in it unless a new trace version says so."""
+
     enable_rag: bool
     top_k: int
     threshold: float
     include_citations: bool
     mode: RetrievalMode
+
+    @classmethod
+    def of(cls, rag: RagSettings, mode: RetrievalMode) -> TraceSettings:
+        return cls(**rag.model_dump(include=set(cls.model_fields)), mode=mode)
 
 
 class TraceCandidate(_Camel):
