@@ -71,7 +71,7 @@ def _measure(
 
     load_seconds, _ = common.timed(lambda: search(0))  # the first search loads the index
     with store.read() as db:
-        index_bytes = vector_index.view_for(db, kb.table, vector_store.space_id_of(kb.table))[0].matrix.nbytes
+        index_bytes = vector_index.view_for(db, kb.table, vector_store.space_row_id(kb.table))[0].matrix.nbytes
 
     def knn(r: int) -> Any:
         with store.read() as db:

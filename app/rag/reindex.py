@@ -28,7 +28,7 @@ def _building(store: Database, project_id: int, embedder: Embedder) -> tuple[int
                 EmbeddingSpace.project_id == project_id, EmbeddingSpace.status == SpaceStatus.BUILDING
             )
         ).all():
-            if spaces.space_id_of(row) == embedder.space:
+            if spaces.space_identity(row) == embedder.space:
                 return row.id, row.table  # resume
             spaces.drop_space(db, row)  # an abandoned build for another model
         row = spaces.create_space(db, project_id, embedder.space, status=SpaceStatus.BUILDING)
@@ -56,7 +56,7 @@ def reindex(
     """Returns the label of the space now active."""
     with store.read() as db:
         current = spaces.active_space(db, project_id)
-        if current is not None and spaces.space_id_of(current) == embedder.space:
+        if current is not None and spaces.space_identity(current) == embedder.space:
             return current.label
     space_id, table = _building(store, project_id, embedder)
     _fill(store, project_id, table, embedder, progress)

@@ -52,7 +52,8 @@ def active_space(db: Session, project_id: int) -> EmbeddingSpace | None:
     )
 
 
-def space_id_of(row: EmbeddingSpace) -> SpaceId:
+def space_identity(row: EmbeddingSpace) -> SpaceId:
+    """Which model made the vectors of the space ``row`` (what an embedder's ``space`` is compared with)."""
     return SpaceId(row.provider, row.model, row.dimensions)
 
 
@@ -67,7 +68,7 @@ def ensure_space(db: Session, project_id: int, space: SpaceId) -> EmbeddingSpace
 
 def check_same(row: EmbeddingSpace, space: SpaceId) -> None:
     """Refuse to compare vectors of the space ``row`` with vectors of ``space``."""
-    if space_id_of(row) != space:
+    if space_identity(row) != space:
         raise ConflictError(
             f"this knowledge base was embedded with {row.label}, but the embedder in use is {space.label}; "
             f"vectors of different models cannot be compared. Use the same embedder, or re-embed the "

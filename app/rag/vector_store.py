@@ -22,8 +22,9 @@ JOURNAL_KEEP = 100_000
 _TABLE = re.compile(r"^vec_space_(\d+)$")
 
 
-def space_id_of(table: str) -> int:
-    """The embedding space a vec0 table belongs to (``EmbeddingSpace.table`` is ``vec_space_<id>``)."""
+def space_row_id(table: str) -> int:
+    """The id of the ``embedding_spaces`` row whose vec0 table this is (``EmbeddingSpace.table`` is
+    ``vec_space_<id>``)."""
     match = _TABLE.match(table)
     if match is None:
         raise ValueError(f"{table!r} is not an embedding space's table")
@@ -35,7 +36,7 @@ def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> 
     if not len(chunk_ids):
         return
     conn = db.connection()
-    space_id = space_id_of(table)
+    space_id = space_row_id(table)
     ids = [int(i) for i in chunk_ids]
     rows = [(cid, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for cid, vec in zip(ids, vectors, strict=True)]
     conn.exec_driver_sql(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(ids))})", tuple(ids))
@@ -58,7 +59,7 @@ def knn(db: Session, table: str, query: Vectors, k: int) -> list[tuple[int, floa
     every vector committed before ``db``'s snapshot (or later, if another search caught the index
     up meanwhile), scores computed exactly (float64). Must run in a read transaction."""
     k = max(1, min(int(k), MAX_K))
-    view, _ = vector_index.view_for(db, table, space_id_of(table))
+    view, _ = vector_index.view_for(db, table, space_row_id(table))
     return view.search(np.asarray(query, dtype=np.float32), k)
 
 
@@ -66,7 +67,7 @@ def vectors_for(db: Session, table: str, chunk_ids: Sequence[int]) -> dict[int, 
     """The stored vectors of ``chunk_ids`` (those that have one), as of ``db``'s snapshot."""
     if not chunk_ids:
         return {}
-    view, exact = vector_index.view_for(db, table, space_id_of(table))
+    view, exact = vector_index.view_for(db, table, space_row_id(table))
     if exact:
         return view.vectors(int(i) for i in chunk_ids)
     # The index is ahead of this snapshot (another thread caught up meanwhile): read the table.
