@@ -63,7 +63,7 @@ NPM_STAMP := $(FRONTEND)/node_modules/.npm-ci.stamp
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FRONTEND_SOURCES = $(shell find $(FRONTEND)/src $(FRONTEND)/public $(FRONTEND)/scripts -type f -not -path '$(FRONTEND)/src/gql/*' 2>/dev/null) \
-	$(wildcard $(FRONTEND)/index.html $(FRONTEND)/*.ts $(FRONTEND)/*.json) schema.graphql
+	$(wildcard $(FRONTEND)/*.html $(FRONTEND)/*.ts $(FRONTEND)/*.json) schema.graphql
 .PHONY: frontend-deps
 
 test-frontend: install frontend-deps frontend

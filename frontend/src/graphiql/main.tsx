@@ -1,0 +1,34 @@
+// GraphiQL at /graphql, bundled with the app so that it works without internet (Strawberry's own
+// page loads React and GraphiQL from a CDN). The server serves the built graphiql.html for a
+// browser's GET of /graphql with the example operation in #graphiql-config.
+import "graphiql/style.css";
+import "@graphiql/plugin-explorer/style.css";
+import "./workers";
+import { explorerPlugin } from "@graphiql/plugin-explorer";
+import { GraphiQL } from "graphiql";
+import { StrictMode } from "react";
+import { createRoot } from "react-dom/client";
+import { ApiKeyStore } from "../lib/apiKey";
+import { ragchatFetcher } from "./fetcher";
+
+interface PageConfig {
+  defaultQuery?: string;
+}
+
+function readConfig(): PageConfig {
+  try {
+    return JSON.parse(document.getElementById("graphiql-config")?.textContent ?? "{}") as PageConfig;
+  } catch {
+    return {};
+  }
+}
+
+const { defaultQuery } = readConfig();
+const fetcher = ragchatFetcher(window.location, new ApiKeyStore().authorization());
+const plugins = [explorerPlugin()];
+
+createRoot(document.getElementById("graphiql")!).render(
+  <StrictMode>
+    <GraphiQL fetcher={fetcher} defaultQuery={defaultQuery} plugins={plugins} defaultEditorToolsVisibility="headers" />
+  </StrictMode>,
+);
