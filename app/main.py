@@ -109,6 +109,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         max_subscriptions_per_connection=settings.api.max_operations_per_socket,
         multipart_uploads_enabled=True,
         api_keys=keys,
+        frontend_dir=settings.frontend_dir or BUILT_FRONTEND,
     )
     app.include_router(graphql, prefix="/graphql")
 

@@ -12,6 +12,16 @@ from starlette.websockets import WebSocketClose
 
 # What `make frontend` builds; served when RAGCHAT_FRONTEND_DIR does not say otherwise.
 BUILT_FRONTEND = Path(__file__).resolve().parent.parent / "frontend" / "dist"
+# The second page of that build: GraphiQL, which the GraphQL router serves at /graphql.
+GRAPHIQL_PAGE = "graphiql.html"
+
+
+def built_page(path: Path) -> str | None:
+    """A page of the built frontend, or None when it has not been built."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
 
 
 class SinglePageApp(StaticFiles):

@@ -1,11 +1,14 @@
-"""The GraphQL router: GraphiQL with an example operation, API-key checks on websockets, and HTTP-level
+"""The GraphQL router: GraphiQL (bundled with the frontend, so it works offline) with an example
+operation, API-key checks on websockets, and HTTP-level
 errors (malformed JSON or multipart bodies) answered as GraphQL errors in JSON, with their 4xx status.
 Over the websocket, a document refused before it runs gets an ``error`` message for its id (the
 socket and its other operations carry on), and each socket runs a bounded number of operations."""
 
 from __future__ import annotations
 
+import html
 import json
+from pathlib import Path
 from typing import Any
 
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
@@ -25,9 +28,11 @@ from app.graphql import json_body
 from app.graphql.context import Context
 from app.graphql.uploads import place_files
 from app.security import bearer_token, key_matches, wants_graphiql
+from app.web import GRAPHIQL_PAGE, built_page
 
 EXAMPLE_OPERATION = """# Welcome to ragchat. Press the run button to try this.
-# Then create a session with createChatSession and ask with sendMessage,
+# With API keys on, add {"Authorization": "Bearer <key>"} in the Headers tab below
+# (a key saved in the app is sent for you). Then create a session with createChatSession and ask with sendMessage,
 # or stream an answer with: subscription { chat(sessionId: "1", content: "...") { __typename } }
 query KnowledgeBases {
   health { ok version sqliteVersion sqliteVecVersion migrationRevision }
@@ -35,6 +40,27 @@ query KnowledgeBases {
   chatSessions(first: 5) { id title topK threshold enableRag includeCitations }
 }
 """
+# What the built graphiql.html (frontend/graphiql.html) holds for the server to fill in.
+IDE_CONFIG_SLOT = '<script type="application/json" id="graphiql-config">{}</script>'
+IDE_NOT_BUILT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ragchat · GraphiQL is not built</title></head>
+<body style="font-family: sans-serif; max-width: 40rem; margin: 3rem auto">
+<h1>GraphiQL is not built</h1>
+<p>The GraphQL playground is bundled with the frontend, and <code>{page}</code> does not exist.
+Build it with <code>make frontend</code> (or <code>cd frontend &amp;&amp; npm ci &amp;&amp; npm run build</code>)
+and reload this page. The API itself works: POST JSON to <code>/graphql</code>.</p>
+</body></html>
+"""
+
+
+def graphiql_html(page: str | None, missing: Path) -> str:
+    """The built GraphiQL page with the example operation as its default query, or a page saying
+    how to build it (never Strawberry's, which loads GraphiQL from a CDN)."""
+    if page is None:
+        return IDE_NOT_BUILT.replace("{page}", html.escape(str(missing)))
+    # JSON inside <script>: "<" escaped so that no "</script>" in the text can end the element.
+    config = json.dumps({"defaultQuery": EXAMPLE_OPERATION}).replace("<", "\\u003c")
+    return page.replace(IDE_CONFIG_SLOT, IDE_CONFIG_SLOT.replace("{}", config), 1)
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
@@ -77,19 +103,18 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
 
-    def __init__(self, *args: Any, api_keys: list[str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, api_keys: list[str], frontend_dir: Path, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._api_keys = api_keys
+        self._ide_page = frontend_dir / GRAPHIQL_PAGE
 
     def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
         # The one test the perimeter also uses to let GraphiQL's page through without a key.
         return wants_graphiql(request.method, request.query_params, request.headers.get("accept", ""))
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
-        html = self.graphql_ide_html.replace(
-            "fetcher: fetcher,", f"fetcher: fetcher, defaultQuery: {json.dumps(EXAMPLE_OPERATION)},", 1
-        )
-        return HTMLResponse(html)
+        # Read per request: a frontend built after the server started is served without a restart.
+        return HTMLResponse(graphiql_html(built_page(self._ide_page), self._ide_page))
 
     async def run(  # type: ignore[override]
         self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
