@@ -74,7 +74,7 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
     @cli.command()
     def ask(
         question: str = typer.Argument(..., help="The question."),
-        session: int | None = typer.Option(None, "--session", "-s", help="Ask in this chat session."),
+        chat: int | None = typer.Option(None, "--session", "-s", help="Ask in this chat session."),
         project: str | None = typer.Option(None, "--project", "-p", help="Ask a knowledge base (new session)."),
         top_k: int | None = typer.Option(None, help="top_k for a new session."),
         threshold: float | None = typer.Option(None, help="threshold for a new session."),
@@ -86,20 +86,20 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         ),
     ) -> None:
         """Ask a question; prints the streamed answer and its sources."""
-        if (session is None) == (project is None):
+        if (chat is None) == (project is None):
             raise typer.BadParameter("give exactly one of --session or --project")
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            if session is None:
+            if chat is None:
                 found = projects.find(container.store, project or "")
                 if found is None:
                     raise typer.BadParameter(f"no knowledge base named {project!r}")
                 changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
                 settings = container.settings
-                session = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
+                chat = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
             elif mode is not None:
-                sessions.update(container.store, container.chat_models, session, SessionChanges(answer_mode=mode))
-            code = asyncio.run(_ask(container, session, question))
+                sessions.update(container.store, container.chat_models, chat, SessionChanges(answer_mode=mode))
+            code = asyncio.run(_ask(container, chat, question))
         except RagchatError as exc:
             console.print(f"[red]{exc.message}[/]")
             code = 2

@@ -79,13 +79,13 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
         last: list[str] = []
         sql = SqlClock()
         with live(settings, embedder, Models(model)) as server:
-            session = create_session(server.api, kb.project_id, provider="fake", model="scripted", threshold=0.0)
+            chat = create_session(server.api, kb.project_id, provider="fake", model="scripted", threshold=0.0)
             sql.attach(server.container.store.engine)
 
             def turn(r: int) -> float:
                 clock.take()
                 sql.take()
-                seconds, body = common.timed(lambda: server.api.run(SEND, s=session, c=questions[r % len(questions)]))
+                seconds, body = common.timed(lambda: server.api.run(SEND, s=chat, c=questions[r % len(questions)]))
                 inside = clock.take()
                 sql_seconds, statements = sql.take()
                 stages.setdefault("all SQL (server)", []).append(sql_seconds * 1000)

@@ -33,10 +33,10 @@ STALL = 0.025  # a tick this late means the loop was held up
 log = logging.getLogger("benchmarks")
 
 
-def _client(server: Live, session: str, questions: list[str], turns: int, out: list[int], errors: list[str]) -> None:
+def _client(server: Live, chat: str, questions: list[str], turns: int, out: list[int], errors: list[str]) -> None:
     with server.api.websocket() as ws:
         for t in range(turns):
-            for event in ws.subscribe(CHAT, s=session, c=questions[t % len(questions)]):
+            for event in ws.subscribe(CHAT, s=chat, c=questions[t % len(questions)]):
                 chat = event["data"]["chat"]
                 if chat["__typename"] == "ChatToken":
                     out.append(1)

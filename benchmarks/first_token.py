@@ -78,16 +78,14 @@ def run(cfg: Config) -> dict[str, Any]:
         settings = settings_for(copy.path, rag={"mode": "vector"}, llm={"max_answer_tokens": ANSWER_TOKENS})
         params = RetrievalParams.for_session(settings.rag, top_k=top_k, threshold=0.0)
         with live(settings, embedder, Models(model)) as server:
-            session = create_session(
-                server.api, kb.project_id, provider="local", model=SMOLLM2, threshold=0.0, topK=top_k
-            )
+            chat = create_session(server.api, kb.project_id, provider="local", model=SMOLLM2, threshold=0.0, topK=top_k)
 
             def client(r: int) -> float:
                 asyncio.run(_first_token(local, flush, GenerationOptions(max_tokens=1)))
                 first = float("nan")
                 with server.api.websocket() as ws:
                     start = time.perf_counter()
-                    for event in ws.subscribe(CHAT, s=session, c=questions[r % len(questions)]):
+                    for event in ws.subscribe(CHAT, s=chat, c=questions[r % len(questions)]):
                         kind = event["data"]["chat"]["__typename"]
                         if kind == "ChatToken" and first != first:
                             first = time.perf_counter() - start

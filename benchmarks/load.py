@@ -61,15 +61,19 @@ def free_port() -> int:
 class Server:
     """``ragchat serve`` in a subprocess on 127.0.0.1, its output in ``log``."""
 
-    def __init__(self, workdir: Path, env: dict[str, str] | None = None, *, db: Path | None = None) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None, *, database: Path | None = None) -> None:
         self.workdir = workdir
-        self.db = db or workdir / "ragchat.db"
+        self.database = database or workdir / "ragchat.db"
         self.log = workdir / "server.log"
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("RAGCHAT_")}
         self.env.update(
-            {"HF_HUB_OFFLINE": "1", "RAGCHAT_DATABASE_URL": f"sqlite:///{self.db}", "RAGCHAT_LOG__LEVEL": "warning"}
+            {
+                "HF_HUB_OFFLINE": "1",
+                "RAGCHAT_DATABASE_URL": f"sqlite:///{self.database}",
+                "RAGCHAT_LOG__LEVEL": "warning",
+            }
         )
         self.env.update(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
@@ -328,17 +332,17 @@ async def chat_client(run: Run, number: int, ws_url: str) -> None:
         turn = 0
         while run.running() and run.sessions:
             turn += 1
-            session = rng.choice(run.sessions)
+            chat = rng.choice(run.sessions)
             cancel = turn % 10 == 0  # every tenth question: leave after the first token
-            busy = await ask(run, ws, str(turn), session, f"what about {rng.choice(WORDS)}? ({number}.{turn})", cancel)
+            busy = await ask(run, ws, str(turn), chat, f"what about {rng.choice(WORDS)}? ({number}.{turn})", cancel)
             if busy:
                 await asyncio.sleep(rng.uniform(0.05, 0.3))
 
 
-async def ask(run: Run, ws: ClientConnection, op_id: str, session: str, question: str, cancel: bool) -> bool:
+async def ask(run: Run, ws: ClientConnection, op_id: str, chat: str, question: str, cancel: bool) -> bool:
     """One chat subscription to its end; True when the server was busy."""
     op, started, message_id = run.ops["chat"], time.perf_counter(), None
-    payload = {"query": CHAT, "variables": {"s": session, "c": question}}
+    payload = {"query": CHAT, "variables": {"s": chat, "c": question}}
     await ws.send(json.dumps({"id": op_id, "type": "subscribe", "payload": payload}))
     try:
         while True:
@@ -358,13 +362,13 @@ async def ask(run: Run, ws: ClientConnection, op_id: str, session: str, question
                 run.ops["chat_first_event"].latencies.append(time.perf_counter() - started)
             elif kind == "ChatToken" and cancel:
                 await ws.send(json.dumps({"id": op_id, "type": "complete"}))
-                run.accepted.append(Accepted(message_id or 0, int(session), "cancelled"))
+                run.accepted.append(Accepted(message_id or 0, int(chat), "cancelled"))
                 run.ops["chat_cancelled"].ok += 1
                 return False
             elif kind == "ChatDone":
                 op.ok += 1
                 op.latencies.append(time.perf_counter() - started)
-                run.accepted.append(Accepted(int(event["answer"]["id"]), int(session), "complete"))
+                run.accepted.append(Accepted(int(event["answer"]["id"]), int(chat), "complete"))
                 return False
             elif kind == "ChatError":
                 if event["code"] == "busy":
@@ -372,7 +376,7 @@ async def ask(run: Run, ws: ClientConnection, op_id: str, session: str, question
                     return True
                 op.errors[event["code"]] += 1
                 if event["failedMessageId"]:
-                    run.accepted.append(Accepted(int(event["failedMessageId"]), int(session), "failed"))
+                    run.accepted.append(Accepted(int(event["failedMessageId"]), int(chat), "failed"))
                 return False
     except (TimeoutError, ConnectionClosed) as exc:
         op.errors[type(exc).__name__] += 1
@@ -526,11 +530,11 @@ def load(
         **(env or {}),
     }
     server = Server(workdir, settings)
-    migrate.upgrade(f"sqlite:///{server.db}")
+    migrate.upgrade(f"sqlite:///{server.database}")
     with server:
         run = asyncio.run(drive(server.base, seconds, chats, ingesters))
-    found = audit(server.db, server.log_text())
-    return summarise(run, seconds, chats, found, lost_messages(server.db, run.accepted, run.deleted_sessions))
+    found = audit(server.database, server.log_text())
+    return summarise(run, seconds, chats, found, lost_messages(server.database, run.accepted, run.deleted_sessions))
 
 
 def main(argv: list[str] | None = None) -> int:

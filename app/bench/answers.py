@@ -24,6 +24,7 @@ from app.bench import answer_scores as scores
 from app.bench.answer_results import Answer, Report, Run, Target
 from app.container import Container
 from app.db import migrate
+from app.db.enums import MessageStatus
 from app.db.models import ChatMessage, Chunk, Citation
 from app.errors import ValidationError
 from app.llm.base import Embedder
@@ -169,10 +170,10 @@ async def _ask_all(
     result = Run(target)
     for item in questions:
         changes = replace(SessionChanges(title=item.id, provider=target.provider, model=target.model), **mode)
-        session = sessions.create(container.store, container.settings, container.chat_models, pid, changes)
+        chat = sessions.create(container.store, container.settings, container.chat_models, pid, changes)
         started = time.perf_counter()
         first: float | None = None
-        turn = await container.chat.start(session.id, item.question)
+        turn = await container.chat.start(chat.id, item.question)
         elapsed = 0.0
         async for event in container.chat.run(turn):  # read to its end: the stream frees its slot there
             if isinstance(event, TokenEvent) and first is None:
@@ -218,7 +219,8 @@ def _score(
         error=message.error,
         cited_documents=documents,
         no_context=trace is not None and trace.no_context,
-        contains_fact=message.status == "complete" and scores.contains_fact(content, item.answer, item.accept),
+        contains_fact=message.status is MessageStatus.COMPLETE
+        and scores.contains_fact(content, item.answer, item.accept),
         right_document=scores.is_no_answer(content) if item.answer is None else item.document in documents,
         degenerate=scores.degenerate(content),
         echoed=detector.echoed(content),

@@ -222,7 +222,7 @@ class ChatSession(Timestamps, Base):
     answer_mode: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
 
     messages: Mapped[list[ChatMessage]] = relationship(
-        back_populates="session",
+        back_populates="chat",
         cascade="all, delete-orphan",
         passive_deletes=True,
         order_by="ChatMessage.id",
@@ -258,7 +258,7 @@ class ChatMessage(Base):
     trace: Mapped[dict[str, object] | None] = mapped_column(JSON)
     client_message_id: Mapped[str | None] = mapped_column(String(100))
 
-    session: Mapped[ChatSession] = relationship(back_populates="messages")
+    chat: Mapped[ChatSession] = relationship(back_populates="messages")
     citations: Mapped[list[Citation]] = relationship(
         back_populates="message",
         cascade="all, delete-orphan",

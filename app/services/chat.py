@@ -149,16 +149,14 @@ class ChatService:
                     yield TokenEvent(turn.message_id, piece)
                 content, cited = written.answer.content, written.answer.cited
             else:
-                model = self.models.get(turn.session.provider, turn.session.model)
+                model = self.models.get(turn.chat.provider, turn.chat.model)
                 with trace.stage("budget"):  # tokenizing is CPU work (and may load a local model): off the loop
                     prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
                 sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
-                no_context = turn.session.rag.enable_rag and not sources
+                no_context = turn.chat.rag.enable_rag and not sources
                 trace.set_sources(sources, no_context)
                 yield RetrievalEvent(turn.message_id, turn.user_message_id, sources, no_context, trace.degraded)
-                answer_guard = guard.AnswerGuard(
-                    turn.question, prompt.sources, session_prompt=turn.session.system_prompt
-                )
+                answer_guard = guard.AnswerGuard(turn.question, prompt.sources, session_prompt=turn.chat.system_prompt)
                 tokens = self._generate(model, prompt, trace)
                 try:
                     async for piece in tokens:
@@ -198,16 +196,16 @@ class ChatService:
             ended.end()
 
     def _choose(self, turn: Turn) -> ModeChoice:
-        session = turn.session
-        capabilities = self.models.capabilities(session.provider, session.model)
-        label = f"{session.provider}/{session.model}"
-        return answer_mode.choose(session.rag.answer_mode, capabilities, label, rag=session.rag.enable_rag)
+        chat = turn.chat
+        capabilities = self.models.capabilities(chat.provider, chat.model)
+        label = f"{chat.provider}/{chat.model}"
+        return answer_mode.choose(chat.rag.answer_mode, capabilities, label, rag=chat.rag.enable_rag)
 
     async def _extractive(
         self, turn: Turn, candidates: list[Candidate], choice: ModeChoice, trace: TraceBuilder
     ) -> _Extracted:
         """Quote the kept sources: no model, no token budget (nothing is sent anywhere)."""
-        if not turn.session.rag.enable_rag:
+        if not turn.chat.rag.enable_rag:
             trace.set_sources([], False)
             trace.set_answer(chat_answer.trace_entry(choice, sentences=0))
             return _Extracted([], False, chat_answer.Written(chat_answer.RAG_OFF, []))
@@ -215,10 +213,10 @@ class ChatService:
             _ref(prompting.Source(i, c.document_name, _where(c), c.text), c) for i, c in enumerate(candidates, 1)
         ]
         answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
-        written = chat_answer.quoted(answer, sources, turn.session.rag.include_citations)
+        written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         trace.set_sources(sources, answer.no_answer)
         trace.set_answer(chat_answer.trace_entry(choice, sentences=len(answer.evidence)))
-        if turn.session.rag.include_citations:
+        if turn.chat.rag.include_citations:
             trace.set_citations(len(answer.used), 0, attributed=False)
         return _Extracted(sources, answer.no_answer, written)
 
@@ -246,13 +244,13 @@ class ChatService:
             raise UnusableAnswerError(
                 f"the model's answer was unusable ({reasons}) and there were no sources to quote instead; "
                 "regenerate it, or use a more capable model",
-                provider=turn.session.provider,
+                provider=turn.chat.provider,
                 retryable=True,
             )
         log.info("answer %s: the guard replaced the model's answer (%s)", turn.message_id, reasons)
         with trace.stage("extract"):
             answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
-        written = chat_answer.quoted(answer, sources, turn.session.rag.include_citations)
+        written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         trace.set_answer(
             chat_answer.trace_entry(choice, verdict=verdict, original=answer_guard.text, sentences=len(answer.evidence))
         )
@@ -285,15 +283,13 @@ class ChatService:
                 return False
 
     async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
-        session = turn.session
-        if not session.rag.enable_rag:
+        chat = turn.chat
+        if not chat.rag.enable_rag:
             return None
-        params = RetrievalParams.for_session(
-            self.settings.rag, top_k=session.rag.top_k, threshold=session.rag.threshold
-        )
+        params = RetrievalParams.for_session(self.settings.rag, top_k=chat.rag.top_k, threshold=chat.rag.threshold)
 
         def search() -> RetrievalResult:
-            return retrieve(self.store, self.embedder(), session.project_id, turn.question, params)
+            return retrieve(self.store, self.embedder(), chat.project_id, turn.question, params)
 
         try:
             result = await anyio.to_thread.run_sync(search)
@@ -309,12 +305,12 @@ class ChatService:
         sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]
         prompt = budget.build(
             model,
-            session_prompt=turn.session.system_prompt,
+            session_prompt=turn.chat.system_prompt,
             history=turn.history,
             question=turn.question,
             sources=sources,
-            rag=turn.session.rag.enable_rag,
-            cite=turn.session.rag.include_citations,
+            rag=turn.chat.rag.enable_rag,
+            cite=turn.chat.rag.include_citations,
             answer_reserve=min(self.settings.llm.max_answer_tokens, model.context_window // 2),
         )
         for number in prompt.report.chunks_over_budget:
@@ -323,28 +319,28 @@ class ChatService:
         return prompt
 
     async def _generate(self, model: ChatModel, prompt: budget.Prompt, trace: TraceBuilder) -> AsyncIterator[str]:
-        chat = self.settings.chat
+        limits = self.settings.chat
         options = GenerationOptions(max_tokens=prompt.report.answer_reserve, temperature=self.settings.llm.temperature)
         stream = model.stream(prompt.messages, options)
         started = time.perf_counter()
-        deadline = started + chat.total_timeout
+        deadline = started + limits.total_timeout
         first = True
         try:
             while True:
                 remaining = deadline - time.perf_counter()
-                idle_bound = chat.idle_timeout <= remaining
+                idle_bound = limits.idle_timeout <= remaining
                 try:
                     # Not asyncio.wait_for: on 3.11 it swallows a cancellation that arrives as the token
                     # does, and a turn whose client left would then run on (and stay 'streaming').
-                    async with asyncio.timeout(max(min(chat.idle_timeout, remaining), 0.001)):
+                    async with asyncio.timeout(max(min(limits.idle_timeout, remaining), 0.001)):
                         event = await anext(stream)
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:
                     what = (
-                        f"no token within {chat.idle_timeout:g} s"
+                        f"no token within {limits.idle_timeout:g} s"
                         if idle_bound
-                        else (f"the answer did not finish within {chat.total_timeout:g} s")
+                        else (f"the answer did not finish within {limits.total_timeout:g} s")
                     )
                     raise ProviderTimeoutError(
                         f"{model.provider}/{model.model}: {what}", provider=model.provider
@@ -363,7 +359,7 @@ class ChatService:
     async def _cite(
         self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder
     ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
-        if not turn.session.rag.include_citations or not sources:
+        if not turn.chat.rag.include_citations or not sources:
             trace.set_citations(0, 0, attributed=False)
             return answer, []
         with trace.stage("citations"):

@@ -40,16 +40,16 @@ class TurnLog:
 
     def end(self) -> None:
         ms = (time.perf_counter() - self.started) * 1000
-        session, timings, answer = self.turn.session, self.trace.timings_ms, self.trace.answer
+        chat, timings, answer = self.turn.chat, self.trace.timings_ms, self.trace.answer
         mode = answer.mode if answer is not None else None
         fields = {
-            "session_id": session.id,
+            "session_id": chat.id,
             "message_id": self.turn.message_id,
             "user_message_id": self.turn.user_message_id,
-            "provider": session.provider,
-            "model": session.model,
+            "provider": chat.provider,
+            "model": chat.model,
             "answer_mode": mode,
-            "answer_mode_requested": session.rag.answer_mode.value,
+            "answer_mode_requested": chat.rag.answer_mode.value,
             "guard": answer.guard.decision if answer is not None and answer.guard is not None else None,
             "outcome": self.outcome,
             "error": self.error,
@@ -61,12 +61,12 @@ class TurnLog:
         log.info(
             "chat turn %s (session %s) %s%s in %.1f ms: %s/%s, %s answer; stages (ms): %s",
             self.turn.message_id,
-            session.id,
+            chat.id,
             self.outcome,
             f" ({self.error})" if self.error else "",
             ms,
-            session.provider,
-            session.model,
+            chat.provider,
+            chat.model,
             mode or "no",
             stages,
             extra=fields,

@@ -37,7 +37,7 @@ class SessionSnapshot:
 
 @dataclass(frozen=True)
 class Turn:
-    session: SessionSnapshot
+    chat: SessionSnapshot  # the chat session's settings as the turn read them
     user_message_id: int
     message_id: int  # the assistant message being written
     question: str
@@ -153,8 +153,8 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
         )
         if user is None:
             raise ValidationError("messageId", "there is no question before this answer")
-        session = db.get(ChatSession, answer.session_id)
-        assert session is not None
+        chat = db.get(ChatSession, answer.session_id)
+        assert chat is not None
         _key_in_use(db, answer.session_id, client_key, by=answer.id)
         db.execute(delete(Citation).where(Citation.message_id == message_id))
         answer.content, answer.status, answer.error, answer.trace, answer.completed_at = (
@@ -167,7 +167,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
         answer.client_message_id = client_key
         db.flush()
         history = _history(db, answer.session_id, user.id, history_turns)
-        return Turn(_snapshot(session), user.id, answer.id, user.content, history)
+        return Turn(_snapshot(chat), user.id, answer.id, user.content, history)
 
 
 def finish(
@@ -226,7 +226,7 @@ def _still_streaming(turn: Turn) -> Update:
     """An UPDATE of the turn's answer that touches it only while it is still this turn's."""
     return update(ChatMessage).where(
         ChatMessage.id == turn.message_id,
-        ChatMessage.session_id == turn.session.id,
+        ChatMessage.session_id == turn.chat.id,
         ChatMessage.status == MessageStatus.STREAMING,
     )
 

@@ -32,15 +32,15 @@ __all__ = ["TRACE_VERSION", "TraceBuilder"]
 
 class TraceBuilder:
     def __init__(self, turn: Turn, settings: Settings) -> None:
-        session = turn.session
+        chat = turn.chat
         self.degraded: list[str] = []
         self._timings: dict[str, float] = {}
         self._retrieval: RetrievalResult | None = None
         self._trace = RetrievalTrace(
             query=turn.question,
-            provider=session.provider,
-            model=session.model,
-            settings=TraceSettings.of(session.rag, settings.rag.mode),
+            provider=chat.provider,
+            model=chat.model,
+            settings=TraceSettings.of(chat.rag, settings.rag.mode),
             history_turns=len(turn.history),
         )
 

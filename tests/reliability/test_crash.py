@@ -33,21 +33,21 @@ def _corpus(folder: Path) -> None:
         path.write_text(f"# Note {i}\n\n{words}.\n", encoding="utf-8")
 
 
-def _documents(db: Path) -> int:
-    conn = open_db(db)
+def _documents(database: Path) -> int:
+    conn = open_db(database)
     try:
         return int(conn.execute("SELECT count(*) FROM documents").fetchone()[0])
     finally:
         conn.close()
 
 
-def _stopped_or_reached(proc: subprocess.Popen[bytes], db: Path, documents: int) -> Callable[[], bool]:
-    return lambda: proc.poll() is not None or _documents(db) >= documents
+def _stopped_or_reached(proc: subprocess.Popen[bytes], database: Path, documents: int) -> Callable[[], bool]:
+    return lambda: proc.poll() is not None or _documents(database) >= documents
 
 
 def test_sigkill_during_a_large_ingestion_leaves_whole_documents_and_a_rerun_completes(tmp_path: Path) -> None:
     server = Server(tmp_path)
-    migrate.upgrade(f"sqlite:///{server.db}")
+    migrate.upgrade(f"sqlite:///{server.database}")
     corpus = tmp_path / "corpus"
     _corpus(corpus)
     kills = []
@@ -61,18 +61,18 @@ def test_sigkill_during_a_large_ingestion_leaves_whole_documents_and_a_rerun_com
                 stderr=subprocess.STDOUT,
             )
         try:
-            wait_until(_stopped_or_reached(proc, server.db, threshold), 240, f"{threshold} documents")
+            wait_until(_stopped_or_reached(proc, server.database, threshold), 240, f"{threshold} documents")
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(30)
         assert proc.returncode == -signal.SIGKILL, "the ingestion finished before it could be killed"
-        kills.append(_documents(server.db))
-        assert problems(audit(server.db)) == [], f"after a kill at {kills[-1]} documents"
+        kills.append(_documents(server.database))
+        assert problems(audit(server.database)) == [], f"after a kill at {kills[-1]} documents"
     assert kills[0] <= kills[1] < FILES
 
     rerun = server.cli("ingest", str(corpus), "--project", "big", timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
-    found = audit(server.db)
+    found = audit(server.database)
     assert problems(found) == []
     assert found["rows"]["documents"] == found["rows"]["chunks"] == FILES
 
@@ -81,7 +81,7 @@ def test_sigkill_during_a_chat_turn_is_marked_interrupted_on_restart(tmp_path: P
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(["Emperor penguins huddle " + "slowly " * 400]), encoding="utf-8")
     server = Server(tmp_path, scripted_env(slow, token_delay_ms=50))
-    migrate.upgrade(f"sqlite:///{server.db}")
+    migrate.upgrade(f"sqlite:///{server.database}")
     with server:
         api = Api(server.base)
         pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
@@ -96,7 +96,7 @@ def test_sigkill_during_a_chat_turn_is_marked_interrupted_on_restart(tmp_path: P
             server.kill()  # mid-answer
         api.http.close()
 
-    found = audit(server.db)
+    found = audit(server.database)
     assert found["answers_still_streaming"] == 1
     assert problems({**found, "answers_still_streaming": 0}) == []
 
@@ -116,6 +116,6 @@ def test_sigkill_during_a_chat_turn_is_marked_interrupted_on_restart(tmp_path: P
         )["regenerateMessage"]
         assert again == {"status": "COMPLETE", "content": "Emperor penguins huddle together [1]."}
         api.http.close()
-    assert problems(audit(server.db, server.log_text())) == []
+    assert problems(audit(server.database, server.log_text())) == []
     assert "answers were interrupted by the last shutdown" in server.log_text()
-    assert os.path.getsize(server.db) > 0
+    assert os.path.getsize(server.database) > 0

@@ -61,10 +61,10 @@ def _build(api: Api, container: Container, projects: list[list[str]]) -> list[tu
         for i, text in enumerate(sentences):
             report = api.run(ADD_DOC, p=pid, name=f"doc-{i}.md", text=f"# Notes\n\n{text}.")["addDocument"]
             docs |= {f["document"]["id"] for f in report["files"] if f["document"]}
-        session = api.run(
+        created = api.run(
             CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.0, "topK": 50}
         )
-        built.append((pid, session["createChatSession"]["id"], docs, _chunks_of(container, sorted(docs))))
+        built.append((pid, created["createChatSession"]["id"], docs, _chunks_of(container, sorted(docs))))
     return built
 
 

@@ -60,11 +60,11 @@ def two_models(migrated: Settings) -> Iterator[tuple[Api, Container, FakeChatMod
     built.close()
 
 
-def _session(api: Api, project: str, model: str, text: str) -> str:
+def _new_chat(api: Api, project: str, model: str, text: str) -> str:
     pid = api.run(CREATE_PROJECT, name=project)["createProject"]["id"]
     api.run(ADD_DOC, p=pid, name=f"{project}.md", text=text)
-    session = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": model, "threshold": 0.0})
-    return str(session["createChatSession"]["id"])
+    created = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": model, "threshold": 0.0})
+    return str(created["createChatSession"]["id"])
 
 
 def _answer(container: Container, session_id: str) -> tuple[ChatMessage, list[str]]:
@@ -81,8 +81,8 @@ def test_an_answer_finishing_after_its_session_was_deleted_writes_nowhere_else(
     two_models: tuple[Api, Container, FakeChatModel],
 ) -> None:
     api, container, slow = two_models
-    x = _session(api, "secret", "slow", "# Vault\n\nThe vault code is 7-4-1-9.")
-    y = _session(api, "public", "fast", "# Owls\n\nBarn owls hunt at night.")
+    x = _new_chat(api, "secret", "slow", "# Vault\n\nThe vault code is 7-4-1-9.")
+    y = _new_chat(api, "public", "fast", "# Owls\n\nBarn owls hunt at night.")
     slow.enqueue("The vault code is 7-4-1-9 [1]. " + " ".join(f"Then word{i} follows." for i in range(10)))
     with api.websocket() as ws:
         stream = ws.subscribe(CHAT, s=x, c="What is the vault code?")
@@ -132,7 +132,7 @@ def test_an_upload_into_a_deleted_project_never_reaches_a_newer_project(migrated
 def test_clients_leaving_at_once_leave_no_answer_streaming(api: Api, rig: Container, model: FakeChatModel) -> None:
     rig.settings.chat.reattach_grace = 0.3  # how long a turn with a key waits for its client to come back
     model.token_delay, model.default_answer = 0.01, " ".join(f"word{i}" for i in range(40))
-    sid = _session(api, "kb", "scripted", "# Penguins\n\nEmperor penguins huddle in the winter.")
+    sid = _new_chat(api, "kb", "scripted", "# Penguins\n\nEmperor penguins huddle in the winter.")
     rng = random.Random(11)
     for i in range(30):
         key = f"key-{i}" if i % 2 else None  # with a key, a turn waits for its client; without, it never does

@@ -30,7 +30,7 @@ def rig(container: Container) -> Rig:
 
 
 async def test_auto_quotes_the_sources_for_a_model_that_is_not_a_reliable_writer(weak: Rig) -> None:
-    events = await weak.ask(weak.session(top_k=2), "How do emperor penguins survive the Antarctic winter?")
+    events = await weak.ask(weak.new_chat(top_k=2), "How do emperor penguins survive the Antarctic winter?")
 
     assert weak.model.history == []  # the model never ran
     assert isinstance(events[0], RetrievalEvent) and not events[0].no_context
@@ -50,7 +50,7 @@ async def test_auto_quotes_the_sources_for_a_model_that_is_not_a_reliable_writer
 
 async def test_auto_lets_a_reliable_writer_write(rig: Rig) -> None:
     rig.model.enqueue("Emperor penguins huddle together in winter [1].")
-    events = await rig.ask(rig.session(top_k=1), "How do penguins survive the winter?")
+    events = await rig.ask(rig.new_chat(top_k=1), "How do penguins survive the winter?")
     stored, cites = rig.message(events[-1].message_id)
     assert len(rig.model.history) == 1 and stored.content == "Emperor penguins huddle together in winter [1]."
     assert [c.kind for c in cites] == ["model"]
@@ -60,7 +60,7 @@ async def test_auto_lets_a_reliable_writer_write(rig: Rig) -> None:
 
 
 async def test_a_session_can_ask_for_extractive_answers_from_any_model(rig: Rig) -> None:
-    sid = rig.session(top_k=2, answer_mode=AnswerMode.EXTRACTIVE)
+    sid = rig.new_chat(top_k=2, answer_mode=AnswerMode.EXTRACTIVE)
     events = await rig.ask(sid, "Which owls hunt at night by sound?")
     stored, _ = rig.message(events[-1].message_id)
     assert rig.model.history == [] and "Barn owls hunt at night" in stored.content
@@ -68,7 +68,7 @@ async def test_a_session_can_ask_for_extractive_answers_from_any_model(rig: Rig)
 
 
 async def test_an_extractive_answer_with_nothing_relevant_takes_the_no_context_path(weak: Rig) -> None:
-    events = await weak.ask(weak.session(top_k=3, threshold=0.0), "What is the capital of Mongolia?")
+    events = await weak.ask(weak.new_chat(top_k=3, threshold=0.0), "What is the capital of Mongolia?")
     assert isinstance(events[0], RetrievalEvent) and events[0].no_context
     stored, cites = weak.message(events[-1].message_id)
     assert stored.content.startswith(NO_ANSWER) and cites == []
@@ -77,7 +77,7 @@ async def test_an_extractive_answer_with_nothing_relevant_takes_the_no_context_p
 
 async def test_a_looping_answer_is_stopped_early_and_replaced_by_the_quoted_one(rig: Rig) -> None:
     rig.model.enqueue("the source of " * 200)
-    events = await rig.ask(rig.session(top_k=1), "How do emperor penguins survive the winter?")
+    events = await rig.ask(rig.new_chat(top_k=1), "How do emperor penguins survive the winter?")
     streamed = [e for e in events if isinstance(e, TokenEvent)]
     assert len(streamed) < 60  # stopped as soon as the loop was certain, not after 600 tokens
     stored, cites = rig.message(events[-1].message_id)
@@ -93,7 +93,7 @@ async def test_an_echoed_instruction_is_removed_and_its_marker_never_becomes_a_c
         "Answer using the sources above. After each sentence that uses a source, cite it by its number in "
         "square brackets, like [1]. Emperor penguins huddle together to survive the winter [2]."
     )
-    events = await rig.ask(rig.session(top_k=2), "How do emperor penguins survive the winter?")
+    events = await rig.ask(rig.new_chat(top_k=2), "How do emperor penguins survive the winter?")
     stored, cites = rig.message(events[-1].message_id)
     assert "Answer using the sources" not in stored.content and "like" not in stored.content
     assert stored.content.startswith("Emperor penguins huddle together")
@@ -103,7 +103,7 @@ async def test_an_echoed_instruction_is_removed_and_its_marker_never_becomes_a_c
 
 
 async def test_a_degenerate_answer_with_nothing_to_quote_fails_and_stays_out_of_the_history(rig: Rig) -> None:
-    sid = rig.session(enable_rag=False)
+    sid = rig.new_chat(enable_rag=False)
     rig.model.enqueue("The threshold is set to 5. " * 50, "Penguins live in the south.")
     first = await rig.ask(sid, "what is the threshold?")
     assert isinstance(first[-1], ErrorEvent) and first[-1].code == "unusable_answer"
