@@ -1,4 +1,5 @@
-"""GraphQL output types, built from ORM rows. Nested lists resolve through per-request DataLoaders."""
+"""GraphQL output types, built from the rows the services return (app.services.records). Nested lists
+resolve through per-request DataLoaders."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ from datetime import datetime
 import anyio.to_thread
 import strawberry
 
-from app.db import models
 from app.graphql.context import Info
 from app.graphql.enums import AnswerMode, CitationKind, DocumentStatus, MessageStatus, Role
 from app.graphql.errors import page_offset, page_size, parse_id
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
 from app.rag.session_settings import RagSettings
-from app.services import documents, sessions
+from app.services import documents, records, sessions
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
@@ -42,7 +42,7 @@ class Chunk:
     location: Location
 
     @classmethod
-    def of(cls, row: models.Chunk) -> Chunk:
+    def of(cls, row: records.Chunk) -> Chunk:
         loc = Location(
             char_start=row.char_start,
             char_end=row.char_end,
@@ -75,7 +75,7 @@ class Document:
     ingested_at: datetime
 
     @classmethod
-    def of(cls, row: models.Document) -> Document:
+    def of(cls, row: records.Document) -> Document:
         return cls(
             id=strawberry.ID(str(row.id)),
             project_id=strawberry.ID(str(row.project_id)),
@@ -107,7 +107,7 @@ class Project:
     updated_at: datetime
 
     @classmethod
-    def of(cls, row: models.Project) -> Project:
+    def of(cls, row: records.Project) -> Project:
         return cls(
             id=strawberry.ID(str(row.id)),
             name=row.name,
@@ -148,7 +148,7 @@ class Citation:
     snippet: str
 
     @classmethod
-    def of(cls, row: models.Citation) -> Citation:
+    def of(cls, row: records.Citation) -> Citation:
         return cls(
             id=strawberry.ID(str(row.id)),
             marker=row.marker,
@@ -183,7 +183,7 @@ class ChatMessage:
     trace: RetrievalTrace | None = strawberry.field(description="Why this answer is what it is (assistant only).")
 
     @classmethod
-    def of(cls, row: models.ChatMessage) -> ChatMessage:
+    def of(cls, row: records.ChatMessage) -> ChatMessage:
         return cls(
             id=strawberry.ID(str(row.id)),
             session_id=strawberry.ID(str(row.session_id)),
@@ -239,7 +239,7 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
     updated_at: datetime
 
     @classmethod
-    def of(cls, row: models.ChatSession) -> ChatSession:
+    def of(cls, row: records.ChatSession) -> ChatSession:
         return cls(
             id=strawberry.ID(str(row.id)),
             project_id=strawberry.ID(str(row.project_id)),

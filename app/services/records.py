@@ -3,11 +3,23 @@ enums of those rows' columns.
 
 A row is an ORM instance whose transaction has ended (the store does not expire it on commit): a
 value to read, never one to load more from or to write back — every change goes through a service.
-Callers above the services (the GraphQL types) import these names from here, never from ``app.db``.
+Callers above the services (the GraphQL types) name these types from here, never from ``app.db``.
 """
 
 from __future__ import annotations
 
 from app.db.enums import CitationKind, DocumentStatus, MessageStatus, Role
+from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, Project
 
-__all__ = ["CitationKind", "DocumentStatus", "MessageStatus", "Role"]
+__all__ = [
+    "ChatMessage",
+    "ChatSession",
+    "Chunk",
+    "Citation",
+    "CitationKind",
+    "Document",
+    "DocumentStatus",
+    "MessageStatus",
+    "Project",
+    "Role",
+]
