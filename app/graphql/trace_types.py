@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-import enum
-
 import strawberry
 
-from app.graphql.enums import AnswerMode, CandidateFate, RetrievalMode
+from app.graphql.enums import AnswerMode, CandidateFate, GuardDecision, RetrievalMode
 from app.rag.retrieval import Location
 from app.services import trace_model
-
-
-@strawberry.enum(description="What the answer guard decided about a generated answer.")
-class GuardDecision(enum.Enum):
-    PASS = strawberry.enum_value("pass", description="The answer passed every check.")
-    FLAGGED = strawberry.enum_value(
-        "flagged", description="Kept, with a minor problem (an unsupported sentence, echoed text removed)."
-    )
-    FALLBACK = strawberry.enum_value(
-        "fallback", description="The generated answer failed; the stored answer is the extractive one."
-    )
-    REJECTED = strawberry.enum_value(
-        "rejected", description="The generated answer failed and no extractive answer was possible: stored as failed."
-    )
-
 
 # Retrieval's value type, exposed as it is: strawberry.type registers the class in place (it stays a
 # frozen dataclass), so search hits, chat sources, citations and the trace hand theirs over unchanged.
@@ -126,11 +109,11 @@ def _answer(answer: trace_model.TraceAnswer | None) -> TraceAnswer | None:
         return None
     guard = answer.guard
     return TraceAnswer(
-        requested_mode=AnswerMode(answer.requested_mode),
-        mode=AnswerMode(answer.mode),
+        requested_mode=answer.requested_mode,
+        mode=answer.mode,
         reason=answer.reason,
         guard=TraceGuard(
-            decision=GuardDecision(guard.decision),
+            decision=guard.decision,
             reasons=list(guard.reasons),
             unsupported_sentences=guard.unsupported_sentences,
             echo_removed=guard.echo_removed,

@@ -239,7 +239,9 @@ class ChatService:
         reasons = "; ".join(r.message for r in verdict.reasons)
         if not sources:
             trace.set_answer(
-                chat_answer.trace_entry(choice, verdict=verdict, decision="rejected", original=answer_guard.text)
+                chat_answer.trace_entry(
+                    choice, verdict=verdict, decision=guard.Decision.REJECTED, original=answer_guard.text
+                )
             )
             raise UnusableAnswerError(
                 f"the model's answer was unusable ({reasons}) and there were no sources to quote instead; "

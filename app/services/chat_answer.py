@@ -89,20 +89,20 @@ def trace_entry(
     choice: ModeChoice,
     *,
     verdict: guard.Verdict | None = None,
-    decision: str | None = None,
+    decision: guard.Decision | None = None,
     original: str | None = None,
     sentences: int | None = None,
 ) -> TraceAnswer:
     """The trace's ``answer`` entry (app.services.trace_model.TraceAnswer)."""
     return TraceAnswer(
-        requested_mode=choice.requested.value,
-        mode=choice.used.value,
+        requested_mode=choice.requested,
+        mode=choice.used,
         reason=choice.reason,
         sentences=sentences,
         guard=None
         if verdict is None
         else TraceGuard(
-            decision=decision or verdict.decision.value,
+            decision=decision or verdict.decision,
             reasons=[r.message for r in verdict.reasons],
             codes=[r.code for r in verdict.reasons],
             unsupported_sentences=len(verdict.unsupported),

@@ -110,19 +110,8 @@ class TraceBuilder:
 
     def model(self) -> RetrievalTrace:
         """The trace so far, as a new model."""
-        candidates = [
-            TraceCandidate(
-                chunk_id=c.chunk_id,
-                document_id=c.document_id,
-                document_name=c.document_name,
-                score=c.score,
-                vector_rank=c.vector_rank,
-                keyword_rank=c.keyword_rank,
-                fused_rank=c.fused_rank,
-                fused_score=c.fused_score,
-                fate=c.fate,
-                location=c.location,
-            )
+        candidates = [  # a retrieval Candidate's fields by name, but its text
+            TraceCandidate.model_validate(c, from_attributes=True)
             for c in (self._retrieval.candidates if self._retrieval is not None else [])
         ]
         return self._trace.model_copy(

@@ -10,11 +10,13 @@ logged and read as None: a corrupt row costs its explanation, never the message.
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from app.rag.answer_mode import AnswerMode
+from app.rag.guard import Decision
 from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
@@ -23,8 +25,6 @@ log = logging.getLogger(__name__)
 
 TRACE_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
-
-Decision = Literal["pass", "flagged", "fallback", "rejected"]
 
 
 class _Camel(BaseModel):
@@ -101,8 +101,8 @@ class TraceGuard(_Camel):
 class TraceAnswer(_Camel):
     """How the answer was written (built by app.services.chat_answer.trace_entry)."""
 
-    requested_mode: str
-    mode: str
+    requested_mode: AnswerMode
+    mode: AnswerMode
     reason: str
     sentences: int | None = None
     guard: TraceGuard | None = None
