@@ -29,6 +29,7 @@ from app.db.models import ChatMessage, Chunk, Citation
 from app.errors import ValidationError
 from app.llm.base import Embedder
 from app.rag import prompting
+from app.rag.answer_mode import AnswerMode
 from app.rag.ingest import Ingestor, Source
 from app.services import projects, sessions, trace_model
 from app.services.chat_events import DoneEvent, ErrorEvent, TokenEvent
@@ -133,7 +134,7 @@ def run(
                 raise ValidationError("documents", "could not ingest " + "; ".join(failed))
             report = Report(str(documents), len(files), sum(f.chunks for f in ingested.files), _settings_used(scratch))
             for target in targets:
-                mode = {"answer_mode": target.mode} if "answer_mode" in session_fields else {}
+                mode = {"answer_mode": AnswerMode(target.mode)} if "answer_mode" in session_fields else {}
                 report.runs.append(asyncio.run(_ask_all(container, pid, target, mode, questions, progress)))
         finally:
             container.close()

@@ -43,7 +43,10 @@ No chat model runs, so the answer can only say what the documents say. ``compose
    has to clear the floor on its own.
 4. **Composition**, ordered by (the document's best source rank, position in the document): each
    sentence with whitespace collapsed and the document's own bracketed numbers removed (they would
-   read as citations), followed by its ``[n]``; list items as a list.
+   read as citations), followed by its ``[n]``; list items as a list. A sentence that opens with a
+   pronoun or demonstrative ("This person will coordinate the fix") comes with the sentence before
+   it in its paragraph, and one that introduces a short code block ("run the following
+   command:") with the block, so that each reads alone; its span covers both.
 
 Calibration (benchmarks/answers: 89 questions over 23 look-alike documents, hybrid retrieval,
 top_k 5, all-MiniLM-L6-v2): the weights above and ``min_score`` 0.40 were chosen at retrieval
@@ -122,6 +125,8 @@ class ExtractiveOptions:
     duplicate_overlap: float = 0.8
     min_words: int = 3  # table rows: 2
     max_chars: int = 300  # longer sentences are cut into clauses
+    max_code_lines: int = 6  # a code block a chosen sentence introduces joins it up to this size
+    max_code_chars: int = 400
     embed_limit: int = 64  # more candidates than this: only the best by words and rank are embedded
 
 
@@ -179,6 +184,9 @@ class _Candidate:
     subject: float = 0.0  # the share of the question's names its document name and headings have
     fit: float = 0.0  # 1 when it has the kind of answer the question asks for (a date, a number, a name)
     score: float = 0.0
+    index: int = 0  # its unit's position in ``units``
+    units: list[sentences.Unit] = field(default_factory=list, compare=False, repr=False)  # its source's
+    code: str | None = None  # the code block it introduces, when composed with it
 
     @property
     def embed_text(self) -> str:
@@ -211,6 +219,7 @@ def compose(
     for c in chosen:
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
+    chosen = [_in_context(c, chosen, opts) for c in chosen]
     evidence = tuple(_evidence(c) for c in chosen)
     used = tuple(dict.fromkeys(e.number for e in evidence))
     return ExtractiveAnswer(_compose_text(chosen, evidence), False, evidence, used, _evidence(best))
@@ -249,8 +258,11 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
             about = _about(source, paths[n], " ".join(header))
             context = frozenset(sentences.terms(about))
             out.append(
-                _Candidate(source, order, unit, text, paths[n], terms, about, context, start, start + len(unit.text))
+                _Candidate(
+                    source, order, unit, text, paths[n], terms, about, context, start, start + len(unit.text), index=n
+                )
             )
+            out[-1].units = units
     return out
 
 
@@ -484,6 +496,35 @@ def _adjacency(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions)
     return 0.0
 
 
+# A sentence opening with one of these points back at the sentence before it ("This person will
+# coordinate the fix": which person?).
+_ANAPHOR = re.compile(r"(?:this|that|these|those|it|its|they|their|them|he|she|his|her|such|both)\b", re.I)
+
+
+def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions) -> _Candidate:
+    """``c`` as it can be read alone: with the sentence before it when it opens with a pronoun or
+    demonstrative (same paragraph, and not itself chosen), and with the code block it introduces
+    ("… run the following command:" and the fenced command) when that block is short."""
+    units, n, source = c.units, c.index, c.source
+    if not units:
+        return c
+    unit, text = c.unit, c.text
+    if unit.kind == "sentence" and n > 0 and _ANAPHOR.match(text):
+        prev = units[n - 1]
+        gap = source.text[prev.end : unit.start]
+        taken = any(k.source is source and k.index == n - 1 for k in chosen)
+        if prev.kind in sentences.PROSE and "\n\n" not in gap and not taken and len(prev.text) <= opts.max_chars:
+            before = _OWN_MARKERS.sub("", prev.normalised).strip()
+            unit = sentences.Unit(prev.start, unit.end, source.text[prev.start : unit.end], prev.kind)
+            c = replace(c, unit=unit, text=f"{before} {text}", doc_start=c.doc_start - (c.unit.start - prev.start))
+    if text.endswith(":") and n + 1 < len(units) and units[n + 1].kind == "code":
+        block = units[n + 1]
+        if block.text.count("\n") <= opts.max_code_lines + 1 and len(block.text) <= opts.max_code_chars:
+            unit = sentences.Unit(c.unit.start, block.end, source.text[c.unit.start : block.end], c.unit.kind)
+            c = replace(c, unit=unit, code=block.text, doc_end=c.doc_end + (block.end - c.unit.end))
+    return c
+
+
 def _evidence(c: _Candidate) -> Evidence:
     source, unit = c.source, c.unit
     loc = source.location
@@ -500,7 +541,7 @@ def _evidence(c: _Candidate) -> Evidence:
         source.number,
         source.document_id,
         source.document_name,
-        c.text,
+        c.text if c.code is None else f"{c.text}\n{c.code}",
         unit.start,
         unit.end,
         where,
@@ -538,6 +579,10 @@ def _level(text: str, unit: sentences.Unit) -> int:
 def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> str:
     blocks: list[str] = []
     for c, e in zip(chosen, evidence, strict=True):
+        if c.code is not None:  # the sentence, its citation, then the block it introduces, on its own
+            blocks.append(f"{c.text} [{e.number}]\n\n{c.code}")
+            blocks.append("")  # what follows starts a paragraph of its own
+            continue
         text = re.sub(r"[,;:]$", "…", e.text)
         cited = f"{text} [{e.number}]"
         if c.unit.kind == "item":
@@ -545,11 +590,11 @@ def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> s
             if blocks and blocks[-1].startswith("- "):
                 blocks[-1] += f"\n{cited}"
                 continue
-        elif blocks and not blocks[-1].startswith("- "):
+        elif blocks and blocks[-1] and not blocks[-1].startswith("- "):
             blocks[-1] += f" {cited}"
             continue
         blocks.append(cited)
-    return "\n\n".join(blocks)
+    return "\n\n".join(b for b in blocks if b)
 
 
 def _closest(e: Evidence) -> str:

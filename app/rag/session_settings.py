@@ -69,4 +69,6 @@ class RagSettingsPatch:
     def applied_to(self, current: RagSettings) -> RagSettings:
         """``current`` with this patch's values (check :meth:`problems` first)."""
         values = {f.name: getattr(self, f.name) for f in fields(RagSettingsPatch)}
-        return current.model_copy(update={name: value for name, value in values.items() if value is not None})
+        changed = {name: value for name, value in values.items() if value is not None}
+        # Validated, not model_copy(update=...), which would keep a plain "extractive" as it came.
+        return type(current).model_validate({**current.model_dump(), **changed})

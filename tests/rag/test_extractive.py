@@ -207,3 +207,46 @@ def test_thresholds_hold_on_real_minilm_vectors() -> None:
     unrelated = compose("What is the boiling point of mercury?", kept, embed)
     assert unrelated.no_answer, unrelated.text
     assert re.match(re.escape(NO_ANSWER), unrelated.text)
+
+
+SECURITY = """# Security
+
+## Disclosure
+
+* A security report is received and is assigned a primary handler. This person will coordinate
+  the fix and the release of every affected version.
+
+## Setup
+
+Install the checker first. Then run the following command:
+
+```sh
+vault-check --all
+```
+
+The check takes a few seconds.
+"""
+
+
+def test_a_sentence_opening_with_a_pronoun_brings_the_one_before_it() -> None:
+    (whole,) = sources({"security.md": SECURITY})
+    answer = compose("Who coordinates the fix and release process?", [whole], None)
+    first = answer.evidence[0]
+    assert first.text.startswith("A security report is received and is assigned a primary handler. This person")
+    loc = first.location
+    assert SECURITY[loc.char_start : loc.char_end].startswith("A security report is received")
+    assert SECURITY[loc.char_start : loc.char_end].endswith("every affected version.")
+    assert "primary handler" in answer.text
+
+
+def test_a_sentence_introducing_a_short_code_block_brings_the_block() -> None:
+    (whole,) = sources({"setup.md": SECURITY})
+    answer = compose("What command runs the checker?", [whole], None)
+    first = answer.evidence[0]
+    assert first.text == "Then run the following command:\n```sh\nvault-check --all\n```"
+    assert f"Then run the following command: [{first.number}]\n\n```sh\nvault-check --all\n```" in answer.text
+    loc = first.location
+    assert SECURITY[loc.char_start : loc.char_end] == "Then run the following command:\n\n```sh\nvault-check --all\n```"
+    assert (loc.line_start, loc.line_end) == (line_of(SECURITY, "Then run"), line_of(SECURITY, "vault-check") + 1)
+    # a sentence after the block starts a paragraph of its own, not the block's last line
+    assert "```\n\n" in answer.text or answer.text.endswith("```")
