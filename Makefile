@@ -52,7 +52,9 @@ serve: install
 run: demo frontend
 	$(VENV)/bin/ragchat serve --host $(HOST) --port $(PORT)
 
-test: install frontend-deps
+# Lint first: it takes a minute and fails fast on what the tests would not catch. The frontend is
+# built before pytest, whose GraphiQL and wheel tests use the build.
+test: install frontend-deps lint frontend
 	$(VENV)/bin/python -m pytest -q
 	@if [ -f frontend/package.json ]; then $(MAKE) test-frontend; fi
 
@@ -94,10 +96,13 @@ $(FRONTEND)/dist/index.html: $(NPM_STAMP) $(FRONTEND_SOURCES)
 screenshots: install frontend-deps frontend
 	cd $(FRONTEND) && node e2e/screenshots.mjs
 
-lint: install
-	$(VENV)/bin/ruff check app tests migrations benchmarks examples
-	$(VENV)/bin/ruff format --check app tests migrations benchmarks examples
+# ruff (lint and format), mypy; the frontend's tsc --noEmit and ESLint (frontend/eslint.config.js).
+LINT_PATHS := app tests migrations benchmarks examples setup.py
+lint: install $(NPM_STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
+	cd $(FRONTEND) && npm run --silent lint
 
 schema: install
 	$(VENV)/bin/ragchat export-schema > schema.graphql

@@ -13,10 +13,10 @@ from rich.table import Table
 from app.container import Container
 from app.rag.ingest import FileResult, IngestSummary, Source
 from app.rag.parsing import KINDS_BY_EXTENSION
+from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
 from app.services import documents, projects
 
 console = Console(stderr=True)
-DEMO_DIR = Path(__file__).resolve().parents[1] / "docs" / "demo"
 DEMO_PROJECT = "ragchat docs"
 
 

@@ -1,4 +1,4 @@
-"""Serving the built frontend (frontend/dist) at / with client-side routes falling back to index.html."""
+"""Serving the built frontend (frontend/dist, in a wheel app/static) at /; client-side routes get index.html."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocketClose
 
-# What `make frontend` builds; served when RAGCHAT_FRONTEND_DIR does not say otherwise.
-BUILT_FRONTEND = Path(__file__).resolve().parent.parent / "frontend" / "dist"
+from app import resources
+
+# What `make frontend` builds (a wheel ships a copy); served unless RAGCHAT_FRONTEND_DIR says otherwise.
+BUILT_FRONTEND = resources.FRONTEND
+
 # The second page of that build: GraphiQL, which the GraphQL router serves at /graphql.
 GRAPHIQL_PAGE = "graphiql.html"
 

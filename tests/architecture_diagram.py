@@ -20,6 +20,7 @@ FOUNDATIONS = {
     "app",
     "app.settings",
     "app.errors",
+    "app.resources",
     "app.security",
     "app.web",
     "app.body_limit",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
@@ -20,8 +19,7 @@ from sqlalchemy import Connection, Engine
 
 from app.db.engine import make_engine
 from app.errors import StorageError
-
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+from app.resources import MIGRATIONS as MIGRATIONS_DIR
 
 
 def alembic_config(database_url: str, *, default_threshold: float | None = None) -> Config:

@@ -108,7 +108,7 @@ export async function startServer({ env = {}, migrate = true, commands = [], tim
     await waitForHealth(url, exited, timeoutMs);
   } catch (error) {
     await server.stop();
-    throw new Error(`${error.message}\n--- server output ---\n${server.log()}`);
+    throw new Error(`${error.message}\n--- server output ---\n${server.log()}`, { cause: error });
   }
   return server;
 }

@@ -86,6 +86,7 @@ function ModalDialog({
       if (returnTo?.isConnected) returnTo.focus();
     };
     // initialFocus is read once, on open.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   // The ::backdrop is part of the <dialog> box: a click on it targets the dialog itself, outside its

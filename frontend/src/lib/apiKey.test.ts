@@ -43,10 +43,10 @@ describe("ApiKeyStore", () => {
 describe("authFetch", () => {
   it("sends the key as a Bearer token and asks for one on 401", async () => {
     const keys = new ApiKeyStore(memoryStorage({ "ragchat.apiKey": "secret" }));
-    const base = vi.fn().mockResolvedValue(new Response("{}", { status: 401 }));
+    const base = vi.fn<typeof fetch>().mockResolvedValue(new Response("{}", { status: 401 }));
     const response = await authFetch(keys, base)("/graphql", { method: "POST", headers: { "content-type": "application/json" } });
     expect(response.status).toBe(401);
-    const headers = base.mock.calls[0]![1].headers as Headers;
+    const headers = base.mock.calls[0]![1]!.headers as Headers;
     expect(headers.get("authorization")).toBe("Bearer secret");
     expect(headers.get("content-type")).toBe("application/json");
     expect(keys.getSnapshot().needed).toBe("rejected");
@@ -54,9 +54,9 @@ describe("authFetch", () => {
 
   it("sends no Authorization header without a key", async () => {
     const keys = new ApiKeyStore(memoryStorage());
-    const base = vi.fn().mockResolvedValue(new Response("{}", { status: 200 }));
+    const base = vi.fn<typeof fetch>().mockResolvedValue(new Response("{}", { status: 200 }));
     await authFetch(keys, base)("/graphql", {});
-    expect((base.mock.calls[0]![1].headers as Headers).has("authorization")).toBe(false);
+    expect((base.mock.calls[0]![1]!.headers as Headers).has("authorization")).toBe(false);
     expect(keys.getSnapshot().needed).toBeNull();
   });
 });
