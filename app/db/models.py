@@ -284,7 +284,7 @@ class Citation(Base):
     document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"))
     marker: Mapped[int] = mapped_column(Integer)
     kind: Mapped[CitationKind] = mapped_column(StoredEnum(CitationKind), default=CitationKind.MODEL)
-    score: Mapped[float] = mapped_column(Float)
+    score: Mapped[float | None] = mapped_column(Float)  # cosine; None when the source had none (0009)
     rank: Mapped[int] = mapped_column(Integer)
     document_name: Mapped[str] = mapped_column(String(1000))
     location: Mapped[dict[str, object]] = mapped_column(JSON)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import anyio.to_thread
 import strawberry
 
@@ -14,8 +16,14 @@ from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
 from app.graphql.search_types import search_results
 from app.rag.parsing import KINDS_BY_EXTENSION
-from app.rag.session_settings import RagSettings
+from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE, RagSettings
 from app.services import documents, health, projects, search, sessions
+
+_PROJECT_ID = strawberry.argument(description="The knowledge base.")
+TOP_K = "How many hits to keep at most, {}-{}.".format(*TOP_K_RANGE)
+THRESHOLD = "The cosine similarity a hit needs to be kept, {:g}-{:g}; null: the server's default.".format(
+    *THRESHOLD_RANGE
+)
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
 UNREADABLE = (StorageError,)
@@ -23,7 +31,7 @@ UNREADABLE = (StorageError,)
 
 @strawberry.type(description="A chat-model provider and the models it offers.")
 class ProviderInfo:
-    provider: str
+    provider: str = strawberry.field(description='Its name, as ChatSession.provider takes it ("local", "openai").')
     available: bool = strawberry.field(description="The settings allow it (a key, an installed package).")
     reachable: bool = strawberry.field(
         description="It answered a quick check just now (cached for 30 s); false whenever not available."
@@ -31,14 +39,18 @@ class ProviderInfo:
     reason: str | None = strawberry.field(description="Why it cannot be used or is not reachable, when so.")
     models: list[str] = strawberry.field(description="Known model names (suggestions when openEnded).")
     open_ended: bool = strawberry.field(description="Any model name the provider knows is accepted.")
-    default_model: str | None
+    default_model: str | None = strawberry.field(
+        description="The model to suggest for this provider (its default); null when it has none."
+    )
 
 
 @strawberry.type(description="What a new chat session gets for the settings the client leaves out.")
 class SessionDefaults(RagSettingsFields):
-    provider: str
-    model: str
-    mode: RetrievalMode
+    provider: str = strawberry.field(description="The chat model's provider.")
+    model: str = strawberry.field(description="The chat model.")
+    mode: RetrievalMode = strawberry.field(
+        description="How retrieval ranks chunks, for every session (a server setting, RAGCHAT_RAG__MODE)."
+    )
 
 
 @strawberry.type(description="What uploadDocuments accepts.")
@@ -47,9 +59,9 @@ class UploadLimits:
     extensions: list[str] = strawberry.field(description="File name endings a parser reads, like '.md'.")
 
 
-@strawberry.type
+@strawberry.type(description="Reads: knowledge bases, documents, chat sessions, search, and the server's state.")
 class Query:
-    @strawberry.field
+    @strawberry.field(description="What a new chat session gets for the settings the client leaves out.")
     def session_defaults(self, info: Info) -> SessionDefaults:
         settings = info.context.container.settings
         return SessionDefaults(
@@ -59,7 +71,7 @@ class Query:
             mode=settings.rag.mode,
         )
 
-    @strawberry.field
+    @strawberry.field(description="What uploadDocuments accepts.")
     def upload_limits(self, info: Info) -> UploadLimits:
         return UploadLimits(
             max_bytes=info.context.container.settings.api.max_upload_bytes, extensions=sorted(KINDS_BY_EXTENSION)
@@ -75,19 +87,27 @@ class Query:
         rows = await anyio.to_thread.run_sync(projects.list_all, info.context.container.store)
         return [types.Project.of(r) for r in rows]
 
-    @strawberry.field
-    async def project(self, info: Info, id: strawberry.ID) -> ProjectResult:
+    @strawberry.field(description="One knowledge base.")
+    async def project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> ProjectResult:
         row = await info.context.loaders.project.load(parse_id(id, "id"))
         return types.Project.of(row) if row else NotFoundError(message=f"project {id} not found", kind="project", id=id)
 
-    @strawberry.field
-    async def document(self, info: Info, id: strawberry.ID) -> DocumentResult:
+    @strawberry.field(description="One document.")
+    async def document(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The document.")]
+    ) -> DocumentResult:
         store = info.context.container.store
         return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
     @strawberry.field(description="Chat sessions, most recently active first; optionally of one knowledge base.")
     async def chat_sessions(
-        self, info: Info, project_id: strawberry.ID | None = None, first: int = 50, offset: int = 0
+        self,
+        info: Info,
+        project_id: Annotated[
+            strawberry.ID | None, strawberry.argument(description="Only this knowledge base's; null: all.")
+        ] = None,
+        first: Annotated[int, strawberry.argument(description="How many, 1 to the server's max page size.")] = 50,
+        offset: Annotated[int, strawberry.argument(description="How many to skip from the start.")] = 0,
     ) -> list[types.ChatSession]:
         ctx = info.context
         limit = page_size(first, "first", ctx.container.settings.api.max_page_size)
@@ -97,13 +117,17 @@ class Query:
         )
         return [types.ChatSession.of(r) for r in rows]
 
-    @strawberry.field
-    async def chat_session(self, info: Info, id: strawberry.ID) -> ChatSessionResult:
+    @strawberry.field(description="One chat session.")
+    async def chat_session(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The chat session.")]
+    ) -> ChatSessionResult:
         store = info.context.container.store
         return await call(lambda: types.ChatSession.of(sessions.get(store, parse_id(id, "id"))))
 
-    @strawberry.field
-    async def message(self, info: Info, id: strawberry.ID) -> MessageResult:
+    @strawberry.field(description="One message, with its citations and trace.")
+    async def message(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The message.")]
+    ) -> MessageResult:
         store = info.context.container.store
         return await call(lambda: types.ChatMessage.of(sessions.message(store, parse_id(id, "id"))))
 
@@ -111,11 +135,13 @@ class Query:
     async def search(
         self,
         info: Info,
-        project_id: strawberry.ID,
-        query: str,
-        top_k: int = 5,
-        threshold: float | None = None,
-        mode: RetrievalMode = RetrievalMode.HYBRID,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        query: Annotated[str, strawberry.argument(description="What to look for, in words.")],
+        top_k: Annotated[int, strawberry.argument(description=TOP_K)] = 5,
+        threshold: Annotated[float | None, strawberry.argument(description=THRESHOLD)] = None,
+        mode: Annotated[
+            RetrievalMode, strawberry.argument(description="How to rank the chunks.")
+        ] = RetrievalMode.HYBRID,
     ) -> SearchResult:
         container = info.context.container
         return await call(
@@ -141,10 +167,12 @@ class Query:
     async def retrieval_preview(
         self,
         info: Info,
-        session_id: strawberry.ID,
-        message: str,
-        top_k: int | None = None,
-        threshold: float | None = None,
+        session_id: Annotated[strawberry.ID, strawberry.argument(description="The chat session.")],
+        message: Annotated[str, strawberry.argument(description="A question, as it would be sent.")],
+        top_k: Annotated[int | None, strawberry.argument(description=TOP_K + " Null: the session's.")] = None,
+        threshold: Annotated[
+            float | None, strawberry.argument(description=THRESHOLD.replace("the server's", "the session's"))
+        ] = None,
     ) -> SearchResult:
         container = info.context.container
         return await call(

@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag import fusion, keyword, spaces, vector_store
+from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
+from app.rag.stages import Stage
 from app.settings import RagDefaults
 
 log = logging.getLogger(__name__)
@@ -105,8 +107,8 @@ class RetrievalResult:
     mode: RetrievalMode
     params: RetrievalParams
     candidates: list[Candidate] = field(default_factory=list)
-    degraded: list[str] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)
+    degraded: list[Degradation] = field(default_factory=list)
+    timings_ms: dict[Stage, float] = field(default_factory=dict)
     space: str | None = None
 
     @property
@@ -115,7 +117,7 @@ class RetrievalResult:
 
 
 @contextmanager
-def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+def _timed(timings: dict[Stage, float], stage: Stage) -> Iterator[None]:
     start = time.perf_counter()
     try:
         yield
@@ -142,7 +144,7 @@ def retrieve(
     result = RetrievalResult(query=query, mode=params.mode, params=params)
     t = result.timings_ms
     if query_vector is None:
-        with _timed(t, "embed"):
+        with _timed(t, Stage.RETRIEVAL_EMBED):
             query_vector = embed_query(embedder, query)
     with store.read() as db:
         space = spaces.active_space(db, project_id)
@@ -151,12 +153,12 @@ def retrieve(
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result)
-        with _timed(t, "score"):
+        with _timed(t, Stage.RETRIEVAL_SCORE):
             ids = list(dict.fromkeys([cid for cid, _ in vector_hits] + [cid for cid, _ in keyword_hits]))
             scores = _scores(db, space.table, query_vector, ids, dict(vector_hits), result)
-        with _timed(t, "load"):
+        with _timed(t, Stage.RETRIEVAL_LOAD):
             rows = _load(db, project_id, ids)
-    with _timed(t, "rank"):
+    with _timed(t, Stage.RETRIEVAL_RANK):
         result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result)
         _apply_threshold_and_top_k(result.candidates, params)
     return result
@@ -174,15 +176,20 @@ def _rankings(
     vector_hits: list[tuple[int, float]] = []
     keyword_hits: list[tuple[int, float]] = []
     if params.mode in (RetrievalMode.VECTOR, RetrievalMode.HYBRID):
-        with _timed(result.timings_ms, "vector"):
+        with _timed(result.timings_ms, Stage.RETRIEVAL_VECTOR):
             try:
                 vector_hits = vector_store.knn(db, table, query_vector, params.candidates)
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
-                result.degraded.append(f"vector search failed ({exc.orig}); used keyword search only")
+                result.degraded.append(
+                    Degradation(
+                        DegradationReason.VECTOR_SEARCH_FAILED,
+                        f"vector search failed ({exc.orig}); used keyword search only",
+                    )
+                )
                 result.mode = RetrievalMode.KEYWORD
     if result.mode in (RetrievalMode.KEYWORD, RetrievalMode.HYBRID):
-        with _timed(result.timings_ms, "keyword"):
+        with _timed(result.timings_ms, Stage.RETRIEVAL_KEYWORD):
             keyword_hits = keyword.search(db, project_id, query, params.candidates)
     return vector_hits, keyword_hits
 
@@ -200,7 +207,12 @@ def _scores(
     try:
         return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
     except DBAPIError as exc:
-        result.degraded.append(f"could not read stored vectors to score candidates ({exc.orig})")
+        result.degraded.append(
+            Degradation(
+                DegradationReason.SCORES_UNAVAILABLE,
+                f"could not read stored vectors to score candidates ({exc.orig})",
+            )
+        )
         return dict(knn_scores)
 
 

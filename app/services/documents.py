@@ -37,13 +37,15 @@ def chunks(store: Database, document_id: int, *, limit: int, offset: int = 0) ->
         return list(db.scalars(query.limit(limit).offset(offset)))
 
 
-def delete(store: Database, document_id: int) -> None:
-    """Delete a document; its chunks, vectors and keyword index entries go with it (cascade + triggers)."""
+def delete(store: Database, document_id: int) -> Document:
+    """Delete a document; its chunks, vectors and keyword index entries go with it (cascade + triggers).
+    Returns the row as it was."""
     with store.write() as db:
         doc = db.get(Document, document_id)
         if doc is None:
             raise NotFoundError("document", document_id)
         db.delete(doc)
+        return doc
 
 
 MAX_NAME = 255

@@ -118,7 +118,7 @@ def test_a_failed_turn_asked_again_returns_its_error(api: Api, model: FakeChatMo
         first = _events(ws, CHAT, s=sid, c="penguins?", k="k1")
         again = _events(ws, CHAT, s=sid, c="penguins?", k="k1")
     assert first[-1]["__typename"] == "ChatError" and first[-1]["failedMessageId"]
-    assert again == [first[-1] | {"code": "failed"}]
+    assert again == [first[-1] | {"code": "FAILED"}]
     assert len(model.history) == 1
 
 
@@ -138,7 +138,7 @@ def test_a_key_used_again_for_another_question_is_a_conflict(api: Api, fake_cont
     assert other["__typename"] == "ConflictError" and "clientMessageId" in other["message"]
     with api.websocket() as ws:
         (event,) = _events(ws, CHAT, s=sid, c="owls?", k="k1")
-    assert event["__typename"] == "ChatError" and event["code"] == "conflict"
+    assert event["__typename"] == "ChatError" and event["code"] == "CONFLICT"
     assert len(_messages(fake_container, sid)) == 2
 
 

@@ -286,10 +286,10 @@ def test_hostile_uploads_are_rejected_or_reported_never_half_written(hostile: tu
     assert result["__typename"] == "UploadReport", body
     (outcome,) = result["files"]
     if expected == "failed":
-        assert outcome["status"] == "failed" and outcome["error"], outcome
+        assert outcome["status"] == "FAILED" and outcome["error"], outcome
         assert after["chunks"] == before["chunks"]  # only the failure's record, no text
     else:
-        assert outcome["status"] in ("added", "updated", "unchanged") and "/" not in outcome["name"], outcome
+        assert outcome["status"] in ("ADDED", "UPDATED", "UNCHANGED") and "/" not in outcome["name"], outcome
 
 
 OPERATIONS_PART = json.dumps({"query": UPLOAD, "variables": {"p": "1", "files": [None]}})

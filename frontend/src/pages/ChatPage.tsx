@@ -22,6 +22,7 @@ import {
   EarlierMessagesDocument,
   UpdateChatSessionDocument,
 } from "../gql/graphql";
+import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
 import shared from "../styles/shared.module.css";
 import styles from "./ChatPage.module.css";
@@ -68,7 +69,11 @@ function ChatView({ session }: { session: Session }) {
   const [hasEarlier, setHasEarlier] = useState(session.messages.length >= PAGE);
   const [loadingEarlier, setLoadingEarlier] = useState(false);
   const [update] = useMutation(UpdateChatSessionDocument);
-  const [deleteSession] = useMutation(DeleteChatSessionDocument);
+  const [deleteSession] = useMutation(DeleteChatSessionDocument, {
+    update(cache, { data }) {
+      if (data?.deleteChatSession.__typename === "ChatSessionDeleted") evictDeleted(cache, data.deleteChatSession);
+    },
+  });
   const scroller = useRef<HTMLDivElement>(null);
   const stickToBottom = useRef(true);
 
@@ -121,7 +126,7 @@ function ChatView({ session }: { session: Session }) {
 
   async function confirmDelete(): Promise<string | null> {
     const { data } = await deleteSession({ variables: { id: session.id }, refetchQueries: ["ChatSessions"] });
-    if (data?.deleteChatSession.__typename !== "Deleted") {
+    if (data?.deleteChatSession.__typename !== "ChatSessionDeleted") {
       return data && "message" in data.deleteChatSession ? data.deleteChatSession.message : "The chat could not be deleted.";
     }
     setDeleting(false);

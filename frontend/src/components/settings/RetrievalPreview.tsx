@@ -88,7 +88,7 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
           </>
         )}
       </p>
-      {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.join("; ")}</Hint>}
+      {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.map((d) => d.message).join("; ")}</Hint>}
       {results.hits.length > 0 && <FateLegend counts={counts} onlyPresent small />}
       <ol className={cx(shared.plainList, styles.hits)}>
         {hits.map((hit) => (
