@@ -76,7 +76,7 @@ class ChatError(Error):
     failed_message_id: strawberry.ID | None = strawberry.field(
         description="The answer stored as failed (regenerate it with regenerate); null when nothing was stored."
     )
-    code: ErrorCode = strawberry.field(description="Which failure.")
+    code: ErrorCode = strawberry.field(description="Which failure, to switch on (`message` is for people).")
     partial: str = strawberry.field(description="The text that had streamed before the failure (may be empty).")
 
 

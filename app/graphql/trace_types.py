@@ -76,7 +76,7 @@ class TraceCandidate:
 
 @strawberry.type(description="How long one stage took.")
 class StageTiming:
-    stage: Stage = strawberry.field(description="The stage.")
+    stage: Stage = strawberry.field(description="Which stage.")
     ms: float = strawberry.field(description="Milliseconds, wall time (3 decimals).")
 
 
