@@ -12,6 +12,7 @@ import pytest
 from gql import Client, GraphQLRequest, gql
 from gql.transport.requests import RequestsHTTPTransport
 
+from app.graphql.router import EXAMPLE_OPERATION
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
@@ -224,3 +225,10 @@ def test_documents_chunks_and_search_hits_page_the_same_way(api: Api) -> None:
             break
         after = page["pageInfo"]["endCursor"]
     assert ranks == list(range(1, page["totalCount"] + 1)) and page["totalCount"] >= 5
+
+
+def test_the_playgrounds_example_operation_runs_on_the_connections(api: Api) -> None:
+    api.run(CREATE_PROJECT, name="kb")
+    data = api.run(EXAMPLE_OPERATION)
+    assert [p["name"] for p in nodes(data["projects"])] == ["kb"] and data["projects"]["totalCount"] == 1
+    assert nodes(data["chatSessions"]) == []
