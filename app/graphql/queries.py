@@ -7,12 +7,12 @@ from typing import Annotated
 import anyio.to_thread
 import strawberry
 
-from app.errors import StorageError
+from app.errors import RagchatError, StorageError
 from app.graphql import types
 from app.graphql.connections import After, Before, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import RetrievalMode
-from app.graphql.errors import NotFoundError, parse_id
+from app.graphql.errors import NotFoundError, parse_id, to_graphql
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.results import (
     ChatSessionConnectionResult,
@@ -106,7 +106,11 @@ class Query:
 
     @strawberry.field
     async def project(self, info: Info, id: strawberry.ID) -> ProjectResult:
-        row = await info.context.loaders.project.load(parse_id(id, "id"))
+        try:
+            pid = parse_id(id, "id")
+        except RagchatError as exc:
+            return to_graphql(exc)  # type: ignore[return-value]
+        row = await info.context.loaders.project.load(pid)
         return types.Project.of(row) if row else NotFoundError(message=f"project {id} not found", kind="project", id=id)
 
     @strawberry.field

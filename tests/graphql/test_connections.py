@@ -175,6 +175,20 @@ def test_every_connection_answers_mistakes_in_its_union(api: Api) -> None:
         assert _find(ok)["__typename"].endswith("Connection"), name
 
 
+def test_a_bad_id_is_the_unions_validation_error_not_a_top_level_error(api: Api) -> None:
+    body = api.raw('{ project(id: "") { __typename ... on ValidationError { fields { field message } } } }').json()
+    assert body == {
+        "data": {
+            "project": {"__typename": "ValidationError", "fields": [{"field": "id", "message": "'' is not an id"}]}
+        }
+    }
+    sessions = api.raw('{ chatSessions(projectId: "x") { __typename ... on ValidationError { fields { field } } } }')
+    assert sessions.json()["data"]["chatSessions"] == {
+        "__typename": "ValidationError",
+        "fields": [{"field": "projectId"}],
+    }
+
+
 def test_lists_are_in_their_documented_order_and_page_by_cursor(api: Api) -> None:
     for name in ["delta", "Alpha", "charlie", "bravo"]:
         pid = api.run(CREATE_PROJECT, name=name)["createProject"]["id"]
