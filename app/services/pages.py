@@ -107,10 +107,11 @@ def pages(
     bounded = scope + _bounds(order, request)
     fetched = _fetch(db, entity, order, request, parent, parents, bounded)
     totals = _counts(db, parent, scope, entity)
-    # Whether rows lie beyond the cursor the client came from (the side the page was not cut on).
+    # Whether rows lie on the far side of the cursor the client came from (the side the page was not
+    # cut on), the cursor's own row included: it is outside the page too.
     beyond = request.before if request.backwards else request.after
     behind = (
-        _counts(db, parent, [*scope, order.past(beyond) if request.backwards else order.ahead(beyond)], entity)
+        _counts(db, parent, [*scope, ~order.ahead(beyond) if request.backwards else ~order.past(beyond)], entity)
         if beyond is not None
         else {}
     )

@@ -246,3 +246,14 @@ def test_the_playgrounds_example_operation_runs_on_the_connections(api: Api) -> 
     data = api.run(EXAMPLE_OPERATION)
     assert [p["name"] for p in nodes(data["projects"])] == ["kb"] and data["projects"]["totalCount"] == 1
     assert nodes(data["chatSessions"]) == []
+
+
+def test_the_cursors_own_item_counts_as_lying_beyond_the_page(api: Api, gql_client: Client) -> None:
+    sid = _chat(api, 2)  # 4 messages
+    everything = _page(gql_client, sid, first=4)["edges"]
+    last, first = everything[-1]["cursor"], everything[0]["cursor"]
+    before_last = _page(gql_client, sid, last=1, before=last)
+    assert [e["cursor"] for e in before_last["edges"]] == [everything[2]["cursor"]]
+    assert before_last["pageInfo"]["hasNextPage"] is True  # the message the cursor names is still there
+    after_first = _page(gql_client, sid, first=1, after=first)
+    assert after_first["pageInfo"]["hasPreviousPage"] is True
