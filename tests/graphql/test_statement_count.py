@@ -54,6 +54,6 @@ def test_listing_sessions_with_last_messages_and_citations_is_constant(
     add_sessions(45)
     many = _statements(fake_container, api)
     # sessions and their count, projects, 3 for project stats, last messages, a page of messages and
-    # their counts, and citations twice (the last messages' and the pages' messages' are loaded on
-    # different turns of the event loop, so they are two batches)
-    assert many == few <= 11, (few, many)
+    # their counts, and citations: one batch or two, as the last messages and the pages' messages
+    # resolve on the same turn of the event loop or not. Without batching, 50 sessions would be 150+.
+    assert few <= 11 and many <= 11, (few, many)

@@ -102,29 +102,29 @@ function SessionList({ projectId, activeSessionId }: { projectId: string; active
   if (sessions.length === 0) return <p className={cx(styles.note, styles.noteNested)}>No chats yet.</p>;
   return (
     <>
-    <ul className={cx(shared.plainList, styles.list, styles.nested)} aria-label="Chats">
-      {sessions.map((session) => (
-        <li key={session.id}>
-          <Link
-            to={paths.session(session.id)}
-            className={cx(styles.item, styles.chat)}
-            aria-current={session.id === activeSessionId ? "page" : undefined}
-          >
-            <ChatIcon width={15} height={15} />
-            <span className={cx(shared.ellipsis, styles.label)}>{session.title}</span>
-          </Link>
-        </li>
-      ))}
-    </ul>
-    {list?.pageInfo.hasNextPage && (
-      <LoadMore
-        className={cx(styles.note, styles.noteNested)}
-        label="More chats"
-        shown={sessions.length}
-        total={list.totalCount}
-        onLoad={() => fetchMore({ variables: { after: list.pageInfo.endCursor } })}
-      />
-    )}
+      <ul className={cx(shared.plainList, styles.list, styles.nested)} aria-label="Chats">
+        {sessions.map((session) => (
+          <li key={session.id}>
+            <Link
+              to={paths.session(session.id)}
+              className={cx(styles.item, styles.chat)}
+              aria-current={session.id === activeSessionId ? "page" : undefined}
+            >
+              <ChatIcon width={15} height={15} />
+              <span className={cx(shared.ellipsis, styles.label)}>{session.title}</span>
+            </Link>
+          </li>
+        ))}
+      </ul>
+      {list?.pageInfo.hasNextPage && (
+        <LoadMore
+          className={cx(styles.note, styles.noteNested)}
+          label="More chats"
+          shown={sessions.length}
+          total={list.totalCount}
+          onLoad={() => fetchMore({ variables: { after: list.pageInfo.endCursor } })}
+        />
+      )}
     </>
   );
 }
