@@ -264,7 +264,8 @@ CREATE_SESSION = """mutation($p: ID!) { createChatSession(projectId: $p,
 DELETE_SESSION = "mutation($id: ID!) { deleteChatSession(id: $id) { __typename ... on Error { message } } }"
 READ = """query($p: ID!, $s: ID!, $q: String!) { search(projectId: $p, query: $q) { __typename }
   retrievalPreview(sessionId: $s, message: $q) { __typename }
-  chatSessions(first: 20) { id lastMessage { status citations { marker } } } }"""
+  chatSessions(first: 20) { ... on ChatSessionConnection {
+    edges { node { id lastMessage { status citations { marker } } } } } } }"""
 
 
 @dataclass

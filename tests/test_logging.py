@@ -176,14 +176,14 @@ def test_a_request_gets_one_json_summary_line_with_its_id(logged: tuple[Api, Log
 def test_client_mistakes_are_logged_with_their_outcome_and_no_traceback(logged: tuple[Api, Log]) -> None:
     api, log = logged
     since = len(log.entries())
-    # A result union's ValidationError (nothing raised), then one raised by a resolver (a GraphQL
-    # error), then a document that does not validate.
+    # A result union's ValidationError from a service, then one for a malformed id (a top-level
+    # error until issue 14 item 3), then a document that does not validate (a GraphQL error).
     union = _request(
         api, "mutation Create($name: String!) { createProject(input: {name: $name}) { __typename } }", "bad-1", name=""
     )
     assert union.json()["data"]["createProject"]["__typename"] == "ValidationError"
-    raised = _request(api, 'query Project { project(id: "x") { __typename } }', "bad-2")
-    assert "is not an id" in raised.json()["errors"][0]["message"]
+    malformed = _request(api, 'query Project { project(id: "x") { __typename } }', "bad-2")
+    assert malformed.json() == {"data": {"project": {"__typename": "ValidationError"}}}
     invalid = _request(api, "query Nope { nope }", "bad-3")
     assert invalid.json()["errors"]
     assert log.wait_summary("bad-1")["outcome"] == "ValidationError"
@@ -192,7 +192,7 @@ def test_client_mistakes_are_logged_with_their_outcome_and_no_traceback(logged: 
     assert log.summary("bad-1")["operation_name"] == "Create"  # type: ignore[index]
     lines = log.entries()[since:]
     assert {e.get("request_id") for e in lines} == {"bad-1", "bad-2", "bad-3"}
-    assert any(e["logger"] == "ragchat.graphql" and "is not an id" in e["message"] for e in lines)
+    assert any(e["logger"] == "ragchat.graphql" and "'nope'" in e["message"] for e in lines)
     for entry in lines:
         assert entry["level"] == "INFO" and "exc" not in entry and "Traceback" not in json.dumps(entry), entry
 

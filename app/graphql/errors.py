@@ -105,19 +105,3 @@ def parse_id(value: str | strawberry.ID, field: str) -> int:
     if not _ID.fullmatch(text) or int(text) > 2**62:
         raise errors.ValidationError(field, f"{text[:40]!r} is not an id")
     return int(text)
-
-
-# Page arguments, checked like ids: a bad value is a ValidationError naming the argument.
-
-
-def page_size(value: int, field: str, limit: int) -> int:
-    """A client's page size (``first``, ``last``), at most the server's ``api.max_page_size``."""
-    if not 1 <= value <= limit:
-        raise errors.ValidationError(field, f"must be between 1 and {limit} (got {value})")
-    return value
-
-
-def page_offset(value: int, field: str = "offset") -> int:
-    if value < 0:
-        raise errors.ValidationError(field, "must not be negative")
-    return value

@@ -6,7 +6,7 @@ SQLAlchemy); the loaders hold no queries of their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from typing import TypeVar
 
@@ -16,11 +16,12 @@ from strawberry.dataloader import DataLoader
 from app.container import Container
 from app.services import batches
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-def _loader(fn: Callable[[list[int]], Sequence[V]]) -> DataLoader[int, V]:
-    async def batch(keys: list[int]) -> Sequence[V]:
+def _loader(fn: Callable[[list[K]], Sequence[V]]) -> DataLoader[K, V]:
+    async def batch(keys: list[K]) -> Sequence[V]:
         return await anyio.to_thread.run_sync(fn, list(keys))
 
     return DataLoader(load_fn=batch)
@@ -31,6 +32,9 @@ class Loaders:
         store = container.store
         self.project = _loader(partial(batches.projects_by_id, store))
         self.project_stats = _loader(partial(batches.project_stats, store))
-        self.documents_by_project = _loader(partial(batches.documents_by_project, store))
+        # Keyed by (parent id, page request): parents asking for the same page are read together.
+        self.document_pages = _loader(partial(batches.document_pages, store))
+        self.chunk_pages = _loader(partial(batches.chunk_pages, store))
+        self.message_pages = _loader(partial(batches.message_pages, store))
         self.last_message = _loader(partial(batches.last_messages, store))
         self.citations_by_message = _loader(partial(batches.citations_by_message, store))

@@ -7,17 +7,28 @@ from typing import Annotated
 import anyio.to_thread
 import strawberry
 
-from app.errors import StorageError
+from app.errors import RagchatError, StorageError
 from app.graphql import types
+from app.graphql.connections import After, Before, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import RetrievalMode
-from app.graphql.errors import NotFoundError, page_size, parse_id
+from app.graphql.errors import NotFoundError, parse_id, to_graphql
 from app.graphql.rag_settings import RagSettingsFields
-from app.graphql.results import ChatSessionResult, DocumentResult, MessageResult, ProjectResult, SearchResult, call
+from app.graphql.results import (
+    ChatSessionConnectionResult,
+    ChatSessionResult,
+    DocumentResult,
+    MessageResult,
+    ProjectConnectionResult,
+    ProjectResult,
+    SearchResult,
+    call,
+)
 from app.graphql.search_types import search_results
 from app.rag.parsing import KINDS_BY_EXTENSION
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE, RagSettings
-from app.services import documents, health, projects, search, sessions
+from app.services import documents, health, projects, records, search, sessions
+from app.services.pages import Page, PageRequest
 
 _PROJECT_ID = strawberry.argument(description="The knowledge base.")
 TOP_K = "How many hits to keep at most, {}-{}.".format(*TOP_K_RANGE)
@@ -82,14 +93,34 @@ class Query:
         found = await anyio.to_thread.run_sync(health.check, info.context.container.store)
         return types.Health(**vars(found))
 
-    @strawberry.field(description="All knowledge bases, by name.")
-    async def projects(self, info: Info) -> list[types.Project]:
-        rows = await anyio.to_thread.run_sync(projects.list_all, info.context.container.store)
-        return [types.Project.of(r) for r in rows]
+    @strawberry.field(description="The knowledge bases, by name; the first 50 unless asked otherwise.")
+    async def projects(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> ProjectConnectionResult:
+        store = info.context.container.store
+
+        async def load(request: PageRequest) -> Page[records.Project]:
+            return await anyio.to_thread.run_sync(projects.list_page, store, request)
+
+        return await paged(
+            info,
+            types.ProjectConnection,
+            types.PROJECT_CURSOR,
+            load,
+            types.Project.of,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
 
     @strawberry.field(description="One knowledge base.")
     async def project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> ProjectResult:
-        row = await info.context.loaders.project.load(parse_id(id, "id"))
+        try:
+            pid = parse_id(id, "id")
+        except RagchatError as exc:
+            return to_graphql(exc)  # type: ignore[return-value]
+        row = await info.context.loaders.project.load(pid)
         return types.Project.of(row) if row else NotFoundError(message=f"project {id} not found", kind="project", id=id)
 
     @strawberry.field(description="One document.")
@@ -99,23 +130,39 @@ class Query:
         store = info.context.container.store
         return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
-    @strawberry.field(description="Chat sessions, most recently active first; optionally of one knowledge base.")
+    @strawberry.field(
+        description="Chat sessions, most recently active first (a session that changes moves to the front); "
+        "the first 50 unless asked otherwise."
+    )
     async def chat_sessions(
         self,
         info: Info,
         project_id: Annotated[
-            strawberry.ID | None, strawberry.argument(description="Only this knowledge base's; null: all.")
+            strawberry.ID | None,
+            strawberry.argument(description="Only this knowledge base's sessions (none when it does not exist)."),
         ] = None,
-        first: Annotated[int, strawberry.argument(description="How many, 1 to the server's max page size.")] = 50,
-        offset: Annotated[int, strawberry.argument(description="How many to skip from the start.")] = 0,
-    ) -> list[types.ChatSession]:
-        ctx = info.context
-        limit = page_size(first, "first", ctx.container.settings.api.max_page_size)
-        pid = parse_id(project_id, "projectId") if project_id is not None else None
-        rows = await anyio.to_thread.run_sync(
-            lambda: sessions.list_for(ctx.container.store, pid, limit=limit, offset=max(offset, 0))
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> ChatSessionConnectionResult:
+        store = info.context.container.store
+
+        async def load(request: PageRequest) -> Page[records.ChatSession]:
+            pid = parse_id(project_id, "projectId") if project_id is not None else None
+            return await anyio.to_thread.run_sync(lambda: sessions.list_page(store, pid, request))
+
+        return await paged(
+            info,
+            types.ChatSessionConnection,
+            types.SESSION_CURSOR,
+            load,
+            types.ChatSession.of,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
         )
-        return [types.ChatSession.of(r) for r in rows]
 
     @strawberry.field(description="One chat session.")
     async def chat_session(

@@ -10,6 +10,7 @@ import strawberry
 
 from app.errors import RagchatError
 from app.graphql import types
+from app.graphql.connections import PAGE_OR_MISTAKE
 from app.graphql.enums import FileStatus
 from app.graphql.errors import (
     BusyError,
@@ -114,6 +115,14 @@ ChatSessionResult = Annotated[
 MessageResult = Annotated[
     types.ChatMessage | NotFoundError | ValidationError | BusyError | ConflictError | StorageError,
     strawberry.union("MessageResult", description="A message, or why not."),
+]
+ProjectConnectionResult = Annotated[
+    types.ProjectConnection | ValidationError,
+    strawberry.union("ProjectConnectionResult", description=PAGE_OR_MISTAKE),
+]
+ChatSessionConnectionResult = Annotated[
+    types.ChatSessionConnection | ValidationError,
+    strawberry.union("ChatSessionConnectionResult", description=PAGE_OR_MISTAKE),
 ]
 SearchResult = Annotated[
     SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError,

@@ -36,8 +36,19 @@ EXAMPLE_OPERATION = """# Welcome to ragchat. Press the run button to try this.
 # or stream an answer with: subscription { chat(sessionId: "1", content: "...") { __typename } }
 query KnowledgeBases {
   health { ok version sqliteVersion sqliteVecVersion migrationRevision }
-  projects { id name documentCount chunkCount embeddingSpace { label } }
-  chatSessions(first: 5) { id title topK threshold enableRag includeCitations }
+  # Lists are Relay connections: pass after: pageInfo.endCursor for the next page.
+  projects(first: 10) {
+    ... on ProjectConnection {
+      totalCount
+      pageInfo { hasNextPage endCursor }
+      edges { node { id name documentCount chunkCount embeddingSpace { label } } }
+    }
+    ... on ValidationError { message }
+  }
+  chatSessions(first: 5) {
+    ... on ChatSessionConnection { edges { node { id title topK threshold enableRag includeCitations } } }
+    ... on ValidationError { message }
+  }
 }
 """
 # What the built graphiql.html (frontend/graphiql.html) holds for the server to fill in.

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 
+from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
+from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, RetrievalMode
+from app.graphql.errors import ValidationError
 from app.graphql.trace_types import SCORE, Degradation, Location, StageTiming
 from app.rag.retrieval import Candidate, RetrievalResult
+from app.services.pages import Page, PageRequest, page_of
 
 
 @strawberry.type(description="A chunk retrieval found, with its scores and what the settings did with it.")
@@ -28,6 +34,25 @@ class SearchHit:
     fate: CandidateFate = strawberry.field(description="What topK and threshold did with it.")
 
 
+# A hit's cursor is its position in the ranked list.
+HIT_CURSOR = Cursor("SearchHit", (int,))
+
+
+@strawberry.type(
+    description="A page of the ranked candidates, best first. The list is bounded (retrieval takes at most "
+    "4 x topK, and at least 20, candidates from each ranking) and is ranked anew for each page, so a cursor "
+    "is a rank: pages read across a change to the documents can overlap or skip."
+)
+class SearchHitConnection(Connection[SearchHit]):
+    pass
+
+
+SearchHitConnectionResult = Annotated[
+    SearchHitConnection | ValidationError,
+    strawberry.union("SearchHitConnectionResult", description=PAGE_OR_MISTAKE),
+]
+
+
 @strawberry.type(description="What a search found, and what the settings kept of it.")
 class SearchResults:
     query: str = strawberry.field(description="The query searched.")
@@ -43,11 +68,30 @@ class SearchResults:
         description="What went wrong without stopping the search (empty when all went well)."
     )
     timings: list[StageTiming] = strawberry.field(description="Each retrieval stage that ran, in order.")
-    hits: list[SearchHit] = strawberry.field(description="Every candidate considered, best first.")
+    candidates: strawberry.Private[list[SearchHit]]
 
-    @strawberry.field(description="The hits that pass the threshold, at most topK.")
+    @strawberry.field(description="Every candidate considered, best first; the first 50 unless asked otherwise.")
+    async def hits(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> SearchHitConnectionResult:
+        async def load(request: PageRequest) -> Page[SearchHit]:
+            return page_of(self.candidates, request)
+
+        return await paged(
+            info,
+            SearchHitConnection,
+            HIT_CURSOR,
+            load,
+            lambda hit: hit,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+
+    @strawberry.field(description="The hits that pass the threshold, best first: at most topK, so not paged.")
     def kept(self) -> list[SearchHit]:
-        return [h for h in self.hits if h.fate == CandidateFate.KEPT]
+        return [h for h in self.candidates if h.fate == CandidateFate.KEPT]
 
 
 def _hit(c: Candidate) -> SearchHit:
@@ -75,5 +119,5 @@ def search_results(result: RetrievalResult) -> SearchResults:
         embedding_space=result.space,
         degraded=list(result.degraded),
         timings=[StageTiming(stage=k, ms=round(v, 3)) for k, v in result.timings_ms.items()],
-        hits=[_hit(c) for c in result.candidates],
+        candidates=[_hit(c) for c in result.candidates],
     )

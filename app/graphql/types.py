@@ -6,18 +6,25 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-import anyio.to_thread
 import strawberry
 
 from app.errors import NotFoundError
+from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import AnswerMode, CitationKind, DocumentKind, DocumentStatus, MessageStatus, Role
-from app.graphql.errors import page_offset, page_size, parse_id
+from app.graphql.errors import ValidationError
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, trace_from_json
 from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
-from app.services import documents, records, sessions
+from app.services import records
+
+# Cursors name their list and carry its sort key (the orders are the services': projects.ORDER, ...).
+CHUNK_CURSOR = Cursor("Chunk", (int, int))
+DOCUMENT_CURSOR = Cursor("Document", (str, int))
+PROJECT_CURSOR = Cursor("Project", (str, int))
+MESSAGE_CURSOR = Cursor("ChatMessage", (int,))
+SESSION_CURSOR = Cursor("ChatSession", (datetime, int))
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
@@ -68,6 +75,17 @@ class Chunk:
         )
 
 
+@strawberry.type(description="A page of a document's chunks, in document order.")
+class ChunkConnection(Connection[Chunk]):
+    pass
+
+
+ChunkConnectionResult = Annotated[
+    ChunkConnection | ValidationError,
+    strawberry.union("ChunkConnectionResult", description=PAGE_OR_MISTAKE),
+]
+
+
 @strawberry.type(description="A file in a knowledge base, split into chunks for search.")
 class Document:
     id: strawberry.ID = strawberry.field(description="The document's id.")
@@ -98,18 +116,33 @@ class Document:
             ingested_at=row.ingested_at,
         )
 
-    @strawberry.field(description="The document's chunks in order (paginated).")
+    @strawberry.field(description="The document's chunks in document order; the first 50 unless asked otherwise.")
     async def chunks(
-        self,
-        info: Info,
-        first: Annotated[int, strawberry.argument(description="How many, 1 to the server's max page size.")] = 50,
-        offset: Annotated[int, strawberry.argument(description="How many to skip from the start.")] = 0,
-    ) -> list[Chunk]:
-        limit = page_size(first, "first", info.context.container.settings.api.max_page_size)
-        start = page_offset(offset)
-        store = info.context.container.store
-        rows = await anyio.to_thread.run_sync(lambda: documents.chunks(store, int(self.id), limit=limit, offset=start))
-        return [Chunk.of(r) for r in rows]
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> ChunkConnectionResult:
+        load = info.context.loaders.chunk_pages.load
+        return await paged(
+            info,
+            ChunkConnection,
+            CHUNK_CURSOR,
+            lambda request: load((int(self.id), request)),
+            Chunk.of,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+
+
+@strawberry.type(description="A page of a knowledge base's documents, by name.")
+class DocumentConnection(Connection[Document]):
+    pass
+
+
+DocumentConnectionResult = Annotated[
+    DocumentConnection | ValidationError,
+    strawberry.union("DocumentConnectionResult", description=PAGE_OR_MISTAKE),
+]
 
 
 @strawberry.type(description="A knowledge base: documents to search, and the chat sessions over them.")
@@ -143,9 +176,27 @@ class Project:
         label = (await info.context.loaders.project_stats.load(int(self.id))).embedding_space
         return EmbeddingSpace(label=label) if label else None
 
-    @strawberry.field(description="Its documents, by name.")
-    async def documents(self, info: Info) -> list[Document]:
-        return [Document.of(d) for d in await info.context.loaders.documents_by_project.load(int(self.id))]
+    @strawberry.field(description="The knowledge base's documents by name; the first 50 unless asked otherwise.")
+    async def documents(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> DocumentConnectionResult:
+        load = info.context.loaders.document_pages.load
+        return await paged(
+            info,
+            DocumentConnection,
+            DOCUMENT_CURSOR,
+            lambda request: load((int(self.id), request)),
+            Document.of,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+
+
+@strawberry.type(description="A page of the knowledge bases, by name.")
+class ProjectConnection(Connection[Project]):
+    pass
 
 
 @strawberry.type(description="A source an answer relies on, as it was when the answer was written.")
@@ -242,6 +293,19 @@ class ChatMessage:
         return TokenUsage(prompt=t.prompt, completion=t.completion, context=t.context)
 
 
+@strawberry.type(
+    description="A page of a chat's messages, oldest first; new messages always join the end, so cursors stay put."
+)
+class ChatMessageConnection(Connection[ChatMessage]):
+    pass
+
+
+ChatMessageConnectionResult = Annotated[
+    ChatMessageConnection | ValidationError,
+    strawberry.union("ChatMessageConnectionResult", description=PAGE_OR_MISTAKE),
+]
+
+
 @strawberry.type
 class _ChatSessionHead:
     """ChatSession's fields that come before its RAG settings in the schema (a base of its own so
@@ -278,22 +342,27 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
             updated_at=row.updated_at,
         )
 
-    @strawberry.field(description="The latest messages, oldest first; `before` pages further back.")
+    @strawberry.field(
+        description="The chat's messages, oldest first. Without first or last: the newest 50. A chat view asks "
+        "for `last: n` and loads older ones with `last: n, before: pageInfo.startCursor`; `first`/`after` "
+        "read forward from the oldest."
+    )
     async def messages(
-        self,
-        info: Info,
-        last: Annotated[int, strawberry.argument(description="How many, 1 to the server's max page size.")] = 50,
-        before: Annotated[
-            strawberry.ID | None, strawberry.argument(description="Only messages older than this message id.")
-        ] = None,
-    ) -> list[ChatMessage]:
-        limit = page_size(last, "last", info.context.container.settings.api.max_page_size)
-        before_id = parse_id(before, "before") if before is not None else None
-        store = info.context.container.store
-        rows = await anyio.to_thread.run_sync(
-            lambda: sessions.messages(store, int(self.id), limit=limit, before_id=before_id)
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> ChatMessageConnectionResult:
+        load = info.context.loaders.message_pages.load
+        return await paged(
+            info,
+            ChatMessageConnection,
+            MESSAGE_CURSOR,
+            lambda request: load((int(self.id), request)),
+            ChatMessage.of,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+            from_end=True,
         )
-        return [ChatMessage.of(r) for r in rows]
 
     @strawberry.field(description="Its latest message; null while it has none.")
     async def last_message(self, info: Info) -> ChatMessage | None:
@@ -309,3 +378,8 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
         if row is None:
             raise NotFoundError("project", project_id)
         return Project.of(row)
+
+
+@strawberry.type(description="A page of chat sessions, most recently active first.")
+class ChatSessionConnection(Connection[ChatSession]):
+    pass

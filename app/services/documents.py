@@ -14,6 +14,7 @@ from app.rag.ingest import FileResult, Ingestor, IngestSummary, Source
 from app.rag.parsing import detect_kind
 from app.rag.sanitize import clean_name
 from app.services import projects
+from app.services.pages import Order, Page, PageRequest, pages
 from app.settings import IngestSettings
 
 
@@ -30,11 +31,21 @@ def list_for(store: Database, project_id: int) -> list[Document]:
         return list(db.scalars(select(Document).where(Document.project_id == project_id).order_by(Document.name)))
 
 
-def chunks(store: Database, document_id: int, *, limit: int, offset: int = 0) -> list[Chunk]:
-    """A page of a document's chunks, in document order."""
+# A knowledge base's documents by name (unique in it), a document's chunks in document order.
+ORDER = Order((Document.name, Document.id))
+CHUNK_ORDER = Order((Chunk.ordinal, Chunk.id))
+
+
+def pages_for(store: Database, project_ids: list[int], request: PageRequest) -> list[Page[Document]]:
+    """The same page of each knowledge base's documents, by name, in one statement."""
     with store.read() as db:
-        query = select(Chunk).where(Chunk.document_id == document_id).order_by(Chunk.ordinal)
-        return list(db.scalars(query.limit(limit).offset(offset)))
+        return pages(db, Document, ORDER, request, Document.project_id, project_ids)
+
+
+def chunk_pages(store: Database, document_ids: list[int], request: PageRequest) -> list[Page[Chunk]]:
+    """The same page of each document's chunks, in document order, in one statement."""
+    with store.read() as db:
+        return pages(db, Chunk, CHUNK_ORDER, request, Chunk.document_id, document_ids)
 
 
 def delete(store: Database, document_id: int) -> Document:

@@ -12,6 +12,7 @@ from app.db.enums import SpaceStatus
 from app.db.models import Chunk, Document, EmbeddingSpace, Project
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.rag import spaces
+from app.services.pages import Order, Page, PageRequest, page
 
 NAME_MAX = 200
 DESCRIPTION_MAX = 2000
@@ -121,9 +122,14 @@ def delete(store: Database, project_id: int) -> Project:
         return project
 
 
-def list_all(store: Database) -> list[Project]:
+# By name (as SQLite compares it), then id.
+ORDER = Order((Project.name, Project.id))
+
+
+def list_page(store: Database, request: PageRequest) -> Page[Project]:
+    """A page of all knowledge bases, by name."""
     with store.read() as db:
-        return list(db.scalars(select(Project).order_by(Project.name)).all())
+        return page(db, Project, ORDER, request)
 
 
 def stats(store: Database, project_ids: list[int]) -> dict[int, ProjectStats]:

@@ -17,6 +17,7 @@ from app.errors import NotFoundError, ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
 from app.services import projects
+from app.services.pages import Order, Page, PageRequest, page, pages
 from app.settings import Settings
 
 TITLE_MAX = 200
@@ -103,12 +104,24 @@ def delete(store: Database, session_id: int) -> ChatSession:
         return row
 
 
-def list_for(store: Database, project_id: int | None, *, limit: int, offset: int = 0) -> list[ChatSession]:
+# Most recently active first. updated_at moves when a session changes, so a session edited while a
+# client pages can move to a page the client has already read (the price of this order).
+ORDER = Order((ChatSession.updated_at, ChatSession.id), descending=True)
+# Oldest first, by id: ids only grow (AUTOINCREMENT), so a new message always lands at the end.
+MESSAGE_ORDER = Order((ChatMessage.id,))
+
+
+def list_page(store: Database, project_id: int | None, request: PageRequest) -> Page[ChatSession]:
+    """A page of the chat sessions (of one knowledge base, if given), most recently active first."""
+    where = [ChatSession.project_id == project_id] if project_id is not None else []
     with store.read() as db:
-        query = select(ChatSession).order_by(ChatSession.updated_at.desc(), ChatSession.id.desc())
-        if project_id is not None:
-            query = query.where(ChatSession.project_id == project_id)
-        return list(db.scalars(query.limit(limit).offset(offset)))
+        return page(db, ChatSession, ORDER, request, where)
+
+
+def message_pages(store: Database, session_ids: list[int], request: PageRequest) -> list[Page[ChatMessage]]:
+    """The same page of each session's messages (oldest first), in one statement."""
+    with store.read() as db:
+        return pages(db, ChatMessage, MESSAGE_ORDER, request, ChatMessage.session_id, session_ids)
 
 
 def messages(store: Database, session_id: int, *, limit: int, before_id: int | None = None) -> list[ChatMessage]:

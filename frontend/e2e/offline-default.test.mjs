@@ -36,8 +36,8 @@ describe("the offline default answers a question about the demo knowledge base",
   before(async () => {
     // harness.mjs drops every RAGCHAT_* variable but ENV's, so this is the default provider and model.
     [server, browser] = await Promise.all([startServer({ commands: [["demo"]], env: ENV, timeoutMs: 120_000 }), launchBrowser()]);
-    const { projects } = await gql(server, "{ projects { id name } }");
-    const demo = projects.find((p) => p.name === DEMO_PROJECT);
+    const { projects } = await gql(server, "{ projects { ... on ProjectConnection { edges { node { id name } } } } }");
+    const demo = projects.edges.map((edge) => edge.node).find((p) => p.name === DEMO_PROJECT);
     assert.ok(demo, `\`ragchat demo\` made no "${DEMO_PROJECT}" knowledge base`);
     page = await openPage(browser, server, { path: `/projects/${demo.id}` });
     await page.getByRole("heading", { name: DEMO_PROJECT, level: 2 }).waitFor();

@@ -34,8 +34,8 @@ const staging = await mkdtemp(join(tmpdir(), "ragchat-screenshots-"));
 const saved = [];
 const shoot = async (page, name) => saved.push(await screenshot(page, name, staging));
 try {
-  const { projects } = await gql(server, "{ projects { id name } }");
-  const demo = projects.find((p) => p.name === DEMO_PROJECT);
+  const { projects } = await gql(server, "{ projects { ... on ProjectConnection { edges { node { id name } } } } }");
+  const demo = projects.edges.map((edge) => edge.node).find((p) => p.name === DEMO_PROJECT);
   assert.ok(demo, `\`ragchat demo\` made no "${DEMO_PROJECT}" knowledge base`);
 
   const page = await openPage(browser, server, { path: `/projects/${demo.id}` });
@@ -109,10 +109,11 @@ async function storedAnswer(sessionPath) {
   const id = sessionPath.split("/").at(-1);
   const { chatSession } = await gql(
     server,
-    "query ($id: ID!) { chatSession(id: $id) { ... on ChatSession { messages { role content trace { answer { requestedMode mode reason guard { decision } } } } } } }",
+    "query ($id: ID!) { chatSession(id: $id) { ... on ChatSession { messages(last: 10) { ... on ChatMessageConnection { edges { node { role content trace { answer { requestedMode mode reason guard { decision } } } } } } } } } }",
     { id },
   );
-  const { content, trace } = chatSession.messages.findLast((m) => m.role === "ASSISTANT");
+  const messages = chatSession.messages.edges.map((edge) => edge.node);
+  const { content, trace } = messages.findLast((m) => m.role === "ASSISTANT");
   const { requestedMode, mode, reason, guard } = trace.answer;
   const how = `${requestedMode.toLowerCase()} → ${mode.toLowerCase()}${guard ? `, answer guard: ${guard.decision.toLowerCase()}` : ""} (${reason})`;
   return { content, how };

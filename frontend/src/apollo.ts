@@ -1,5 +1,6 @@
 import { ApolloClient, ApolloLink, HttpLink, InMemoryCache } from "@apollo/client";
 import { CombinedGraphQLErrors } from "@apollo/client/errors";
+import { relayStylePagination } from "@apollo/client/utilities";
 import { OperationTypeNode, print } from "graphql";
 import { type Client, createClient } from "graphql-ws";
 import { Observable } from "rxjs";
@@ -110,10 +111,15 @@ export function createCache(): InMemoryCache {
   return new InMemoryCache({
     possibleTypes: schemaTypes.possibleTypes,
     typePolicies: {
+      // The paged lists are Relay connections: a page fetched with `after` is appended to the cached
+      // list, one fetched with `before` prepended, one with neither replaces it. Their arguments
+      // other than the page's (a knowledge base's id) keep separate lists apart.
+      Query: { fields: { projects: relayStylePagination(), chatSessions: relayStylePagination(["projectId"]) } },
+      Project: { fields: { documents: relayStylePagination(), embeddingSpace: { merge: false } } },
+      Document: { fields: { chunks: relayStylePagination() } },
+      ChatSession: { fields: { messages: relayStylePagination() } },
       // Objects without ids hang off their parent; replace them whole when they change.
       ChatMessage: { fields: { trace: { merge: false }, citations: { merge: false } } },
-      Project: { fields: { documents: { merge: false }, embeddingSpace: { merge: false } } },
-      ChatSession: { fields: { messages: { merge: false } } },
     },
   });
 }

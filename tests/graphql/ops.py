@@ -1,5 +1,14 @@
 """GraphQL documents the tests send (the frontend keeps its own in frontend/src/graphql/)."""
 
+from typing import Any
+
+
+def nodes(connection: dict[str, Any]) -> list[Any]:
+    """The nodes of a connection a test asked for as ``{ edges { node { ... } } }``."""
+    assert "edges" in connection, connection  # a ValidationError instead of the page
+    return [edge["node"] for edge in connection["edges"]]
+
+
 CREATE_PROJECT = """mutation($name: String!) { createProject(input: {name: $name}) {
   __typename ... on Project { id name } ... on Error { message } ... on ValidationError { fields { field message } } } }"""
 

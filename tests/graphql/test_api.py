@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.container import Container
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
-from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION, SEND, UPDATE_SESSION, UPLOAD
+from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION, SEND, UPDATE_SESSION, UPLOAD, nodes
 
 PENGUINS = "# Penguins\n\nEmperor penguins huddle together to survive the Antarctic winter."
 OWLS = "# Owls\n\nBarn owls hunt at night and find mice by sound alone."
@@ -71,12 +71,13 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
 
     data = api.run(
         "query($id: ID!) { project(id: $id) { ... on Project { documentCount chunkCount embeddingSpace { label } "
-        "documents { name status chunkCount chunks(first: 5) { ordinal text location { lineStart } } } } } }",
+        "documents { ... on DocumentConnection { edges { node { name status chunkCount "
+        "chunks(first: 5) { ... on ChunkConnection { edges { node { ordinal text location { lineStart } } } } } } } } } } } }",
         id=pid,
     )["project"]
     assert data["documentCount"] == 3 and data["embeddingSpace"]["label"] == "fake/hash-words@64"
-    names = {d["name"]: d for d in data["documents"]}
-    assert names["a.txt"]["chunks"][0]["text"] == "alpha beta gamma"
+    names = {d["name"]: d for d in nodes(data["documents"])}
+    assert nodes(names["a.txt"]["chunks"])[0]["text"] == "alpha beta gamma"
 
 
 def test_uploads_that_are_too_big_or_unsupported_write_nothing(api: Api, fake_container: Container) -> None:
@@ -150,10 +151,11 @@ def test_send_message_and_settings_take_effect_from_the_next_message(api: Api, m
     assert second["trace"]["settings"] == {"topK": 2, "threshold": 0.0, "mode": "HYBRID"}
 
     history = api.run(
-        "query($id: ID!) { chatSession(id: $id) { ... on ChatSession { messages { role content } lastMessage { id } } } }",
+        "query($id: ID!) { chatSession(id: $id) { ... on ChatSession { "
+        "messages { ... on ChatMessageConnection { edges { node { role content } } } } lastMessage { id } } } }",
         id=sid,
     )["chatSession"]
-    assert [m["role"] for m in history["messages"]] == ["USER", "ASSISTANT", "USER", "ASSISTANT"]
+    assert [m["role"] for m in nodes(history["messages"])] == ["USER", "ASSISTANT", "USER", "ASSISTANT"]
     assert history["lastMessage"]["id"] == second["id"]
 
 
@@ -196,9 +198,10 @@ def test_search_and_retrieval_preview(api: Api) -> None:
     sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "topK": 1, "threshold": 0.0})[
         "createChatSession"
     ]["id"]
-    query = 'query($p: ID!) { search(projectId: $p, query: "penguins winter", topK: 1, threshold: 0, mode: VECTOR) { __typename ... on SearchResults { effectiveMode kept { documentName score fate } hits { fate } } } }'
+    query = 'query($p: ID!) { search(projectId: $p, query: "penguins winter", topK: 1, threshold: 0, mode: VECTOR) { __typename ... on SearchResults { effectiveMode kept { documentName score fate } hits { ... on SearchHitConnection { totalCount edges { node { fate } } } } } } }'
     found = api.run(query, p=pid)["search"]
     assert found["kept"][0]["documentName"] == "penguins.md" and found["effectiveMode"] == "VECTOR"
+    assert nodes(found["hits"])[0]["fate"] == "KEPT" and found["hits"]["totalCount"] >= 1
     preview = 'query($s: ID!, $t: Float) { retrievalPreview(sessionId: $s, message: "penguins winter", threshold: $t) { ... on SearchResults { threshold kept { documentName score } } ... on ValidationError { fields { field } } } }'
     loose = api.run(preview, s=sid, t=0.0)["retrievalPreview"]
     strict = api.run(preview, s=sid, t=0.99)["retrievalPreview"]
@@ -209,9 +212,12 @@ def test_search_and_retrieval_preview(api: Api) -> None:
 
 def test_delete_document_and_session(api: Api, fake_container: Container) -> None:
     pid = _kb(api)
-    docs = api.run("query($id: ID!) { project(id: $id) { ... on Project { documents { id } } } }", id=pid)["project"][
-        "documents"
-    ]
+    docs = nodes(
+        api.run(
+            "query($id: ID!) { project(id: $id) { ... on Project { documents { ... on DocumentConnection { edges { node { id } } } } } } }",
+            id=pid,
+        )["project"]["documents"]
+    )
     gone = api.run(
         "mutation($id: ID!) { deleteDocument(id: $id) { __typename ... on DocumentDeleted { id projectId } } }",
         id=docs[0]["id"],
@@ -240,8 +246,9 @@ def test_providers_query(api: Api) -> None:
 def test_unexpected_errors_are_masked_with_a_request_id(api: Api, fake_container: Container) -> None:
     with fake_container.store.write() as db:
         db.connection().exec_driver_sql("DROP TABLE chat_messages")
-    body = api.raw("{ chatSessions { id } projects { id } }").json()
-    assert (body["data"]["projects"] == [] and body["data"]["chatSessions"] == []) or "errors" not in body
+    lists = "{ chatSessions { ... on ChatSessionConnection { totalCount } } projects { ... on ProjectConnection { totalCount } } }"
+    body = api.raw(lists).json()
+    assert "errors" not in body and body["data"]["projects"]["totalCount"] >= 0
     broken = api.raw('{ message(id: "1") { __typename } }').json()
     assert broken["errors"][0]["message"].startswith("Unexpected error (request ")
     assert "chat_messages" not in str(broken)

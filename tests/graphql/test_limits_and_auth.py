@@ -14,7 +14,11 @@ from tests.graphql.client import Api, live_api
 
 
 def test_query_depth_alias_and_token_limits(api: Api) -> None:
-    deep = "{ chatSessions { project { documents { chunks { location { page } } } } } }"
+    deep = (
+        "{ chatSessions { ... on ChatSessionConnection { edges { node { project { documents { "
+        "... on DocumentConnection { edges { node { chunks { ... on ChunkConnection { edges { node { "
+        "location { page } } } } } } } } } } } } } } }"
+    )
     assert "errors" not in api.raw(deep).json()
     api_limits = api.raw("{ " + " ".join(f"a{i}: health {{ ok }}" for i in range(40)) + " }").json()
     assert "aliases" in api_limits["errors"][0]["message"].lower()
@@ -25,13 +29,14 @@ def test_query_depth_alias_and_token_limits(api: Api) -> None:
 def test_depth_limit(fake_container: Container) -> None:
     fake_container.settings.api.max_query_depth = 3
     with live_api(fake_container) as api:
-        body = api.raw("{ chatSessions { project { documents { chunks { text } } } } }").json()
+        deep = "{ chatSessions { ... on ChatSessionConnection { edges { node { project { documents { __typename } } } } } } }"
+        body = api.raw(deep).json()
     assert "exceeds maximum operation depth" in body["errors"][0]["message"]
 
 
 def test_page_size_is_capped(api: Api) -> None:
-    body = api.raw("{ chatSessions(first: 5000) { id } }").json()
-    assert "first: must be between 1 and 100" in body["errors"][0]["message"]
+    body = api.run("{ chatSessions(first: 5000) { ... on ValidationError { message fields { field message } } } }")
+    assert body["chatSessions"]["fields"] == [{"field": "first", "message": "must be between 0 and 100 (got 5000)"}]
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ from __future__ import annotations
 from app.container import Container
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
-from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
+from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
 
 UPDATE_PROJECT = """mutation($id: ID!, $input: UpdateProjectInput!) { updateProject(id: $id, input: $input) {
   __typename ... on Project { id name description } ... on Error { message }
   ... on ValidationError { fields { field message } } } }"""
 PROJECT = """query($id: ID!) { project(id: $id) { ... on Project { name description
-  documents { id name kind status } } } }"""
+  documents { ... on DocumentConnection { edges { node { id name kind status } } } } } } }"""
 
 
 def _project(api: Api, name: str = "kb") -> str:
@@ -45,7 +45,7 @@ def test_update_project_is_checked_like_create_and_writes_nothing_when_refused(a
         {"field": "name", "message": "must not be empty"},
         {"field": "description", "message": "must be at most 2000 characters"},
     ]
-    assert api.run(PROJECT, id=pid)["project"] == {"name": "birds", "description": "", "documents": []}
+    assert api.run(PROJECT, id=pid)["project"] == {"name": "birds", "description": "", "documents": {"edges": []}}
     missing = api.run(UPDATE_PROJECT, id="999", input={"name": "x"})["updateProject"]
     assert missing["__typename"] == "NotFoundError"
 
@@ -56,14 +56,14 @@ def test_document_kinds_are_an_enum_and_old_rows_read_as_the_kind_they_name(
     pid = _project(api)
     for name in ("notes.md", "page.html", "main.py", "plain.txt"):
         api.run(ADD_DOC, p=pid, name=name, text="Penguins huddle together in winter.")
-    kinds = {d["name"]: d["kind"] for d in api.run(PROJECT, id=pid)["project"]["documents"]}
+    kinds = {d["name"]: d["kind"] for d in nodes(api.run(PROJECT, id=pid)["project"]["documents"])}
     assert kinds == {"notes.md": "MARKDOWN", "page.html": "HTML", "main.py": "CODE", "plain.txt": "TEXT"}
     # Before kinds were an enum, a failed document stored its file's extension (or "unknown").
     with fake_container.store.write() as db:
         run = db.connection().exec_driver_sql
         for name, stored in (("notes.md", "md"), ("page.html", "HTM"), ("main.py", "docx"), ("plain.txt", "unknown")):
             run("UPDATE documents SET kind = ? WHERE name = ?", (stored, name))
-    kinds = {d["name"]: d["kind"] for d in api.run(PROJECT, id=pid)["project"]["documents"]}
+    kinds = {d["name"]: d["kind"] for d in nodes(api.run(PROJECT, id=pid)["project"]["documents"])}
     assert kinds == {"notes.md": "MARKDOWN", "page.html": "HTML", "main.py": "UNKNOWN", "plain.txt": "UNKNOWN"}
 
 
@@ -71,7 +71,7 @@ def test_a_file_that_fails_is_stored_with_the_kind_its_name_says(api: Api, fake_
     pid = _project(api)
     report = api.run(ADD_DOC, p=pid, name="empty.md", text="   ")["addDocument"]
     assert [f["status"] for f in report["files"]] == ["FAILED"]
-    (doc,) = api.run(PROJECT, id=pid)["project"]["documents"]
+    (doc,) = nodes(api.run(PROJECT, id=pid)["project"]["documents"])
     assert (doc["kind"], doc["status"]) == ("MARKDOWN", "FAILED")
     with fake_container.store.read() as db:
         assert db.connection().exec_driver_sql("SELECT kind FROM documents").scalar() == "markdown"

@@ -92,7 +92,7 @@ def _no_secret(response: httpx.Response) -> None:
 
 def test_every_http_route_refuses_a_missing_or_wrong_key(keyed: tuple[str, list[tuple[str, str]], list[str]]) -> None:
     base, routes, _ = keyed
-    query = {"query": "{ projects { id name } }"}
+    query = {"query": "{ projects { ... on ProjectConnection { edges { node { id name } } } } }"}
     with httpx.Client(base_url=base, timeout=10) as client:
         for method, path in routes:
             for headers in WRONG:

@@ -114,16 +114,16 @@ OPERATIONS: dict[str, tuple[str, dict[str, st.SearchStrategy[Any]]]] = {
         {"id": IDS, "a": TEXTS, "k": NUMBERS, "t": NUMBERS},
     ),
     "chatSessions": (
-        "query($id: ID, $k: Int!, $o: Int!) { r: chatSessions(projectId: $id, first: $k, offset: $o) { __typename } }",
-        {"id": IDS, "k": NUMBERS, "o": NUMBERS},
+        "query($id: ID, $k: Int!, $a: String) { r: chatSessions(projectId: $id, first: $k, after: $a) { __typename } }",
+        {"id": IDS, "k": NUMBERS, "a": TEXTS},
     ),
     "chatSession": (
-        "query($id: ID!, $k: Int!, $b: ID) { r: chatSession(id: $id) { ... on ChatSession { messages(last: $k, before: $b) { id } } } }",
-        {"id": IDS, "k": NUMBERS, "b": IDS},
+        "query($id: ID!, $k: Int!, $b: String) { r: chatSession(id: $id) { ... on ChatSession { messages(last: $k, before: $b) { __typename } } } }",
+        {"id": IDS, "k": NUMBERS, "b": TEXTS},
     ),
     "document": (
-        "query($id: ID!, $k: Int!, $o: Int!) { r: document(id: $id) { ... on Document { chunks(first: $k, offset: $o) { id } } } }",
-        {"id": IDS, "k": NUMBERS, "o": NUMBERS},
+        "query($id: ID!, $k: Int!, $a: String) { r: document(id: $id) { ... on Document { chunks(first: $k, after: $a) { __typename } } } }",
+        {"id": IDS, "k": NUMBERS, "a": TEXTS},
     ),
 }
 
@@ -207,7 +207,7 @@ SHAPES = {
     # name: (document, whether it must be refused)
     "50 nested fields": ("{ chatSessions { project { " * 25 + "id" + " } }" * 25 + " }", True),
     "1000 aliases": ("{ " + " ".join(f"a{i}: health {{ ok }}" for i in range(1000)) + " }", True),
-    "a fragment spreading itself": ("query { ...F } fragment F on Query { projects { id } ...F }", True),
+    "a fragment spreading itself": ("query { ...F } fragment F on Query { projects { __typename } ...F }", True),
     "two fragments in a cycle": ("query { ...A } fragment A on Query { ...B } fragment B on Query { ...A }", True),
     "3000 tokens": ("{ " + " ".join("health { ok }" for _ in range(1000)) + " }", True),
     "a huge string literal": ('{ search(projectId: "1", query: "' + "x" * 200_000 + '") { __typename } }', True),

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from app.container import Container
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api, live_api
-from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
+from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
 from tests.reliability.helpers import CASES, fake_container
 
 WORDS = "penguin owl tea winter night steam leaf huddle hunt mouse river stone".split()
 SENTENCES = st.lists(st.sampled_from(WORDS), min_size=3, max_size=12).map(" ".join)
 PROJECTS = st.lists(st.lists(SENTENCES, min_size=1, max_size=3), min_size=2, max_size=3)
-HITS = "hits { chunkId documentId } kept { chunkId documentId }"
+HITS = "hits(first: 100) { ... on SearchHitConnection { edges { node { chunkId documentId } } } } kept { chunkId documentId }"
 SEARCH = f"""query($p: ID!, $q: String!, $m: RetrievalMode!) {{ search(projectId: $p, query: $q, topK: 50,
   threshold: 0, mode: $m) {{ __typename ... on SearchResults {{ {HITS} }} }} }}"""
 PREVIEW = f"""query($s: ID!, $q: String!) {{ retrievalPreview(sessionId: $s, message: $q, topK: 50, threshold: 0) {{
@@ -90,9 +90,9 @@ def test_nothing_of_another_project_is_ever_returned(
     for pid, sid, docs, chunks in _build(api, container, projects):
         for mode in ("VECTOR", "KEYWORD", "HYBRID"):
             result = api.run(SEARCH, p=pid, q=question, m=mode)["search"]
-            _assert_own(result["hits"] + result["kept"], docs, chunks, f"search {mode}")
+            _assert_own(nodes(result["hits"]) + result["kept"], docs, chunks, f"search {mode}")
         preview = api.run(PREVIEW, s=sid, q=question)["retrievalPreview"]
-        _assert_own(preview["hits"] + preview["kept"], docs, chunks, "retrievalPreview")
+        _assert_own(nodes(preview["hits"]) + preview["kept"], docs, chunks, "retrievalPreview")
 
         answer = api.run(SEND, s=sid, c=question)["sendMessage"]
         assert answer["__typename"] == "ChatMessage", answer

@@ -32,7 +32,7 @@ from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
 from tests.reliability.helpers import CASES, row_counts
 
 KEY = "perimeter-key-0123456789"
-SECRET_QUERY = "{ projects { name } }"
+SECRET_QUERY = "{ projects { ... on ProjectConnection { edges { node { name } } } } }"
 CREATE = 'mutation { createProject(input: {name: "planted"}) { __typename } }'
 CSRF_REFUSAL = "potential Cross-Site Request Forgery"
 
@@ -121,7 +121,7 @@ def test_the_bearer_scheme_is_case_insensitive_on_http_and_websockets(keyed: Api
         assert response.status_code == 200 and "secret-kb" in response.text
         with keyed.websocket({"authorization": f"{scheme} {KEY}"}) as ws:
             (result,) = list(ws.subscribe(SECRET_QUERY))
-        assert result["data"]["projects"][0]["name"] == "secret-kb"
+        assert result["data"]["projects"]["edges"][0]["node"]["name"] == "secret-kb"
 
 
 # -- item 3: cross-site requests ---------------------------------------------------------------

@@ -1,5 +1,7 @@
 """Schemathesis against the live server: queries and mutations generated from the schema the server
-itself serves (introspection), each checked like the hand-written hostile cases."""
+itself serves (introspection), each checked with schemathesis's own checks for GraphQL (no server
+error: no error with a path, as a resolver raising gives; a valid request is not refused; no null
+in a non-null field; a JSON object back) and like the hand-written hostile cases."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from schemathesis import GenerationMode
 
 from app.container import Container
 from app.db import migrate
@@ -64,11 +67,17 @@ def _cases(operation: Any, container: Container) -> Callable[[], None]:
         database=None,
         suppress_health_check=list(HealthCheck),
     )
-    @given(case=operation.as_strategy())
+    # Valid requests (each must be served: a mistake in a value is the union's ValidationError) and
+    # invalid ones (each must be refused by the schema's validation, before anything runs).
+    @given(case=operation.as_strategy(GenerationMode.POSITIVE) | operation.as_strategy(GenerationMode.NEGATIVE))
     def run(case: schemathesis.Case) -> None:
         before = row_counts(container.store)
         response = case.call(timeout=30)
+        # Every input mistake to a field that returns a result union is that union's ValidationError,
+        # so schemathesis's checks see no error where the schema offers a member for it.
+        case.validate_response(response)
         check(response, before, row_counts(container.store))  # type: ignore[arg-type]
-        CASES[f"schemathesis: {kind} cases"] += 1
+        mode = case.meta.generation.mode.value if case.meta else "unknown"
+        CASES[f"schemathesis: {kind} cases ({mode})"] += 1
 
     return run

@@ -7,6 +7,7 @@ import { cx } from "../lib/cx";
 import { useCreateChat } from "../lib/useCreateChat";
 import { Button, IconButton } from "./Button";
 import { FormError } from "./Field";
+import { LoadMore } from "./LoadMore";
 import { ProjectFormDialog } from "./projects/ProjectFormDialog";
 import { ServerStatus } from "./ServerStatus";
 import { Sidebar } from "./Sidebar";
@@ -22,6 +23,7 @@ export interface AppSidebarProps {
 /** Knowledge bases, the chats of the open one, "New chat", and the server status. */
 export function AppSidebar({ activeProjectId = null, activeSessionId = null }: AppSidebarProps) {
   const projects = useQuery(ProjectsDocument);
+  const list = projects.data?.projects.__typename === "ProjectConnection" ? projects.data.projects : null;
   const { keys } = useServices();
   const chat = useCreateChat();
   const [creatingProject, setCreatingProject] = useState(false);
@@ -54,9 +56,9 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null }: A
         </div>
         {projects.loading && !projects.data && <p className={styles.note}>Loading…</p>}
         {projects.error && !projects.data && <p className={cx(styles.note, styles.noteError)}>Could not load: {projects.error.message}</p>}
-        {projects.data?.projects.length === 0 && <p className={styles.note}>None yet.</p>}
+        {list?.totalCount === 0 && <p className={styles.note}>None yet.</p>}
         <ul className={cx(shared.plainList, styles.list)} aria-label="Knowledge bases">
-          {projects.data?.projects.map((project) => {
+          {list?.edges.map(({ node: project }) => {
             const active = project.id === activeProjectId;
             return (
               <li key={project.id}>
@@ -77,6 +79,14 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null }: A
             );
           })}
         </ul>
+        {list?.pageInfo.hasNextPage && (
+          <LoadMore
+            className={styles.note}
+            shown={list.edges.length}
+            total={list.totalCount}
+            onLoad={() => projects.fetchMore({ variables: { after: list.pageInfo.endCursor } })}
+          />
+        )}
       </div>
       <ProjectFormDialog open={creatingProject} onClose={() => setCreatingProject(false)} />
     </Sidebar>
@@ -84,25 +94,37 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null }: A
 }
 
 function SessionList({ projectId, activeSessionId }: { projectId: string; activeSessionId: string | null }) {
-  const { data, loading, error } = useQuery(ChatSessionsDocument, { variables: { projectId } });
+  const { data, loading, error, fetchMore } = useQuery(ChatSessionsDocument, { variables: { projectId } });
   if (loading && !data) return <p className={cx(styles.note, styles.noteNested)}>Loading chats…</p>;
   if (error && !data) return <p className={cx(styles.note, styles.noteNested, styles.noteError)}>Could not load chats.</p>;
-  const sessions = data?.chatSessions ?? [];
+  const list = data?.chatSessions.__typename === "ChatSessionConnection" ? data.chatSessions : null;
+  const sessions = list?.edges.map((edge) => edge.node) ?? [];
   if (sessions.length === 0) return <p className={cx(styles.note, styles.noteNested)}>No chats yet.</p>;
   return (
-    <ul className={cx(shared.plainList, styles.list, styles.nested)} aria-label="Chats">
-      {sessions.map((session) => (
-        <li key={session.id}>
-          <Link
-            to={paths.session(session.id)}
-            className={cx(styles.item, styles.chat)}
-            aria-current={session.id === activeSessionId ? "page" : undefined}
-          >
-            <ChatIcon width={15} height={15} />
-            <span className={cx(shared.ellipsis, styles.label)}>{session.title}</span>
-          </Link>
-        </li>
-      ))}
-    </ul>
+    <>
+      <ul className={cx(shared.plainList, styles.list, styles.nested)} aria-label="Chats">
+        {sessions.map((session) => (
+          <li key={session.id}>
+            <Link
+              to={paths.session(session.id)}
+              className={cx(styles.item, styles.chat)}
+              aria-current={session.id === activeSessionId ? "page" : undefined}
+            >
+              <ChatIcon width={15} height={15} />
+              <span className={cx(shared.ellipsis, styles.label)}>{session.title}</span>
+            </Link>
+          </li>
+        ))}
+      </ul>
+      {list?.pageInfo.hasNextPage && (
+        <LoadMore
+          className={cx(styles.note, styles.noteNested)}
+          label="More chats"
+          shown={sessions.length}
+          total={list.totalCount}
+          onLoad={() => fetchMore({ variables: { after: list.pageInfo.endCursor } })}
+        />
+      )}
+    </>
   );
 }

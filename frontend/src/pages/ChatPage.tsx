@@ -19,7 +19,6 @@ import {
   ChatSessionDetailDocument,
   type ChatSessionDetailQuery,
   DeleteChatSessionDocument,
-  EarlierMessagesDocument,
   UpdateChatSessionDocument,
 } from "../gql/graphql";
 import { evictDeleted } from "../lib/evict";
@@ -34,7 +33,7 @@ type Session = Extract<ChatSessionDetailQuery["chatSession"], { __typename: "Cha
 
 /** `/sessions/:id`: one chat. */
 export function ChatPage({ sessionId }: { sessionId: string }) {
-  const { data, loading, error, refetch } = useQuery(ChatSessionDetailDocument, {
+  const { data, loading, error, refetch, fetchMore } = useQuery(ChatSessionDetailDocument, {
     variables: { id: sessionId, last: PAGE },
     fetchPolicy: "network-only",
     nextFetchPolicy: "cache-first",
@@ -56,17 +55,27 @@ export function ChatPage({ sessionId }: { sessionId: string }) {
       </AppShell>
     );
   }
-  return <ChatView key={session.id} session={session} />;
+  // An older page goes into the cache before the ones shown (relayStylePagination, `before`); the
+  // chat's own state gets it from the result.
+  const loadOlder = async (before: string) => {
+    const { data: older } = await fetchMore({ variables: { id: sessionId, last: PAGE, before } });
+    const chat = older?.chatSession;
+    return chat?.__typename === "ChatSession" && chat.messages.__typename === "ChatMessageConnection" ? chat.messages : null;
+  };
+  return <ChatView key={session.id} session={session} loadOlder={loadOlder} />;
 }
 
-function ChatView({ session }: { session: Session }) {
+type MessagePage = Extract<Session["messages"], { __typename: "ChatMessageConnection" }>;
+
+function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before: string) => Promise<MessagePage | null> }) {
   const client = useApolloClient();
   const [settingsOpen, setSettingsOpen] = useState(() => new URLSearchParams(window.location.search).has("setup"));
   const [isNew] = useState(settingsOpen);
   const [traceKey, setTraceKey] = useState<string | null>(null);
   const [renaming, setRenaming] = useState(false);
   const [deleting, setDeleting] = useState(false);
-  const [hasEarlier, setHasEarlier] = useState(session.messages.length >= PAGE);
+  const firstPage = session.messages.__typename === "ChatMessageConnection" ? session.messages : null;
+  const [earlier, setEarlier] = useState(() => (firstPage?.pageInfo.hasPreviousPage ? firstPage.pageInfo.startCursor : null));
   const [loadingEarlier, setLoadingEarlier] = useState(false);
   const [update] = useMutation(UpdateChatSessionDocument);
   const [deleteSession] = useMutation(DeleteChatSessionDocument, {
@@ -85,7 +94,7 @@ function ChatView({ session }: { session: Session }) {
   const onSettled = useCallback(() => {
     void client.refetchQueries({ include: ["ChatSessions"] });
   }, [client]);
-  const chat = useChat(session.id, session.messages, onSettled);
+  const chat = useChat(session.id, firstPage?.edges.map((edge) => edge.node), onSettled);
   const { items } = chat.state;
 
   // Follow the stream while the reader is at the bottom; leave them be once they scroll up.
@@ -110,15 +119,14 @@ function ChatView({ session }: { session: Session }) {
   }
 
   async function loadEarlier() {
-    const first = items.find((i) => i.id)?.id;
-    if (!first) return;
+    if (!earlier) return;
     setLoadingEarlier(true);
     try {
-      const { data } = await client.query({ query: EarlierMessagesDocument, variables: { id: session.id, before: first, last: PAGE }, fetchPolicy: "no-cache" });
-      const older = data?.chatSession.__typename === "ChatSession" ? data.chatSession.messages : [];
+      const older = await loadOlder(earlier);
+      if (!older) return;
       stickToBottom.current = false;
-      chat.prepend(older);
-      setHasEarlier(older.length >= PAGE);
+      chat.prepend(older.edges.map((edge) => edge.node));
+      setEarlier(older.pageInfo.hasPreviousPage ? older.pageInfo.startCursor : null);
     } finally {
       setLoadingEarlier(false);
     }
@@ -168,7 +176,7 @@ function ChatView({ session }: { session: Session }) {
       <div className={styles.chat}>
         <div className={styles.scroll} ref={scroller} onScroll={onScroll}>
           <div className={styles.thread} aria-label="Messages" role="log" aria-live="off">
-            {hasEarlier && (
+            {earlier && (
               <div className={styles.earlier}>
                 <Button variant="ghost" size="small" onClick={() => void loadEarlier()} disabled={loadingEarlier}>
                   {loadingEarlier ? "Loading…" : "Show earlier messages"}

@@ -7,6 +7,7 @@ import { Badge } from "../components/Badge";
 import { Button } from "../components/Button";
 import { DatabaseIcon, PlusIcon } from "../components/icons";
 import { Page, PageHeader } from "../components/Page";
+import { LoadMore } from "../components/LoadMore";
 import { ProjectFormDialog } from "../components/projects/ProjectFormDialog";
 import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import { ProjectsDocument } from "../gql/graphql";
@@ -17,9 +18,10 @@ import styles from "./HomePage.module.css";
 
 /** `/`: every knowledge base, with its counts and embedding space. */
 export function HomePage() {
-  const { data, loading, error, refetch } = useQuery(ProjectsDocument);
+  const { data, loading, error, refetch, fetchMore } = useQuery(ProjectsDocument);
   const [creating, setCreating] = useState(false);
-  const projects = data?.projects ?? [];
+  const list = data?.projects.__typename === "ProjectConnection" ? data.projects : null;
+  const projects = list?.edges.map((edge) => edge.node) ?? [];
 
   const newButton = (
     <Button variant="primary" onClick={() => setCreating(true)}>
@@ -67,6 +69,9 @@ export function HomePage() {
               </li>
             ))}
           </ul>
+        )}
+        {list?.pageInfo.hasNextPage && (
+          <LoadMore shown={projects.length} total={list.totalCount} onLoad={() => fetchMore({ variables: { after: list.pageInfo.endCursor } })} />
         )}
       </Page>
       <ProjectFormDialog open={creating} onClose={() => setCreating(false)} />

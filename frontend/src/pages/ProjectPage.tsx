@@ -7,6 +7,7 @@ import { Badge } from "../components/Badge";
 import { Button, IconButton, buttonClass } from "../components/Button";
 import { ConfirmDialog } from "../components/Dialog";
 import { FormError } from "../components/Field";
+import { LoadMore } from "../components/LoadMore";
 import { ChatIcon, DatabaseIcon, FileIcon, PencilIcon, PlusIcon, TrashIcon } from "../components/icons";
 import { Page, PageHeader, Section } from "../components/Page";
 import { DocumentTable } from "../components/projects/DocumentTable";
@@ -25,8 +26,10 @@ import styles from "./ProjectPage.module.css";
 
 /** `/projects/:id`: a knowledge base's documents (upload, list, delete) and its chats. */
 export function ProjectPage({ projectId }: { projectId: string }) {
-  const { data, loading, error, refetch } = useQuery(ProjectDetailDocument, { variables: { id: projectId } });
+  const { data, loading, error, refetch, fetchMore } = useQuery(ProjectDetailDocument, { variables: { id: projectId } });
   const project = data?.project.__typename === "Project" ? data.project : null;
+  const docs = project?.documents.__typename === "DocumentConnection" ? project.documents : null;
+  const documents = docs?.edges.map((edge) => edge.node) ?? [];
   const [renaming, setRenaming] = useState(false);
   const [deleting, setDeleting] = useState(false);
   const [deleteProject] = useMutation(DeleteProjectDocument, {
@@ -96,8 +99,18 @@ export function ProjectPage({ projectId }: { projectId: string }) {
             <Section id="documents-title" title="Documents">
               <Dropzone onFiles={uploads.add} />
               <UploadList items={uploads.items} onClear={uploads.clearFinished} />
-              {project.documents.length > 0 ? (
-                <DocumentTable documents={project.documents} />
+              {documents.length > 0 ? (
+                <>
+                  <DocumentTable documents={documents} />
+                  {docs?.pageInfo.hasNextPage && (
+                    <LoadMore
+                      label="More documents"
+                      shown={documents.length}
+                      total={docs.totalCount}
+                      onLoad={() => fetchMore({ variables: { after: docs.pageInfo.endCursor } })}
+                    />
+                  )}
+                </>
               ) : (
                 <EmptyState compact icon={<FileIcon width={22} height={22} />} title="No documents yet">
                   Upload some to give your chats something to answer from.
@@ -128,8 +141,9 @@ export function ProjectPage({ projectId }: { projectId: string }) {
 }
 
 function ProjectChats({ projectId, onNew }: { projectId: string; onNew: () => void }) {
-  const { data, loading } = useQuery(ChatSessionsDocument, { variables: { projectId } });
-  const sessions = data?.chatSessions ?? [];
+  const { data, loading, fetchMore } = useQuery(ChatSessionsDocument, { variables: { projectId } });
+  const list = data?.chatSessions.__typename === "ChatSessionConnection" ? data.chatSessions : null;
+  const sessions = list?.edges.map((edge) => edge.node) ?? [];
   return (
     <Section id="chats-title" title="Chats">
       {loading && !data && <Skeleton lines={2} label="Loading chats" />}
@@ -158,6 +172,9 @@ function ProjectChats({ projectId, onNew }: { projectId: string; onNew: () => vo
             </li>
           ))}
         </ul>
+      )}
+      {list?.pageInfo.hasNextPage && (
+        <LoadMore label="More chats" shown={sessions.length} total={list.totalCount} onLoad={() => fetchMore({ variables: { after: list.pageInfo.endCursor } })} />
       )}
     </Section>
   );

@@ -20,7 +20,10 @@ function answer(topK: number, threshold: number): MockLink.MockedResponse<Retrie
     request: { query: RetrievalPreviewDocument, variables: { sessionId: "7", message: "How do I install it?", topK, threshold } },
     result: {
       data: {
-        retrievalPreview: { __typename: "SearchResults", query: "How do I install it?", topK, threshold, mode: "HYBRID", effectiveMode: "HYBRID", degraded: [], timings: [], hits },
+        retrievalPreview: { __typename: "SearchResults", query: "How do I install it?", topK, threshold, mode: "HYBRID", effectiveMode: "HYBRID", degraded: [], timings: [],
+          kept: hits.filter((hit) => hit.fate === "KEPT").map((hit) => ({ chunkId: hit.chunkId })),
+          hits: { __typename: "SearchHitConnection", totalCount: hits.length, edges: hits.map((node) => ({ node })) },
+        },
       },
     },
   };

@@ -74,22 +74,28 @@ export function RetrievalPreview({ sessionId, topK, threshold, enabled, initialQ
 
 function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragment; stale: boolean }) {
   const [all, setAll] = useState(false);
-  const counts = fateCounts(results.hits);
-  const hits = all ? results.hits : results.hits.slice(0, SHOWN);
+  // The best 100 candidates (one page); the summary counts them all (totalCount).
+  const page = results.hits.__typename === "SearchHitConnection" ? results.hits : null;
+  const loaded = page?.edges.map((edge) => edge.node) ?? [];
+  const total = page?.totalCount ?? 0;
+  const counts = fateCounts(loaded);
+  const kept = results.kept.length;
+  const hits = all ? loaded : loaded.slice(0, SHOWN);
   return (
     <div className={styles.results} data-stale={stale || undefined} aria-live="polite">
-      <p className={styles.summary} data-testid="preview-summary" data-kept={counts.KEPT} data-total={results.hits.length}>
-        {results.hits.length === 0 ? (
+      <p className={styles.summary} data-testid="preview-summary" data-kept={kept} data-total={total}>
+        {total === 0 ? (
           "No passage matches this question."
         ) : (
           <>
-            Would keep <strong>{counts.KEPT}</strong> of {results.hits.length} candidates at top {results.topK}, threshold{" "}
-            {results.threshold.toFixed(2)}.
+            Would keep <strong>{kept}</strong> of {total} candidates at top {results.topK}, threshold {results.threshold.toFixed(2)}
+            {total > loaded.length && ` (the best ${loaded.length} shown)`}.
           </>
         )}
       </p>
       {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.map((d) => d.message).join("; ")}</Hint>}
-      {results.hits.length > 0 && <FateLegend counts={counts} onlyPresent small />}
+      {!page && <FormError>{"message" in results.hits ? results.hits.message : "Candidates unavailable."}</FormError>}
+      {loaded.length > 0 && <FateLegend counts={counts} onlyPresent small />}
       <ol className={cx(shared.plainList, styles.hits)}>
         {hits.map((hit) => (
           <li key={hit.chunkId} className={styles.hit} data-fate={hit.fate} data-testid="preview-hit">
@@ -109,8 +115,8 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
           </li>
         ))}
       </ol>
-      {results.hits.length > SHOWN && (
-        <LinkButton onClick={() => setAll((v) => !v)}>{all ? "Show fewer" : `Show all ${results.hits.length}`}</LinkButton>
+      {loaded.length > SHOWN && (
+        <LinkButton onClick={() => setAll((v) => !v)}>{all ? "Show fewer" : `Show all ${loaded.length}`}</LinkButton>
       )}
     </div>
   );
