@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires_llama: runs the local GGUF chat model; skipped, with the reason, where it cannot run"
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """llama_cpp opens two /dev/null files at import and never closes them: Python reports them as
+    unclosed at exit, after the test summary. Close them once the tests are done."""
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None:
+            handle.close()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
