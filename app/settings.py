@@ -104,6 +104,9 @@ class ChatSettings(BaseModel):
     max_message_chars: int = Field(8000, ge=1, le=1_000_000)
     history_turns: int = Field(10, ge=0, le=200)
     max_concurrent_generations: int = Field(3, ge=1, le=1000)
+    # The first token comes after the prompt is read (and, for the local model, after it loads): on a
+    # busy 2-core machine a 1,000-token prompt takes SmolLM2 longer than a stalled stream's 30 s.
+    first_token_timeout: float = Field(120.0, gt=0, le=3600)
     idle_timeout: float = Field(30.0, gt=0, le=3600)
     total_timeout: float = Field(300.0, gt=0, le=86_400)
     # How long a turn whose client's connection dropped keeps running for the client to re-attach

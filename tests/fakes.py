@@ -88,6 +88,7 @@ class FakeChatModel:
         self.context_window = context_window
         self.tokenizer = EstimateTokenizer()
         self.token_delay = token_delay
+        self.first_token_delay = 0.0
         self.mid_stream = mid_stream
         self.script: list[str | Exception] = []
         self.history: list[list[Message]] = []
@@ -102,6 +103,7 @@ class FakeChatModel:
         if isinstance(answer, Exception):
             raise answer
         sent = 0
+        await asyncio.sleep(self.first_token_delay)  # reading the prompt
         for piece in _PIECE.findall(answer):
             if "<FAIL>" in piece:
                 message = f"the {self.provider} model failed mid-stream"

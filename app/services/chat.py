@@ -333,17 +333,19 @@ class ChatService:
         try:
             while True:
                 remaining = deadline - time.perf_counter()
-                idle_bound = limits.idle_timeout <= remaining
+                # The first token waits for the prompt to be read; later ones only for the next token.
+                wait = limits.first_token_timeout if first else limits.idle_timeout
+                idle_bound = wait <= remaining
                 try:
                     # Not asyncio.wait_for: on 3.11 it swallows a cancellation that arrives as the token
                     # does, and a turn whose client left would then run on (and stay 'streaming').
-                    async with asyncio.timeout(max(min(limits.idle_timeout, remaining), 0.001)):
+                    async with asyncio.timeout(max(min(wait, remaining), 0.001)):
                         event = await anext(stream)
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:
                     what = (
-                        f"no token within {limits.idle_timeout:g} s"
+                        f"no {'first ' if first else ''}token within {wait:g} s"
                         if idle_bound
                         else (f"the answer did not finish within {limits.total_timeout:g} s")
                     )

@@ -105,7 +105,14 @@ describe("the offline default answers a question about the demo knowledge base",
     await answer.getByRole("button", { name: "Why this answer" }).click();
     const trace = page.getByRole("dialog", { name: "Why this answer" });
     assert.match(await trace.getByTestId("trace-settings").textContent(), DEFAULT_MODEL);
-    const how = await trace.getByTestId("trace-answer").textContent();
+    const how = await trace
+      .getByTestId("trace-answer")
+      .textContent()
+      .catch(async (error) => {
+        // No answer entry in the trace: the turn failed before the guard ran. Say how.
+        const shown = `${await answer.getAttribute("data-status")}: ${await answer.textContent()}`;
+        throw new Error(`the trace has no answer section; the answer is ${shown}\n${server.log().slice(-3000)}`, { cause: error });
+      });
     assert.match(how, /^Modegenerative/, "the model wrote this one");
     const verdict = how.match(/Answer guard(passed|flagged, kept|replaced by quoted sentences|rejected)/)?.[1];
     assert.ok(verdict, `the trace shows the guard's decision: ${how}`);

@@ -259,6 +259,26 @@ async def test_idle_timeout_between_tokens(rig: Rig) -> None:
     assert "no token within 0.05 s" in events[-1].message
 
 
+async def test_the_first_token_may_take_longer_than_the_gap_between_tokens(rig: Rig) -> None:
+    # A local model reading a long prompt on a busy CPU: slower to start than a stalled stream's bound.
+    rig.container.settings.chat.idle_timeout = 0.1
+    rig.container.settings.chat.first_token_timeout = 5.0
+    rig.model.first_token_delay = 0.4
+    events = await rig.ask(rig.new_chat(), "penguins")
+    assert isinstance(events[-1], DoneEvent), events[-1]
+
+
+async def test_first_token_timeout(rig: Rig) -> None:
+    rig.container.settings.chat.first_token_timeout = 0.05
+    rig.model.first_token_delay = 0.5
+    chat = rig.new_chat()
+    events = await rig.ask(chat, "penguins")
+    assert isinstance(events[-1], ErrorEvent) and events[-1].code == "provider_timeout"
+    assert "no first token within 0.05 s" in events[-1].message
+    stored, _ = rig.message(events[-1].message_id)
+    assert stored.status == "failed" and "no first token" in (stored.error or "")
+
+
 async def test_bad_input_is_refused_before_anything_is_stored(rig: Rig) -> None:
     sid = rig.new_chat()
     rig.container.settings.chat.max_message_chars = 10
