@@ -54,6 +54,7 @@ MERGE_FRACTION = 0.25  # a delta segment beyond this share of the base's posting
 COMPACT_FRACTION = 0.25  # dead rows beyond this share are dropped at the next merge
 RELOAD_FRACTION = 0.5  # more changed chunks than this share of the index: reload instead
 MAX_TF = np.iinfo(np.uint16).max
+MAX_PRUNING_CHECKS = 4  # k-th best score computed at most this often per search (each costs a pass over the rows)
 
 _WORD = re.compile(r"\w+", re.UNICODE)  # how the question is cut into words (as the FTS5 query was)
 # Text is cut into runs of bytes of its UTF-8 between ASCII non-alphanumerics, which unicode61
@@ -244,47 +245,84 @@ class View:
 
     def search(self, weights: dict[int, int], k: int) -> list[tuple[int, float]]:
         """The ``k`` best live chunks for the question's term weights as ``(chunk_id, bm25)``,
-        lower (more negative) is better, as FTS5's ``bm25()``; ties: lower id first."""
+        lower (more negative) is better, as FTS5's ``bm25()``; ties: lower id first.
+
+        MaxScore (Turtle and Flood, 1995), exact: terms are added in the order of their largest
+        possible contribution (idf x (k1 + 1)), each over its whole posting list, until the ones
+        left could not lift a chunk they alone match past the k-th best score so far; those
+        (common words: a term in more than half the chunks has idf 1e-6) are then added only to the
+        chunks that can still reach the top k, found by binary search in their posting lists."""
         n = self.size
         if k <= 0 or not n or not weights:
             return []
-        terms = np.fromiter(weights, dtype=np.int64, count=len(weights))
+        lists = self._postings(weights)
+        if not lists:
+            return []
+        lists.sort(key=lambda item: -item[0])
+        bounds = [w * (K1 + 1) for w, _ in lists]
+        left = [*np.cumsum(bounds[::-1])[::-1].tolist(), 0.0]  # the most lists[i:] can add to a chunk
         scores = np.zeros(len(self.ids), dtype=np.float64)
-        postings = []
-        for segment in self.segments:
-            at = np.searchsorted(segment.terms, terms)
-            at = np.minimum(at, max(len(segment.terms) - 1, 0))
-            found = (segment.terms[at] == terms) if len(segment.terms) else np.zeros(len(terms), dtype=bool)
-            postings.append((segment, at, found))
-        touched = False
-        for i, term in enumerate(terms.tolist()):
-            slices = [
-                (s.rows[s.starts[at[i]] : s.starts[at[i] + 1]], s.tf[s.starts[at[i]] : s.starts[at[i] + 1]])
-                for s, at, found in postings
-                if found[i]
-            ]
-            if not slices:
-                continue
-            df = sum(len(rows) for rows, _ in slices)
-            if self.dead is not None:
-                df -= sum(int(np.count_nonzero(self.dead[rows])) for rows, _ in slices)
-            if df <= 0:
-                continue
-            idf = max(np.log((n - df + 0.5) / (df + 0.5)), MIN_IDF) * weights[term]
+        done, threshold, candidates, checks = len(lists), 0.0, None, 0
+        for i, (w, slices) in enumerate(lists):
             for rows, tf in slices:
                 f = tf.astype(np.float64)
-                scores[rows] += idf * (f * (K1 + 1)) / (f + self.norm[rows])
-            touched = True
-        if not touched:
-            return []
-        hits = np.flatnonzero(scores)
-        if self.dead is not None:
-            hits = hits[~self.dead[hits]]
+                scores[rows] += w * (f * (K1 + 1)) / (f + self.norm[rows])
+            # Worth a look once what is left could add less than this term could: bounds shrink fast.
+            if left[i + 1] == 0.0 or left[i + 1] > bounds[i] or checks >= MAX_PRUNING_CHECKS:
+                continue
+            touched = self._live(np.flatnonzero(scores))
+            if len(touched) < k:
+                continue
+            checks += 1
+            threshold = float(np.partition(scores[touched], len(touched) - k)[len(touched) - k])
+            if left[i + 1] < threshold:  # a chunk only the remaining terms match scores below the k-th
+                done = i + 1
+                candidates = touched[scores[touched] + left[done] >= threshold]
+                break
+        if candidates is None:
+            hits = self._live(np.flatnonzero(scores))
+        else:
+            hits = candidates
+            for w, slices in lists[done:]:
+                for rows, tf in slices:
+                    at = np.minimum(np.searchsorted(rows, hits), len(rows) - 1)
+                    found = rows[at] == hits
+                    f = tf[at[found]].astype(np.float64)
+                    matched = hits[found]
+                    scores[matched] += w * (f * (K1 + 1)) / (f + self.norm[matched])
         if k < len(hits):
             hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
         ids = self.ids[hits]
         order = np.lexsort((ids, -scores[hits]))
         return [(int(ids[j]), -float(scores[hits[j]])) for j in order]
+
+    def _postings(self, weights: dict[int, int]) -> list[tuple[float, list[tuple[np.ndarray, np.ndarray]]]]:
+        """Each question term in the project as ``(idf x weight, [(rows, tf) per segment])``."""
+        n = self.size
+        terms = np.fromiter(weights, dtype=np.int64, count=len(weights))
+        located = []
+        for segment in self.segments:
+            if not len(segment.terms):
+                continue
+            at = np.minimum(np.searchsorted(segment.terms, terms), len(segment.terms) - 1)
+            located.append((segment, at, segment.terms[at] == terms))
+        lists = []
+        for i, term in enumerate(terms.tolist()):
+            slices = []
+            for s, at, found in located:
+                if found[i]:
+                    start, end = s.starts[at[i]], s.starts[at[i] + 1]
+                    slices.append((s.rows[start:end], s.tf[start:end]))
+            df = sum(len(rows) for rows, _ in slices)
+            if self.dead is not None:
+                df -= sum(int(np.count_nonzero(self.dead[rows])) for rows, _ in slices)
+            if df > 0:
+                idf = max(float(np.log((n - df + 0.5) / (df + 0.5))), MIN_IDF)
+                lists.append((idf * weights[term], slices))
+        return lists
+
+    def _live(self, rows: np.ndarray) -> np.ndarray:
+        return rows if self.dead is None else rows[~self.dead[rows]]
 
 
 def _view(

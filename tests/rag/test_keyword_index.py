@@ -266,3 +266,20 @@ def test_many_changes_merge_and_compact_to_what_a_fresh_index_finds(
         view = keyword_index.view_for(db, pid)
     assert len(view.segments) <= 2
     assert _loads(container.store, pid) == 1
+
+
+def test_hybrid_ranks_the_same_in_two_threads_or_one(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.rag import retrieval
+
+    pid = _ingest(container, "kb", CORPUS)
+    params = RetrievalParams(mode="hybrid", top_k=10, threshold=0.0)  # type: ignore[arg-type]
+
+    def ranked(parallel: bool) -> list[tuple[int, int | None, int | None, float]]:
+        monkeypatch.setattr(retrieval, "PARALLEL_RANKINGS", parallel)
+        found = retrieve(container.store, FakeEmbedder(), pid, "penguins swim in winter", params)
+        assert set(found.timings_ms) >= {"vector", "keyword"}
+        return [(c.chunk_id, c.vector_rank, c.keyword_rank, c.fused_score) for c in found.candidates]
+
+    both = ranked(True)
+    assert both == ranked(False)
+    assert any(v is not None for _, v, _, _ in both) and any(k is not None for _, _, k, _ in both)
