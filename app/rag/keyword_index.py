@@ -106,11 +106,11 @@ class Tokenizer:
         if not texts:
             return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32)
         runs = b" \x00 ".join([t.encode().translate(_SEPARATORS) for t in texts]).split()
-        run_ids = list(map(self._runs.get, runs))
-        if None in run_ids:
+        try:
+            ids = np.fromiter(map(self._runs.__getitem__, runs), dtype=np.int64, count=len(runs))
+        except KeyError:  # words this process has not seen yet
             self._learn(runs)
-            run_ids = list(map(self._runs.get, runs))
-        ids = np.array(run_ids, dtype=np.int64)
+            ids = np.fromiter(map(self._runs.__getitem__, runs), dtype=np.int64, count=len(runs))
         first, count, flat = self._tables(ids)
         per_run = count[ids]
         doc_of_run = np.cumsum(ids == 0)
