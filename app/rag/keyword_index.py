@@ -4,14 +4,15 @@ Why in memory: FTS5 answers an OR query by scoring every chunk that holds any of
 words, with no top-k pruning, and its statistics are global (a document in one project changed
 every other project's ranking). Here each project has its own postings (term -> chunk rows and
 term frequencies), its own document count, lengths and document frequencies, and a search touches
-only the posting lists of the question's terms, adds their BM25 contributions into one array and
-selects the best with ``argpartition``. docs/BENCHMARKS.md has the measurements.
+only the posting lists of the question's terms (common words only where they can still change the
+top k: MaxScore), adds their BM25 contributions into one array and selects the best with
+``argpartition``. docs/BENCHMARKS.md has the measurements.
 
-Tokens are exactly FTS5's (``porter unicode61 remove_diacritics 2``, migration 0004): text is cut
-into runs of characters that are not ASCII punctuation, controls or whitespace (always separators
-for unicode61), and every distinct run is tokenised, case-folded and stemmed by SQLite's own FTS5
-tokenizer once per process (an in-memory FTS5 table and its ``fts5vocab``), so the index and the
-question agree with ``chunks_fts`` by construction. The score is FTS5's ``bm25()`` (k1 = 1.2,
+Tokens are exactly FTS5's (``porter unicode61 remove_diacritics 2``, migration 0004): the UTF-8 of
+the text is cut at ASCII non-alphanumerics (always separators for unicode61) into runs, and every
+distinct run is tokenised, case-folded and stemmed by SQLite's own FTS5 tokenizer once per process
+(an in-memory FTS5 table and its ``fts5vocab``; the cache of runs lives as long as the process), so
+the index and the question agree with ``chunks_fts`` by construction. The score is FTS5's ``bm25()`` (k1 = 1.2,
 b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)), at least 1e-6) with the project's N, n and average
 length, negated like FTS5's: lower is better. One deliberate difference: a question word that
 tokenises to several terms (``max_tokens``) is those terms ORed, where FTS5 would match the phrase.
@@ -21,8 +22,8 @@ SQLite stays the source of truth. Every insert, delete and text update of a chun
 only grows. Before each search the index reads the project's first and last ``seq`` in the
 caller's snapshot (two index seeks) and is current, or catches up by re-reading only the text of
 the chunks journalled since its revision, or reloads the project when the journal no longer reaches
-back to its revision (pruned). So a search sees every chunk committed before its snapshot, also
-one written by another process.
+back to its revision (pruned) or more than half of it changed. So a search sees every chunk
+committed before its snapshot, also one written by another process.
 
 A :class:`View` is immutable: a catch-up adds a small segment of postings (merged into the base
 segment once it grows past a quarter of it, or when too many rows are dead) and marks replaced and
