@@ -12,6 +12,7 @@ from app.container import Container
 from app.db.models import Citation
 from app.errors import RagchatError
 from app.rag.answer_mode import AnswerMode
+from app.rag.stages import Stage
 from app.services import batches, projects, sessions, trace_model
 from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
@@ -27,8 +28,8 @@ async def _ask(container: Container, session_id: int, question: str) -> int:
         if isinstance(event, RetrievalEvent):
             if event.no_context:
                 console.print("[yellow]no relevant context: nothing passed the session's threshold[/]")
-            for reason in event.degraded:
-                console.print(f"[yellow]degraded:[/] {reason}")
+            for degradation in event.degraded:
+                console.print(f"[yellow]degraded:[/] {degradation.message}")
         elif isinstance(event, TokenEvent):
             sys.stdout.write(event.text)
             sys.stdout.flush()
@@ -43,12 +44,10 @@ async def _ask(container: Container, session_id: int, question: str) -> int:
             for cite in sorted(_citations(container, event.message_id), key=lambda c: (c.marker, c.id)):
                 loc = cite.location
                 where = f"page {loc['page']}" if loc.get("page") else f"lines {loc['line_start']}-{loc['line_end']}"
-                sys.stdout.write(
-                    f"[{cite.marker}] {cite.document_name} {where} (score {cite.score:.3f}, {cite.kind})\n"
-                )
+                sys.stdout.write(f"[{cite.marker}] {cite.document_name} {where} ({_score(cite.score)}, {cite.kind})\n")
             timings = trace.timings_ms if trace is not None else {}
-            if "first_token" in timings:
-                console.print(f"[dim]first token {timings['first_token']:.0f} ms[/]")
+            if Stage.FIRST_TOKEN in timings:
+                console.print(f"[dim]first token {timings[Stage.FIRST_TOKEN]:.0f} ms[/]")
     return code
 
 
@@ -64,6 +63,10 @@ def _explain(trace: trace_model.RetrievalTrace | None, stored: str) -> None:
         sys.stdout.write(stored + "\n")
     verdict = f", guard: {guard.decision}" if guard is not None else ""
     console.print(f"[dim]answer mode: {answer.mode}{verdict} ({answer.reason})[/]")
+
+
+def _score(score: float | None) -> str:
+    return f"score {score:.3f}" if score is not None else "no score"
 
 
 def _citations(container: Container, message_id: int) -> list[Citation]:

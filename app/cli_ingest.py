@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from app.container import Container
-from app.rag.ingest import FileResult, IngestSummary, Source
+from app.rag.ingest import FileResult, FileStatus, IngestSummary, Source
 from app.rag.parsing import KINDS_BY_EXTENSION
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
 from app.services import documents, projects
@@ -54,7 +54,7 @@ def ingest_paths(container: Container, project: str, paths: list[Path]) -> Inges
 
         def advance(result: FileResult) -> None:
             bar.advance(task)
-            if result.status == "failed":
+            if result.status == FileStatus.FAILED:
                 bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
 
         summary = documents.ingest(
@@ -69,10 +69,10 @@ def print_summary(summary: IngestSummary) -> None:
     for column in ("added", "unchanged", "updated", "failed", "chunks embedded", "seconds"):
         table.add_column(column, justify="right")
     table.add_row(
-        str(summary.count("added")),
-        str(summary.count("unchanged")),
-        str(summary.count("updated")),
-        str(summary.count("failed")),
+        str(summary.count(FileStatus.ADDED)),
+        str(summary.count(FileStatus.UNCHANGED)),
+        str(summary.count(FileStatus.UPDATED)),
+        str(summary.count(FileStatus.FAILED)),
         str(summary.chunks_embedded),
         f"{summary.seconds:.1f}",
     )
@@ -91,7 +91,7 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             summary = ingest_paths(container, project, paths)
         finally:
             container.close()
-        raise typer.Exit(1 if summary.count("failed") else 0)
+        raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)
 
     @cli.command()
     def reindex(
@@ -121,4 +121,4 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             summary = ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
         finally:
             container.close()
-        raise typer.Exit(1 if summary.count("failed") else 0)
+        raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)

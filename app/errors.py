@@ -19,9 +19,36 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    """Each error's stable ``code``, shown to API clients (GraphQL's ``ErrorCode``). The last three are
+    not errors of this tree: they are how a chat turn whose answer was stored as failed ended, told
+    to a client that re-attaches to it (app/services/chat_live.py)."""
+
+    INTERNAL = "internal"
+    SETTINGS = "settings"
+    NOT_FOUND = "not_found"
+    VALIDATION = "validation"
+    CONFLICT = "conflict"
+    BUSY = "busy"
+    INGEST = "ingest"
+    STORAGE = "storage"
+    PROVIDER = "provider"
+    PROVIDER_AUTH = "provider_auth"
+    PROVIDER_RATE_LIMIT = "provider_rate_limit"
+    PROVIDER_TIMEOUT = "provider_timeout"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    MODEL_NOT_FOUND = "model_not_found"
+    UNUSABLE_ANSWER = "unusable_answer"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
 
 class RagchatError(Exception):
-    code = "internal"
+    code = ErrorCode.INTERNAL
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -29,11 +56,11 @@ class RagchatError(Exception):
 
 
 class SettingsError(RagchatError):
-    code = "settings"
+    code = ErrorCode.SETTINGS
 
 
 class NotFoundError(RagchatError):
-    code = "not_found"
+    code = ErrorCode.NOT_FOUND
 
     def __init__(self, kind: str, ident: object) -> None:
         super().__init__(f"{kind} {ident} not found")
@@ -42,7 +69,7 @@ class NotFoundError(RagchatError):
 
 
 class ValidationError(RagchatError):
-    code = "validation"
+    code = ErrorCode.VALIDATION
 
     def __init__(self, field: str, message: str, *, more: list[tuple[str, str]] | None = None) -> None:
         problems = [(field, message), *(more or [])]
@@ -53,23 +80,23 @@ class ValidationError(RagchatError):
 
 
 class ConflictError(RagchatError):
-    code = "conflict"
+    code = ErrorCode.CONFLICT
 
 
 class BusyError(RagchatError):
-    code = "busy"
+    code = ErrorCode.BUSY
 
 
 class IngestError(RagchatError):
-    code = "ingest"
+    code = ErrorCode.INGEST
 
 
 class StorageError(RagchatError):
-    code = "storage"
+    code = ErrorCode.STORAGE
 
 
 class ProviderError(RagchatError):
-    code = "provider"
+    code = ErrorCode.PROVIDER
 
     def __init__(self, message: str, *, provider: str = "", retryable: bool = False) -> None:
         super().__init__(message)
@@ -78,27 +105,27 @@ class ProviderError(RagchatError):
 
 
 class ProviderAuthError(ProviderError):
-    code = "provider_auth"
+    code = ErrorCode.PROVIDER_AUTH
 
 
 class ProviderRateLimitError(ProviderError):
-    code = "provider_rate_limit"
+    code = ErrorCode.PROVIDER_RATE_LIMIT
 
 
 class ProviderTimeoutError(ProviderError):
-    code = "provider_timeout"
+    code = ErrorCode.PROVIDER_TIMEOUT
 
 
 class ProviderUnavailableError(ProviderError):
-    code = "provider_unavailable"
+    code = ErrorCode.PROVIDER_UNAVAILABLE
 
 
 class ModelNotFoundError(ProviderError):
-    code = "model_not_found"
+    code = ErrorCode.MODEL_NOT_FOUND
 
 
 class UnusableAnswerError(ProviderError):
     """The model answered, but its answer looped, only echoed the prompt or was unsupported, and there
     were no sources to quote instead (app/rag/guard.py). Regenerating may help; retryable."""
 
-    code = "unusable_answer"
+    code = ErrorCode.UNUSABLE_ANSWER

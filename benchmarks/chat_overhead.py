@@ -94,7 +94,7 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
                 assert message["__typename"] == "ChatMessage" and message["status"] == "COMPLETE", message
                 last[:] = [message["id"]]
                 for timing in message["trace"]["timings"]:
-                    stages.setdefault(timing["stage"], []).append(timing["ms"])
+                    stages.setdefault(timing["stage"].lower(), []).append(timing["ms"])
                 return seconds - inside
 
             def bare(r: int) -> float:

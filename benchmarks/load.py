@@ -372,7 +372,7 @@ async def ask(run: Run, ws: ClientConnection, op_id: str, chat: str, question: s
                 run.accepted.append(Accepted(int(event["answer"]["id"]), int(chat), "complete"))
                 return False
             elif kind == "ChatError":
-                if event["code"] == "busy":
+                if event["code"] == "BUSY":
                     op.busy += 1
                     return True
                 op.errors[event["code"]] += 1

@@ -32,7 +32,7 @@ mutation Upload($projectId: ID!, $files: [Upload!]!) {
   }
 }""")
 CREATE_SESSION = gql("""
-mutation Session($projectId: ID!, $input: ChatSessionInput!) {
+mutation Session($projectId: ID!, $input: CreateChatSessionInput!) {
   createChatSession(projectId: $projectId, input: $input) {
     __typename ... on ChatSession { id title topK threshold } ... on Error { message }
   }
@@ -91,7 +91,8 @@ def main() -> None:
             for handle in handles:
                 handle.close()
         for f in report["files"]:
-            print(f"  {f['status']:>9}  {f['name']}  ({f['chunks']} chunks){'  ' + f['error'] if f['error'] else ''}")
+            error = "  " + f["error"] if f["error"] else ""
+            print(f"  {f['status'].lower():>9}  {f['name']}  ({f['chunks']} chunks){error}")
 
         settings = {"title": "Quickstart", "topK": 3, "threshold": 0.2, "includeCitations": True}
         if args.provider:
@@ -112,7 +113,8 @@ def main() -> None:
         for c in answer["citations"]:
             loc = c["location"]
             where = f"page {loc['page']}" if loc["page"] else f"lines {loc['lineStart']}-{loc['lineEnd']}"
-            print(f"  [{c['marker']}] {c['documentName']} {where} score={c['score']:.3f} ({c['kind'].lower()})")
+            score = "no score" if c["score"] is None else f"score={c['score']:.3f}"  # null: retrieval degraded
+            print(f"  [{c['marker']}] {c['documentName']} {where} {score} ({c['kind'].lower()})")
 
 
 if __name__ == "__main__":

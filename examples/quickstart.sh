@@ -35,6 +35,6 @@ vars=$(python3 -c 'import json,sys; print(json.dumps({"s": sys.argv[1], "c": sys
 out=$(gql 'mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $c) { __typename ... on ChatMessage { status content error citations { marker documentName score } } ... on Error { message } } }' "$vars")
 echo "Q: $question"
 echo "A: $(field "$out" 'd["data"]["sendMessage"]["content"]')"
-field "$out" '"\n".join("  [%s] %s score=%.3f" % (c["marker"], c["documentName"], c["score"]) for c in d["data"]["sendMessage"]["citations"])'
+field "$out" '"\n".join("  [%s] %s %s" % (c["marker"], c["documentName"], "no score" if c["score"] is None else "score=%.3f" % c["score"]) for c in d["data"]["sendMessage"]["citations"])'
 status=$(field "$out" 'd["data"]["sendMessage"]["status"]')
 [[ "$status" == "COMPLETE" ]] || { echo "answer failed: $(field "$out" 'd["data"]["sendMessage"]["error"]')" >&2; exit 1; }

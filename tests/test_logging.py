@@ -276,7 +276,7 @@ def test_a_chat_turn_is_logged_with_its_ids_and_stage_timings(
     assert turn["outcome"] == "complete" and turn["error"] is None
     assert (turn["provider"], turn["model"]) == ("fake", "scripted")
     assert turn["answer_mode_requested"] == answer_mode.lower() == turn["answer_mode"]
-    stages = {t["stage"]: t["ms"] for t in done["trace"]["timings"]}
+    stages = {t["stage"].lower(): t["ms"] for t in done["trace"]["timings"]}
     assert turn["timings_ms"] == stages  # the same timings the stored trace holds
     assert {"retrieval_embed", "retrieval_vector", "generate" if answer_mode == "GENERATIVE" else "extract"} <= set(
         stages

@@ -149,7 +149,7 @@ class VectorJournal(Base):
 class KeywordJournal(Base):
     """Which chunks of a project were inserted, deleted or re-texted, in commit order, so the
     in-memory keyword index can catch up by re-reading only those (app/rag/keyword_index.py).
-    Written by triggers on ``chunks`` (migration 0009); no foreign key, because a project's deletion
+    Written by triggers on ``chunks`` (migration 0010); no foreign key, because a project's deletion
     removes its rows with a trigger. A row with no chunk id marks where a project's journal begins."""
 
     __tablename__ = "keyword_journal"
@@ -298,7 +298,7 @@ class Citation(Base):
     document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"))
     marker: Mapped[int] = mapped_column(Integer)
     kind: Mapped[CitationKind] = mapped_column(StoredEnum(CitationKind), default=CitationKind.MODEL)
-    score: Mapped[float] = mapped_column(Float)
+    score: Mapped[float | None] = mapped_column(Float)  # cosine; None when the source had none (0009)
     rank: Mapped[int] = mapped_column(Integer)
     document_name: Mapped[str] = mapped_column(String(1000))
     location: Mapped[dict[str, object]] = mapped_column(JSON)

@@ -1,6 +1,7 @@
 """The domain's enums as GraphQL enums, each registered as it is (``strawberry.enum`` keeps the
 Python type), so a resolver passes a service's value through unchanged. GraphQL's names are the
-members' names, in their order; descriptions are the API's own words.
+members' names, in their order; descriptions are the API's own words, one for the enum and one
+for each value (tests/graphql/test_descriptions.py checks that none is missing).
 """
 
 from __future__ import annotations
@@ -11,32 +12,61 @@ from enum import Enum
 import strawberry
 from strawberry.types.enum import has_enum_definition
 
+from app.errors import ErrorCode
 from app.rag.answer_mode import AnswerMode
+from app.rag.degradation import DegradationReason
 from app.rag.guard import Decision as GuardDecision
+from app.rag.ingest import FileStatus
 from app.rag.retrieval import CandidateFate
 from app.rag.retrieval_mode import RetrievalMode
+from app.rag.stages import Stage
+from app.rag.types import DocumentKind
 from app.services.records import CitationKind, DocumentStatus, MessageStatus, Role
 
 
-def expose(
-    enum: type[Enum],
-    description: str | None = None,
-    values: Mapping[Enum, str] | None = None,
-    *,
-    name: str | None = None,
-) -> None:
+def expose(enum: type[Enum], description: str, values: Mapping[Enum, str], *, name: str | None = None) -> None:
     """Register ``enum`` with GraphQL under its own name (or ``name``), with a description for each of
-    ``values``."""
+    ``values`` (every member: a value without one is a mistake)."""
+    missing = [member.name for member in enum if member not in values]
+    if missing:
+        raise ValueError(f"{enum.__name__}: no description for {', '.join(missing)}")
     strawberry.enum(enum, name=name, description=description)
-    described = {member.name: text for member, text in (values or {}).items()}
-    if described and has_enum_definition(enum):
+    described = {member.name: text for member, text in values.items()}
+    if has_enum_definition(enum):
         for value in enum.__strawberry_definition__.values:
-            value.description = described.get(value.name)
+            value.description = described[value.name]
 
 
-expose(AnswerMode, "How a session's answers are written.")
-expose(RetrievalMode)
-expose(CandidateFate)
+expose(
+    AnswerMode,
+    "How a session's answers are written.",
+    {
+        AnswerMode.GENERATIVE: "The chat model writes the answer from the sources; the answer guard checks it.",
+        AnswerMode.EXTRACTIVE: "No model: the sources' sentences that answer the question, quoted and each "
+        "cited to its exact span. It can only say what the documents say.",
+        AnswerMode.AUTO: "GENERATIVE when the session's chat model writes grounded answers reliably (its "
+        "provider says so), else EXTRACTIVE. The trace's `answer.mode` says which ran.",
+    },
+)
+expose(
+    RetrievalMode,
+    "How retrieval ranks a knowledge base's chunks.",
+    {
+        RetrievalMode.VECTOR: "By the cosine similarity of the chunk's embedding to the question's.",
+        RetrievalMode.KEYWORD: "By the question's words (BM25 with SQLite FTS5's tokens, per knowledge base).",
+        RetrievalMode.HYBRID: "Both rankings fused by reciprocal rank (RRF).",
+    },
+)
+expose(
+    CandidateFate,
+    "What became of a chunk retrieval considered, decided in this order.",
+    {
+        CandidateFate.KEPT: "Passed the threshold and within topK: a source of the answer.",
+        CandidateFate.BELOW_THRESHOLD: "Its similarity score is below the threshold.",
+        CandidateFate.BEYOND_TOP_K: "Passed the threshold, but topK better chunks were kept already.",
+        CandidateFate.OVER_BUDGET: "Kept by retrieval, then cut to fit the chat model's context window.",
+    },
+)
 expose(
     GuardDecision,
     "What the answer guard decided about a generated answer.",
@@ -48,12 +78,111 @@ expose(
     },
     name="GuardDecision",
 )
-expose(DocumentStatus)
-expose(Role)
-expose(MessageStatus)
+expose(
+    DocumentStatus,
+    "Whether a document can be searched.",
+    {
+        DocumentStatus.READY: "Parsed, chunked and embedded: searches find its chunks.",
+        DocumentStatus.FAILED: "Its last ingestion failed (`error` says why); it has no chunks.",
+    },
+)
+expose(
+    DocumentKind,
+    "Which parser read a document, from its file name (or, without an extension, its first bytes).",
+    {
+        DocumentKind.TEXT: "Plain text (.txt, .rst, .csv and the like); citations give line numbers.",
+        DocumentKind.MARKDOWN: "Markdown; chunks carry the heading path they sit under.",
+        DocumentKind.HTML: "HTML; the text is extracted, so locations point into the extracted text.",
+        DocumentKind.PDF: "PDF; the text is extracted per page, and citations give the page.",
+        DocumentKind.CODE: "Source code or configuration; headings are its definitions.",
+        DocumentKind.UNKNOWN: "Not known: the document failed before a parser was chosen (an unsupported type).",
+    },
+)
+expose(
+    FileStatus,
+    "What an upload did with one file.",
+    {
+        FileStatus.ADDED: "A new document (or one whose last ingestion had failed) was stored.",
+        FileStatus.UNCHANGED: "The stored document has the same content: nothing was parsed, embedded or written.",
+        FileStatus.UPDATED: "The stored document had other content: it was replaced, and only changed chunks "
+        "were embedded again.",
+        FileStatus.FAILED: "The file was not ingested; `error` says why. The other files of the upload go on.",
+    },
+)
+expose(
+    Stage,
+    "A timed stage of a search or of a chat turn.",
+    {
+        Stage.RETRIEVAL_EMBED: "Embedding the question.",
+        Stage.RETRIEVAL_VECTOR: "Nearest-neighbour search in the vector index.",
+        Stage.RETRIEVAL_KEYWORD: "Keyword search (BM25 in the in-memory keyword index).",
+        Stage.RETRIEVAL_SCORE: "Exact cosine similarity of every candidate, from its stored vector.",
+        Stage.RETRIEVAL_LOAD: "Reading the candidates' text and location.",
+        Stage.RETRIEVAL_RANK: "Fusing the rankings and applying threshold and topK.",
+        Stage.EXTRACT: "Choosing the sentences to quote (extractive answers).",
+        Stage.BUDGET: "Building the prompt to fit the model's context window (tokenizing).",
+        Stage.FIRST_TOKEN: "From calling the chat model to its first token (included in GENERATE).",
+        Stage.GENERATE: "From calling the chat model to its last token.",
+        Stage.GUARD: "The answer guard's review of a generated answer.",
+        Stage.CITATIONS: "Checking the answer's [n] markers, or attributing its sentences to sources.",
+    },
+)
+expose(
+    DegradationReason,
+    "Why an answer or a search had less to work with than usual.",
+    {
+        DegradationReason.VECTOR_SEARCH_FAILED: "The vector index could not be searched: keyword search only "
+        "(`effectiveMode` is KEYWORD).",
+        DegradationReason.SCORES_UNAVAILABLE: "The stored vectors could not be read: scores are the vector "
+        "index's, and chunks found by keyword alone have none (null) and skip the threshold.",
+        DegradationReason.RETRIEVAL_FAILED: "Retrieval failed altogether (the embedder or the database): the "
+        "answer was written without sources.",
+    },
+)
+expose(
+    ErrorCode,
+    "A stable error code a client can switch on.",
+    {
+        ErrorCode.INTERNAL: "A bug of the server's: logged with the request id the message gives.",
+        ErrorCode.SETTINGS: "The server's configuration is invalid.",
+        ErrorCode.NOT_FOUND: "The project, document, chat session or message does not exist (any more).",
+        ErrorCode.VALIDATION: "The input was rejected.",
+        ErrorCode.CONFLICT: "The request contradicts stored state (a duplicate name, mixed embedding spaces, "
+        "a clientMessageId used for another question).",
+        ErrorCode.BUSY: "Too many answers are being generated: retry shortly.",
+        ErrorCode.INGEST: "A file could not be parsed or stored.",
+        ErrorCode.STORAGE: "The database refused a write (disk full, read-only).",
+        ErrorCode.PROVIDER: "The embedder or chat model failed, or is not configured.",
+        ErrorCode.PROVIDER_AUTH: "The provider refused the API key (missing or wrong).",
+        ErrorCode.PROVIDER_RATE_LIMIT: "The provider is rate-limiting requests: retry later.",
+        ErrorCode.PROVIDER_TIMEOUT: "The provider sent no answer, or no next token, within the timeout.",
+        ErrorCode.PROVIDER_UNAVAILABLE: "The provider could not be reached, failed (5xx) or dropped the connection.",
+        ErrorCode.MODEL_NOT_FOUND: "The provider does not know the model.",
+        ErrorCode.UNUSABLE_ANSWER: "The answer guard refused the model's answer and there were no sources to "
+        "quote instead; regenerating may help.",
+        ErrorCode.CANCELLED: "The turn was cancelled (its client stopped or disconnected) and stored as failed.",
+        ErrorCode.INTERRUPTED: "The server stopped before the answer was finished; it was stored as failed.",
+        ErrorCode.FAILED: "The answer was stored as failed; `message` is its stored error.",
+    },
+)
+expose(
+    Role,
+    "Who wrote a message.",
+    {Role.USER: "The person asking.", Role.ASSISTANT: "ragchat: the answer."},
+)
+expose(
+    MessageStatus,
+    "Where a message is in its life.",
+    {
+        MessageStatus.COMPLETE: "Finished and stored with its citations and trace.",
+        MessageStatus.STREAMING: "An answer being written now (subscribe to follow it).",
+        MessageStatus.FAILED: "The answer failed; `error` says why and `content` keeps what had streamed.",
+    },
+)
 expose(
     CitationKind,
-    values={
+    "How a citation came about.",
+    {
         CitationKind.MODEL: "The model wrote the [n] marker.",
         CitationKind.ATTRIBUTED: "ragchat matched the sentence to the source.",
         CitationKind.EXTRACTED: "The sentence was quoted from the source (an extractive answer); "
@@ -65,9 +194,14 @@ __all__ = [
     "AnswerMode",
     "CandidateFate",
     "CitationKind",
+    "DegradationReason",
+    "DocumentKind",
     "DocumentStatus",
+    "ErrorCode",
+    "FileStatus",
     "GuardDecision",
     "MessageStatus",
     "RetrievalMode",
     "Role",
+    "Stage",
 ]

@@ -12,28 +12,36 @@ import strawberry
 
 from app import errors
 from app.graphql import operation_log
+from app.graphql.enums import ErrorCode
 
 
-@strawberry.interface(description="Something the client can act on.")
+@strawberry.interface(
+    description="An expected failure, as a member of a result union: switch on `__typename` (every member "
+    "implements this), show `message`."
+)
 class Error:
-    message: str
+    message: str = strawberry.field(description="What went wrong, in words meant for the person using the client.")
 
 
-@strawberry.type
+@strawberry.type(description="The thing asked for does not exist (or no longer does).")
 class NotFoundError(Error):
-    kind: str
-    id: str
+    kind: str = strawberry.field(description='What was looked for: "project", "document", "chat session" or "message".')
+    id: strawberry.ID = strawberry.field(description="The id that was looked for, as sent.")
 
 
-@strawberry.type
+@strawberry.type(description="One input field's problem.")
 class FieldError:
-    field: str
-    message: str
+    field: str = strawberry.field(
+        description="The argument or input field, as the schema names it (`name`, `topK`, `files[0]`)."
+    )
+    message: str = strawberry.field(description="What is wrong with its value.")
 
 
 @strawberry.type(description="The input was rejected; nothing was written.")
 class ValidationError(Error):
-    fields: list[FieldError]
+    fields: list[FieldError] = strawberry.field(
+        description="Every problem found, so a form can mark them all at once (at least one)."
+    )
 
 
 @strawberry.type(description="The request contradicts stored state (duplicate name, mixed embedding spaces).")
@@ -43,13 +51,16 @@ class ConflictError(Error):
 
 @strawberry.type(description="Too many answers are being generated; retry shortly.")
 class BusyError(Error):
-    retry_after_seconds: int
+    retry_after_seconds: int = strawberry.field(description="Seconds to wait before trying again.")
 
 
 @strawberry.type(description="An embedder or chat model failed or is not configured.")
 class ProviderError(Error):
-    code: str
-    provider: str
+    code: ErrorCode = strawberry.field(
+        description="Which failure: PROVIDER, PROVIDER_AUTH, PROVIDER_RATE_LIMIT, PROVIDER_TIMEOUT, "
+        "PROVIDER_UNAVAILABLE, MODEL_NOT_FOUND or UNUSABLE_ANSWER."
+    )
+    provider: str = strawberry.field(description='The provider that failed, like "openai" (empty when unknown).')
 
 
 @strawberry.type(description="The database refused a write (disk full, read-only).")
@@ -70,7 +81,7 @@ def to_graphql(exc: errors.RagchatError) -> ErrorType:
 
 def _translate(exc: errors.RagchatError) -> ErrorType:
     if isinstance(exc, errors.NotFoundError):
-        return NotFoundError(message=exc.message, kind=exc.kind, id=str(exc.ident))
+        return NotFoundError(message=exc.message, kind=exc.kind, id=strawberry.ID(str(exc.ident)))
     if isinstance(exc, errors.ValidationError):
         return ValidationError(message=exc.message, fields=[FieldError(field=f, message=m) for f, m in exc.problems])
     if isinstance(exc, errors.ConflictError):

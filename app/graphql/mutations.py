@@ -11,20 +11,24 @@ from app.errors import RagchatError, ValidationError
 from app.graphql import types
 from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
-from app.graphql.inputs import ChatSessionInput, CreateProjectInput
+from app.graphql.inputs import CreateChatSessionInput, CreateProjectInput, UpdateChatSessionInput, UpdateProjectInput
 from app.graphql.results import (
+    ChatSessionDeleted,
     ChatSessionResult,
-    DeleteResult,
+    DeleteChatSessionResult,
+    DeleteDocumentResult,
+    DeleteProjectResult,
+    DocumentDeleted,
     FileOutcome,
     MessageResult,
+    ProjectDeleted,
     ProjectMutationResult,
     UploadReport,
     UploadResult,
     call,
-    deleting,
 )
-from app.graphql.subscriptions import CLIENT_MESSAGE_ID
-from app.rag.ingest import IngestSummary
+from app.graphql.subscriptions import CLIENT_MESSAGE_ID, QUESTION
+from app.rag.ingest import FileStatus, IngestSummary
 from app.services import chat_turns, documents, projects, sessions
 
 
@@ -41,10 +45,10 @@ def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadRe
             )
             for f in summary.files
         ],
-        added=summary.count("added"),
-        updated=summary.count("updated"),
-        unchanged=summary.count("unchanged"),
-        failed=summary.count("failed"),
+        added=summary.count(FileStatus.ADDED),
+        updated=summary.count(FileStatus.UPDATED),
+        unchanged=summary.count(FileStatus.UNCHANGED),
+        failed=summary.count(FileStatus.FAILED),
         seconds=round(summary.seconds, 3),
     )
 
@@ -86,28 +90,65 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
     return await call(run)
 
 
-@strawberry.type
+_PROJECT_ID = strawberry.argument(description="The knowledge base.")
+_DOCUMENT_ID = strawberry.argument(description="The document.")
+_SESSION_ID = strawberry.argument(description="The chat session.")
+
+
+@strawberry.type(description="Changes: knowledge bases, documents, chat sessions, and questions answered in one call.")
 class Mutation:
     @strawberry.mutation(description="Create a knowledge base.")
-    async def create_project(self, info: Info, input: CreateProjectInput) -> ProjectMutationResult:
+    async def create_project(
+        self,
+        info: Info,
+        input: Annotated[CreateProjectInput, strawberry.argument(description="Its name and description.")],
+    ) -> ProjectMutationResult:
         store = info.context.container.store
         return await call(lambda: types.Project.of(projects.create(store, input.name, input.description)))
 
-    @strawberry.mutation
-    async def rename_project(self, info: Info, id: strawberry.ID, name: str) -> ProjectMutationResult:
+    @strawberry.mutation(
+        description="Rename a knowledge base or change its description: a ValidationError names every bad field, "
+        "a ConflictError a name another one has."
+    )
+    async def update_project(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _PROJECT_ID],
+        input: Annotated[UpdateProjectInput, strawberry.argument(description="The fields to change.")],
+    ) -> ProjectMutationResult:
         store = info.context.container.store
-        return await call(lambda: types.Project.of(projects.rename(store, parse_id(id, "id"), name)))
+        return await call(
+            lambda: types.Project.of(
+                projects.update(store, parse_id(id, "id"), name=input.name, description=input.description)
+            )
+        )
 
     @strawberry.mutation(description="Delete a knowledge base with its documents, vectors and chat sessions.")
-    async def delete_project(self, info: Info, id: strawberry.ID) -> DeleteResult:
+    async def delete_project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> DeleteProjectResult:
         store = info.context.container.store
-        return await call(deleting(lambda pid: projects.delete(store, pid), id))
+
+        def run() -> ProjectDeleted:
+            row = projects.delete(store, parse_id(id, "id"))
+            return ProjectDeleted(id=strawberry.ID(str(row.id)))
+
+        return await call(run)
 
     @strawberry.mutation(
         description="Upload one or more files (GraphQL multipart request). A file that cannot be parsed is "
         "reported in the result and the others go on; too large or unsupported files reject the request."
     )
-    async def upload_documents(self, info: Info, project_id: strawberry.ID, files: list[Upload]) -> UploadResult:
+    async def upload_documents(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        files: Annotated[
+            list[Upload],
+            strawberry.argument(
+                description="The files, each at most uploadLimits.maxBytes, of a type uploadLimits.extensions "
+                "lists. A file with a stored document's name updates that document."
+            ),
+        ],
+    ) -> UploadResult:
         container = info.context.container
         try:
             read = await _read_uploads(files, container.settings.api.max_upload_bytes)
@@ -116,20 +157,43 @@ class Mutation:
         return await _ingest(info, project_id, read)
 
     @strawberry.mutation(description="Add (or update) a document from text.")
-    async def add_document(self, info: Info, project_id: strawberry.ID, name: str, text: str) -> UploadResult:
+    async def add_document(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        name: Annotated[
+            str,
+            strawberry.argument(
+                description='The document\'s name; its extension picks the parser ("notes.md" is Markdown). The '
+                "name of a stored document updates it."
+            ),
+        ],
+        text: Annotated[str, strawberry.argument(description="The document's content.")],
+    ) -> UploadResult:
         return await _ingest(info, project_id, [(name, text.encode("utf-8"))])
 
-    @strawberry.mutation
-    async def delete_document(self, info: Info, id: strawberry.ID) -> DeleteResult:
+    @strawberry.mutation(description="Delete a document with its chunks and vectors.")
+    async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:
         store = info.context.container.store
-        return await call(deleting(lambda did: documents.delete(store, did), id))
+
+        def run() -> DocumentDeleted:
+            row = documents.delete(store, parse_id(id, "id"))
+            return DocumentDeleted(id=strawberry.ID(str(row.id)), project_id=strawberry.ID(str(row.project_id)))
+
+        return await call(run)
 
     @strawberry.mutation(description="Start a chat session; RAG settings you omit take the server's defaults.")
     async def create_chat_session(
-        self, info: Info, project_id: strawberry.ID, input: ChatSessionInput | None = None
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, strawberry.argument(description="The knowledge base it searches.")],
+        input: Annotated[
+            CreateChatSessionInput | None,
+            strawberry.argument(description="Its title, model and settings; omitted: all the defaults."),
+        ] = None,
     ) -> ChatSessionResult:
         c = info.context.container
-        changes = (input or ChatSessionInput()).changes()
+        changes = (input or CreateChatSessionInput()).changes()
         return await call(
             lambda: types.ChatSession.of(
                 sessions.create(c.store, c.settings, c.chat_models, parse_id(project_id, "projectId"), changes)
@@ -139,16 +203,28 @@ class Mutation:
     @strawberry.mutation(
         description="Change a session's title, prompt, model or RAG settings; effective from the next message."
     )
-    async def update_chat_session(self, info: Info, id: strawberry.ID, input: ChatSessionInput) -> ChatSessionResult:
+    async def update_chat_session(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _SESSION_ID],
+        input: Annotated[UpdateChatSessionInput, strawberry.argument(description="The fields to change.")],
+    ) -> ChatSessionResult:
         c = info.context.container
         return await call(
             lambda: types.ChatSession.of(sessions.update(c.store, c.chat_models, parse_id(id, "id"), input.changes()))
         )
 
-    @strawberry.mutation
-    async def delete_chat_session(self, info: Info, id: strawberry.ID) -> DeleteResult:
+    @strawberry.mutation(description="Delete a chat session with its messages.")
+    async def delete_chat_session(
+        self, info: Info, id: Annotated[strawberry.ID, _SESSION_ID]
+    ) -> DeleteChatSessionResult:
         store = info.context.container.store
-        return await call(deleting(lambda sid: sessions.delete(store, sid), id))
+
+        def run() -> ChatSessionDeleted:
+            row = sessions.delete(store, parse_id(id, "id"))
+            return ChatSessionDeleted(id=strawberry.ID(str(row.id)), project_id=strawberry.ID(str(row.project_id)))
+
+        return await call(run)
 
     @strawberry.mutation(
         description="Ask a question and wait for the whole answer (use the `chat` subscription to stream it). "
@@ -157,8 +233,8 @@ class Mutation:
     async def send_message(
         self,
         info: Info,
-        session_id: strawberry.ID,
-        content: str,
+        session_id: Annotated[strawberry.ID, _SESSION_ID],
+        content: Annotated[str, QUESTION],
         client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
     ) -> MessageResult:
         container = info.context.container
@@ -169,11 +245,13 @@ class Mutation:
             return to_graphql(exc)  # type: ignore[return-value]
         return await call(lambda: types.ChatMessage.of(sessions.message(container.store, message_id)))
 
-    @strawberry.mutation(description="Generate an assistant message again (after a failure, or to try anew).")
+    @strawberry.mutation(
+        description="Write an answer again, in place, and wait for it (after a failure, or to try anew)."
+    )
     async def regenerate_message(
         self,
         info: Info,
-        message_id: strawberry.ID,
+        message_id: Annotated[strawberry.ID, strawberry.argument(description="The answer (an assistant message).")],
         client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
     ) -> MessageResult:
         container = info.context.container

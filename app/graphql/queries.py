@@ -26,9 +26,15 @@ from app.graphql.results import (
 )
 from app.graphql.search_types import search_results
 from app.rag.parsing import KINDS_BY_EXTENSION
-from app.rag.session_settings import RagSettings
+from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE, RagSettings
 from app.services import documents, health, projects, records, search, sessions
 from app.services.pages import Page, PageRequest
+
+_PROJECT_ID = strawberry.argument(description="The knowledge base.")
+TOP_K = "How many hits to keep at most, {}-{}.".format(*TOP_K_RANGE)
+THRESHOLD = "The cosine similarity a hit needs to be kept, {:g}-{:g}; null: the server's default.".format(
+    *THRESHOLD_RANGE
+)
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
 UNREADABLE = (StorageError,)
@@ -36,7 +42,7 @@ UNREADABLE = (StorageError,)
 
 @strawberry.type(description="A chat-model provider and the models it offers.")
 class ProviderInfo:
-    provider: str
+    provider: str = strawberry.field(description='Its name, as ChatSession.provider takes it ("local", "openai").')
     available: bool = strawberry.field(description="The settings allow it (a key, an installed package).")
     reachable: bool = strawberry.field(
         description="It answered a quick check just now (cached for 30 s); false whenever not available."
@@ -44,14 +50,18 @@ class ProviderInfo:
     reason: str | None = strawberry.field(description="Why it cannot be used or is not reachable, when so.")
     models: list[str] = strawberry.field(description="Known model names (suggestions when openEnded).")
     open_ended: bool = strawberry.field(description="Any model name the provider knows is accepted.")
-    default_model: str | None
+    default_model: str | None = strawberry.field(
+        description="The model to suggest for this provider (its default); null when it has none."
+    )
 
 
 @strawberry.type(description="What a new chat session gets for the settings the client leaves out.")
 class SessionDefaults(RagSettingsFields):
-    provider: str
-    model: str
-    mode: RetrievalMode
+    provider: str = strawberry.field(description="The chat model's provider.")
+    model: str = strawberry.field(description="The chat model.")
+    mode: RetrievalMode = strawberry.field(
+        description="How retrieval ranks chunks, for every session (a server setting, RAGCHAT_RAG__MODE)."
+    )
 
 
 @strawberry.type(description="What uploadDocuments accepts.")
@@ -60,9 +70,9 @@ class UploadLimits:
     extensions: list[str] = strawberry.field(description="File name endings a parser reads, like '.md'.")
 
 
-@strawberry.type
+@strawberry.type(description="Reads: knowledge bases, documents, chat sessions, search, and the server's state.")
 class Query:
-    @strawberry.field
+    @strawberry.field(description="What a new chat session gets for the settings the client leaves out.")
     def session_defaults(self, info: Info) -> SessionDefaults:
         settings = info.context.container.settings
         return SessionDefaults(
@@ -72,7 +82,7 @@ class Query:
             mode=settings.rag.mode,
         )
 
-    @strawberry.field
+    @strawberry.field(description="What uploadDocuments accepts.")
     def upload_limits(self, info: Info) -> UploadLimits:
         return UploadLimits(
             max_bytes=info.context.container.settings.api.max_upload_bytes, extensions=sorted(KINDS_BY_EXTENSION)
@@ -104,8 +114,8 @@ class Query:
             before=before,
         )
 
-    @strawberry.field
-    async def project(self, info: Info, id: strawberry.ID) -> ProjectResult:
+    @strawberry.field(description="One knowledge base.")
+    async def project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> ProjectResult:
         try:
             pid = parse_id(id, "id")
         except RagchatError as exc:
@@ -113,8 +123,10 @@ class Query:
         row = await info.context.loaders.project.load(pid)
         return types.Project.of(row) if row else NotFoundError(message=f"project {id} not found", kind="project", id=id)
 
-    @strawberry.field
-    async def document(self, info: Info, id: strawberry.ID) -> DocumentResult:
+    @strawberry.field(description="One document.")
+    async def document(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The document.")]
+    ) -> DocumentResult:
         store = info.context.container.store
         return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
@@ -152,13 +164,17 @@ class Query:
             before=before,
         )
 
-    @strawberry.field
-    async def chat_session(self, info: Info, id: strawberry.ID) -> ChatSessionResult:
+    @strawberry.field(description="One chat session.")
+    async def chat_session(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The chat session.")]
+    ) -> ChatSessionResult:
         store = info.context.container.store
         return await call(lambda: types.ChatSession.of(sessions.get(store, parse_id(id, "id"))))
 
-    @strawberry.field
-    async def message(self, info: Info, id: strawberry.ID) -> MessageResult:
+    @strawberry.field(description="One message, with its citations and trace.")
+    async def message(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The message.")]
+    ) -> MessageResult:
         store = info.context.container.store
         return await call(lambda: types.ChatMessage.of(sessions.message(store, parse_id(id, "id"))))
 
@@ -166,11 +182,13 @@ class Query:
     async def search(
         self,
         info: Info,
-        project_id: strawberry.ID,
-        query: str,
-        top_k: int = 5,
-        threshold: float | None = None,
-        mode: RetrievalMode = RetrievalMode.HYBRID,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        query: Annotated[str, strawberry.argument(description="What to look for, in words.")],
+        top_k: Annotated[int, strawberry.argument(description=TOP_K)] = 5,
+        threshold: Annotated[float | None, strawberry.argument(description=THRESHOLD)] = None,
+        mode: Annotated[
+            RetrievalMode, strawberry.argument(description="How to rank the chunks.")
+        ] = RetrievalMode.HYBRID,
     ) -> SearchResult:
         container = info.context.container
         return await call(
@@ -196,10 +214,12 @@ class Query:
     async def retrieval_preview(
         self,
         info: Info,
-        session_id: strawberry.ID,
-        message: str,
-        top_k: int | None = None,
-        threshold: float | None = None,
+        session_id: Annotated[strawberry.ID, strawberry.argument(description="The chat session.")],
+        message: Annotated[str, strawberry.argument(description="A question, as it would be sent.")],
+        top_k: Annotated[int | None, strawberry.argument(description=TOP_K + " Null: the session's.")] = None,
+        threshold: Annotated[
+            float | None, strawberry.argument(description=THRESHOLD.replace("the server's", "the session's"))
+        ] = None,
     ) -> SearchResult:
         container = info.context.container
         return await call(

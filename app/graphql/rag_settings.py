@@ -1,9 +1,9 @@
 """A chat session's RAG settings in the API, declared once for the types that show them and once for
-the input that changes them, after :class:`app.rag.session_settings.RagSettings`: its fields, in its
-order; the input's descriptions give its bounds. tests/graphql/test_domain_types.py keeps them equal.
+the inputs that set them, after :class:`app.rag.session_settings.RagSettings`: its fields, in its
+order, with its bounds in the descriptions. tests/graphql/test_domain_types.py keeps them equal.
 
 A type that shows them extends :class:`RagSettingsFields` and is built with
-``**RagSettings.of(source).model_dump()``; ChatSessionInput extends :class:`RagSettingsInput`.
+``**RagSettings.of(source).model_dump()``; Create/UpdateChatSessionInput extend :class:`RagSettingsInput`.
 """
 
 from __future__ import annotations
@@ -13,22 +13,32 @@ import strawberry
 from app.graphql.enums import AnswerMode
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE
 
+_TOP_K = "How many sources an answer is written from at most, {}-{}.".format(*TOP_K_RANGE)
+_THRESHOLD = (
+    "The cosine similarity to the question a chunk needs to be a source, {:g}-{:g} (higher keeps fewer)."
+).format(*THRESHOLD_RANGE)
+_UNSET = " Omitted or null: the server's default (sessionDefaults) when creating, unchanged when updating."
+
 
 @strawberry.type
 class RagSettingsFields:
-    enable_rag: bool
-    top_k: int
-    threshold: float
-    include_citations: bool
-    answer_mode: AnswerMode
+    enable_rag: bool = strawberry.field(
+        description="Retrieve sources from the knowledge base for each question; false: the model answers alone."
+    )
+    top_k: int = strawberry.field(description=_TOP_K)
+    threshold: float = strawberry.field(description=_THRESHOLD)
+    include_citations: bool = strawberry.field(description="Ask the model to cite its sources with [n] markers.")
+    answer_mode: AnswerMode = strawberry.field(description="How answers are written.")
 
 
 @strawberry.input
 class RagSettingsInput:
-    enable_rag: bool | None = None
-    top_k: int | None = strawberry.field(default=None, description="{}-{}".format(*TOP_K_RANGE))
-    threshold: float | None = strawberry.field(
-        default=None, description="Minimum cosine similarity, {:g}-{:g}".format(*THRESHOLD_RANGE)
+    enable_rag: bool | None = strawberry.field(
+        default=None, description="Retrieve sources for each question; false: the model answers alone." + _UNSET
     )
-    include_citations: bool | None = None
-    answer_mode: AnswerMode | None = strawberry.field(default=None, description="How answers are written.")
+    top_k: int | None = strawberry.field(default=None, description=_TOP_K + _UNSET)
+    threshold: float | None = strawberry.field(default=None, description=_THRESHOLD + _UNSET)
+    include_citations: bool | None = strawberry.field(
+        default=None, description="Ask the model to cite its sources with [n] markers." + _UNSET
+    )
+    answer_mode: AnswerMode | None = strawberry.field(default=None, description="How answers are written." + _UNSET)

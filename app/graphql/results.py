@@ -11,6 +11,7 @@ import strawberry
 from app.errors import RagchatError
 from app.graphql import types
 from app.graphql.connections import PAGE_OR_MISTAKE
+from app.graphql.enums import FileStatus
 from app.graphql.errors import (
     BusyError,
     ConflictError,
@@ -18,7 +19,6 @@ from app.graphql.errors import (
     ProviderError,
     StorageError,
     ValidationError,
-    parse_id,
     to_graphql,
 )
 from app.graphql.search_types import SearchResults
@@ -26,48 +26,95 @@ from app.graphql.search_types import SearchResults
 T = TypeVar("T")
 
 
-@strawberry.type(description="The thing was deleted.")
-class Deleted:
-    id: strawberry.ID
+@strawberry.type(description="The knowledge base was deleted, with its documents, vectors and chat sessions.")
+class ProjectDeleted:
+    id: strawberry.ID = strawberry.field(
+        description="The deleted Project's id: evict `Project:<id>` (and its documents' and chats') from a cache."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="The document was deleted, with its chunks and vectors.")
+class DocumentDeleted:
+    id: strawberry.ID = strawberry.field(description="The deleted Document's id.")
+    project_id: strawberry.ID = strawberry.field(
+        description="The knowledge base it belonged to (its documentCount and chunkCount changed)."
+    )
+
+
+@strawberry.type(description="The chat session was deleted, with its messages.")
+class ChatSessionDeleted:
+    id: strawberry.ID = strawberry.field(description="The deleted ChatSession's id.")
+    project_id: strawberry.ID = strawberry.field(description="The knowledge base it belonged to.")
+
+
+@strawberry.type(description="What an upload did with one file.")
 class FileOutcome:
-    name: str
-    status: str = strawberry.field(description="added, unchanged, updated or failed")
-    document: types.Document | None
-    chunks: int
-    embedded: int
-    error: str | None
+    name: str = strawberry.field(description="The file's name, as stored (the document's name).")
+    status: FileStatus = strawberry.field(description="Added, unchanged, updated or failed.")
+    document: types.Document | None = strawberry.field(
+        description="The stored document. For a failed file: the earlier version it leaves in place (READY), "
+        "else a record of the failure (status FAILED); null when nothing could be stored (an unreadable file "
+        "or name, a failed write)."
+    )
+    chunks: int = strawberry.field(
+        description="The document's chunks after the upload (a failed file: its earlier version's, else 0)."
+    )
+    embedded: int = strawberry.field(
+        description="Chunks embedded by this upload: new or changed ones only, unchanged text keeps its vector."
+    )
+    error: str | None = strawberry.field(description="Why the file failed; null unless status is FAILED.")
 
 
 @strawberry.type(description="What happened to each uploaded file.")
 class UploadReport:
-    files: list[FileOutcome]
-    added: int
-    updated: int
-    unchanged: int
-    failed: int
-    seconds: float
+    files: list[FileOutcome] = strawberry.field(description="One outcome per file, in the order they were sent.")
+    added: int = strawberry.field(description="Files with status ADDED.")
+    updated: int = strawberry.field(description="Files with status UPDATED.")
+    unchanged: int = strawberry.field(description="Files with status UNCHANGED.")
+    failed: int = strawberry.field(description="Files with status FAILED.")
+    seconds: float = strawberry.field(description="Wall time of the whole upload, in seconds (3 decimals).")
 
 
-ProjectResult = Annotated[types.Project | NotFoundError | ValidationError, strawberry.union("ProjectResult")]
+ProjectResult = Annotated[
+    types.Project | NotFoundError | ValidationError,
+    strawberry.union("ProjectResult", description="A knowledge base, or why not."),
+]
 ProjectMutationResult = Annotated[
     types.Project | NotFoundError | ValidationError | ConflictError | StorageError,
-    strawberry.union("ProjectMutationResult"),
+    strawberry.union(
+        "ProjectMutationResult", description="The knowledge base as created or changed, or why nothing was written."
+    ),
 ]
-DeleteResult = Annotated[Deleted | NotFoundError | ValidationError | StorageError, strawberry.union("DeleteResult")]
-DocumentResult = Annotated[types.Document | NotFoundError | ValidationError, strawberry.union("DocumentResult")]
+DeleteProjectResult = Annotated[
+    ProjectDeleted | NotFoundError | ValidationError | StorageError,
+    strawberry.union("DeleteProjectResult", description="What was deleted, or why nothing was."),
+]
+DeleteDocumentResult = Annotated[
+    DocumentDeleted | NotFoundError | ValidationError | StorageError,
+    strawberry.union("DeleteDocumentResult", description="What was deleted, or why nothing was."),
+]
+DeleteChatSessionResult = Annotated[
+    ChatSessionDeleted | NotFoundError | ValidationError | StorageError,
+    strawberry.union("DeleteChatSessionResult", description="What was deleted, or why nothing was."),
+]
+DocumentResult = Annotated[
+    types.Document | NotFoundError | ValidationError,
+    strawberry.union("DocumentResult", description="A document, or why not."),
+]
 UploadResult = Annotated[
     UploadReport | NotFoundError | ValidationError | ConflictError | ProviderError | StorageError,
-    strawberry.union("UploadResult"),
+    strawberry.union(
+        "UploadResult",
+        description="What happened to each file, or why the upload was refused as a whole (nothing written).",
+    ),
 ]
 ChatSessionResult = Annotated[
-    types.ChatSession | NotFoundError | ValidationError | StorageError, strawberry.union("ChatSessionResult")
+    types.ChatSession | NotFoundError | ValidationError | StorageError,
+    strawberry.union("ChatSessionResult", description="A chat session, or why not."),
 ]
 MessageResult = Annotated[
     types.ChatMessage | NotFoundError | ValidationError | BusyError | ConflictError | StorageError,
-    strawberry.union("MessageResult"),
+    strawberry.union("MessageResult", description="A message, or why not."),
 ]
 ProjectConnectionResult = Annotated[
     types.ProjectConnection | ValidationError,
@@ -79,7 +126,7 @@ ChatSessionConnectionResult = Annotated[
 ]
 SearchResult = Annotated[
     SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError,
-    strawberry.union("SearchResult"),
+    strawberry.union("SearchResult", description="What a search found, or why it could not run."),
 ]
 
 
@@ -93,11 +140,3 @@ async def call(fn: Callable[[], T], *, raising: tuple[type[RagchatError], ...] =
         raise
     except RagchatError as exc:
         return to_graphql(exc)
-
-
-def deleting(delete: Callable[[int], None], ident: strawberry.ID, field: str = "id") -> Callable[[], Deleted]:
-    def run() -> Deleted:
-        delete(parse_id(ident, field))
-        return Deleted(id=ident)
-
-    return run

@@ -10,23 +10,28 @@ from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, 
 from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, RetrievalMode
 from app.graphql.errors import ValidationError
-from app.graphql.trace_types import Location, StageTiming
+from app.graphql.trace_types import SCORE, Degradation, Location, StageTiming
 from app.rag.retrieval import Candidate, RetrievalResult
 from app.services.pages import Page, PageRequest, page_of
 
 
 @strawberry.type(description="A chunk retrieval found, with its scores and what the settings did with it.")
 class SearchHit:
-    chunk_id: strawberry.ID
-    document_id: strawberry.ID
-    document_name: str
-    text: str
-    location: Location
-    score: float | None = strawberry.field(description="Cosine similarity to the query (0-1); the threshold's scale.")
-    vector_rank: int | None
-    keyword_rank: int | None
-    fused_rank: int
-    fate: CandidateFate
+    chunk_id: strawberry.ID = strawberry.field(description="The chunk.")
+    document_id: strawberry.ID = strawberry.field(description="Its document.")
+    document_name: str = strawberry.field(description="Its document's name.")
+    text: str = strawberry.field(description="The chunk's text.")
+    location: Location = strawberry.field(description="Where it sits in its document.")
+    score: float | None = strawberry.field(description=SCORE)
+    vector_rank: int | None = strawberry.field(
+        description="Its rank by vector similarity (1 = closest); null when vector search did not find it or did "
+        "not run."
+    )
+    keyword_rank: int | None = strawberry.field(
+        description="Its rank by keyword search (1 = best); null when keyword search did not find it or did not run."
+    )
+    fused_rank: int = strawberry.field(description="Its place in `hits`, 1-based.")
+    fate: CandidateFate = strawberry.field(description="What topK and threshold did with it.")
 
 
 # A hit's cursor is its position in the ranked list.
@@ -48,16 +53,21 @@ SearchHitConnectionResult = Annotated[
 ]
 
 
-@strawberry.type
+@strawberry.type(description="What a search found, and what the settings kept of it.")
 class SearchResults:
-    query: str
-    mode: RetrievalMode
+    query: str = strawberry.field(description="The query searched.")
+    mode: RetrievalMode = strawberry.field(description="The retrieval mode asked for.")
     effective_mode: RetrievalMode = strawberry.field(description="Differs from mode when search degraded.")
-    top_k: int
-    threshold: float
-    embedding_space: str | None
-    degraded: list[str]
-    timings: list[StageTiming]
+    top_k: int = strawberry.field(description="At most this many hits are kept.")
+    threshold: float = strawberry.field(description="The cosine similarity a hit needed to be kept, 0-1.")
+    embedding_space: str | None = strawberry.field(
+        description='The embedding space searched ("provider/model@dimensions"); null while the knowledge base '
+        "has no documents."
+    )
+    degraded: list[Degradation] = strawberry.field(
+        description="What went wrong without stopping the search (empty when all went well)."
+    )
+    timings: list[StageTiming] = strawberry.field(description="Each retrieval stage that ran, in order.")
     candidates: strawberry.Private[list[SearchHit]]
 
     @strawberry.field(description="Every candidate considered, best first; the first 50 unless asked otherwise.")
@@ -107,7 +117,7 @@ def search_results(result: RetrievalResult) -> SearchResults:
         top_k=result.params.top_k,
         threshold=result.params.threshold,
         embedding_space=result.space,
-        degraded=result.degraded,
+        degraded=list(result.degraded),
         timings=[StageTiming(stage=k, ms=round(v, 3)) for k, v in result.timings_ms.items()],
         candidates=[_hit(c) for c in result.candidates],
     )

@@ -22,8 +22,9 @@ from starlette.websockets import WebSocket, WebSocketState
 from app.errors import NotFoundError, RagchatError
 from app.graphql import types
 from app.graphql.context import Info
-from app.graphql.errors import parse_id
-from app.graphql.trace_types import Location
+from app.graphql.enums import ErrorCode
+from app.graphql.errors import Error, parse_id
+from app.graphql.trace_types import SCORE, Degradation, Location
 from app.services import sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.chat_live import Listener
@@ -33,53 +34,68 @@ log = logging.getLogger(__name__)
 
 @strawberry.type(description="A source the answer will be written from.")
 class ChatSource:
-    number: int
-    chunk_id: strawberry.ID
-    document_id: strawberry.ID
-    document_name: str
-    location: Location
-    score: float | None
-    rank: int
-    text: str
+    number: int = strawberry.field(description="Its number: the answer cites it as [number].")
+    chunk_id: strawberry.ID = strawberry.field(description="The chunk.")
+    document_id: strawberry.ID = strawberry.field(description="Its document.")
+    document_name: str = strawberry.field(description="Its document's name.")
+    location: Location = strawberry.field(description="Where it sits in its document.")
+    score: float | None = strawberry.field(description=SCORE)
+    rank: int = strawberry.field(description="Its rank in retrieval (1 = best).")
+    text: str = strawberry.field(description="The chunk's text.")
 
 
 @strawberry.type(description="Retrieval is done: these are the sources, sent before any token.")
 class ChatRetrieval:
-    message_id: strawberry.ID
-    user_message_id: strawberry.ID
-    sources: list[ChatSource]
+    message_id: strawberry.ID = strawberry.field(description="The answer's message, being written.")
+    user_message_id: strawberry.ID = strawberry.field(description="The question's message.")
+    sources: list[ChatSource] = strawberry.field(description="The sources, by number (empty without retrieval).")
     no_context: bool = strawberry.field(description="RAG was on and nothing passed the threshold.")
-    degraded: list[str]
+    degraded: list[Degradation] = strawberry.field(
+        description="What went wrong without stopping the answer (empty when all went well)."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="The next piece of the answer's text.")
 class ChatToken:
-    message_id: strawberry.ID
-    text: str
+    message_id: strawberry.ID = strawberry.field(description="The answer's message.")
+    text: str = strawberry.field(description="Text to append to what came before (one or more tokens).")
 
 
 @strawberry.type(description="The answer is stored; `answer` has its citations and trace.")
 class ChatDone:
-    answer: types.ChatMessage
+    answer: types.ChatMessage = strawberry.field(
+        description="The stored answer, final: its text may differ from the streamed tokens (citations checked, "
+        "the guard's corrections)."
+    )
 
 
 @strawberry.type(
     description="The turn could not start, or failed; `failedMessageId` is set when an answer was stored as failed."
 )
-class ChatError:
-    failed_message_id: strawberry.ID | None
-    code: str
-    message: str
-    partial: str
+class ChatError(Error):
+    failed_message_id: strawberry.ID | None = strawberry.field(
+        description="The answer stored as failed (regenerate it with regenerate); null when nothing was stored."
+    )
+    code: ErrorCode = strawberry.field(description="Which failure, to switch on (`message` is for people).")
+    partial: str = strawberry.field(description="The text that had streamed before the failure (may be empty).")
 
 
-ChatEventType = Annotated[ChatRetrieval | ChatToken | ChatDone | ChatError, strawberry.union("ChatEvent")]
+ChatEventType = Annotated[
+    ChatRetrieval | ChatToken | ChatDone | ChatError,
+    strawberry.union("ChatEvent", description="One event of a streamed answer."),
+]
 
 
 CLIENT_MESSAGE_ID = strawberry.argument(
     description="The client's id for this turn (1-100 printable characters, unique in the session). The same "
     "request sent again with it (graphql-ws subscribes again after a reconnect) follows the turn it started, or "
     "returns its stored outcome: never a second answer. The same id with another question is a conflict."
+)
+
+
+QUESTION = strawberry.argument(
+    description="The question: not empty, at most the server's chat.max_message_chars characters (8000 by default); "
+    "control characters and surrounding space are dropped."
 )
 
 
@@ -106,7 +122,7 @@ async def _events(info: Info, start: Callable[[], Awaitable[Listener]]) -> Async
         request_id = info.context.request_id
         log.exception("request %s: the chat turn could not start", request_id)
         masked = f"Unexpected error (request {request_id}); it has been logged."
-        yield ChatError(failed_message_id=None, code="internal", message=masked, partial="")
+        yield ChatError(failed_message_id=None, code=ErrorCode.INTERNAL, message=masked, partial="")
         return
     try:
         async for event in listener:
@@ -136,7 +152,7 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
                 for s in event.sources
             ],
             no_context=event.no_context,
-            degraded=event.degraded,
+            degraded=list(event.degraded),
         )
     if isinstance(event, DoneEvent):
         store = info.context.container.store
@@ -155,14 +171,17 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
     )
 
 
-@strawberry.type
+@strawberry.type(description="Streams, over a websocket at /graphql (graphql-transport-ws).")
 class Subscription:
-    @strawberry.subscription(description="Ask a question and stream the answer.")
+    @strawberry.subscription(
+        description="Ask a question and stream the answer: ChatRetrieval, then ChatToken pieces, then ChatDone or "
+        "ChatError. Over a websocket (graphql-transport-ws) at /graphql."
+    )
     async def chat(
         self,
         info: Info,
-        session_id: strawberry.ID,
-        content: str,
+        session_id: Annotated[strawberry.ID, strawberry.argument(description="The chat session to ask in.")],
+        content: Annotated[str, QUESTION],
         client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
     ) -> AsyncGenerator[ChatEventType, None]:
         live = info.context.container.chat.live
@@ -175,11 +194,13 @@ class Subscription:
             async for event in events:
                 yield event
 
-    @strawberry.subscription(description="Generate an assistant message again and stream it.")
+    @strawberry.subscription(
+        description="Write an answer again, in place, and stream it like `chat` (after a failure, or to try anew)."
+    )
     async def regenerate(
         self,
         info: Info,
-        message_id: strawberry.ID,
+        message_id: Annotated[strawberry.ID, strawberry.argument(description="The answer (an assistant message).")],
         client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
     ) -> AsyncGenerator[ChatEventType, None]:
         live = info.context.container.chat.live

@@ -4,71 +4,120 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.enums import AnswerMode, CandidateFate, GuardDecision, RetrievalMode
+from app.graphql.enums import AnswerMode, CandidateFate, GuardDecision, RetrievalMode, Stage
+from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
 from app.services import trace_model
 
-# Retrieval's value type, exposed as it is: strawberry.type registers the class in place (it stays a
+
+def _describe(cls: type, **descriptions: str) -> None:
+    """Describe each field of a class registered in place (a dataclass has no room for them)."""
+    fields = {f.python_name: f for f in cls.__strawberry_definition__.fields}  # type: ignore[attr-defined]
+    if set(fields) != set(descriptions):
+        raise ValueError(f"{cls.__name__}: describe exactly {sorted(fields)}")
+    for name, text in descriptions.items():
+        fields[name].description = text
+
+
+# Retrieval's value types, exposed as they are: strawberry.type registers a class in place (it stays a
 # frozen dataclass), so search hits, chat sources, citations and the trace hand theirs over unchanged.
-strawberry.type(Location, description="Where a chunk sits in its document.")
+strawberry.type(
+    Location,
+    description="Where a chunk sits in its document. Offsets and lines count in the document's text (for HTML "
+    "and PDF, the extracted text).",
+)
+_describe(
+    Location,
+    char_start="First character, 0-based.",
+    char_end="One past the last character.",
+    line_start="First line, 1-based.",
+    line_end="Last line, inclusive.",
+    page="The PDF page it starts on, 1-based; null for documents without pages.",
+    heading_path='The headings it sits under, outermost first, joined by " > " (empty above the first heading).',
+)
+strawberry.type(Degradation, description="Something that went wrong without stopping the search or answer.")
+_describe(
+    Degradation,
+    reason="What failed.",
+    message="What failed, in words, with the underlying error (for an operator; not stable).",
+)
+
+
+SCORE = (
+    "Cosine similarity to the question, 0-1 (higher is closer; the threshold's scale). Null only when there is "
+    "none: the stored vectors could not be read and keyword search alone found the chunk (see `degraded`)."
+)
 
 
 @strawberry.type(description="A chunk retrieval considered, and what became of it.")
 class TraceCandidate:
-    chunk_id: strawberry.ID
-    document_id: strawberry.ID
-    document_name: str
-    score: float | None = strawberry.field(description="Cosine similarity to the question (0-1).")
-    vector_rank: int | None
-    keyword_rank: int | None
-    fused_rank: int
-    fused_score: float
-    fate: CandidateFate
-    location: Location
+    chunk_id: strawberry.ID = strawberry.field(description="The chunk (it may have been deleted or re-ingested since).")
+    document_id: strawberry.ID = strawberry.field(description="Its document.")
+    document_name: str = strawberry.field(description="Its document's name at the time.")
+    score: float | None = strawberry.field(description=SCORE)
+    vector_rank: int | None = strawberry.field(
+        description="Its rank by vector similarity (1 = closest); null when vector search did not find it or did "
+        "not run."
+    )
+    keyword_rank: int | None = strawberry.field(
+        description="Its rank by keyword search (1 = best); null when keyword search did not find it or did not run."
+    )
+    fused_rank: int = strawberry.field(
+        description="Its place in the final order, 1-based: by fused score in HYBRID mode, else by the one ranking "
+        "that ran."
+    )
+    fused_score: float = strawberry.field(
+        description="Weighted reciprocal-rank fusion score: the sum of weight / (k + rank) over the rankings that "
+        "found it (0 when none did). Only comparable within one search."
+    )
+    fate: CandidateFate = strawberry.field(description="What the settings did with it.")
+    location: Location = strawberry.field(description="Where it sits in its document.")
 
 
-@strawberry.type
+@strawberry.type(description="How long one stage took.")
 class StageTiming:
-    stage: str
-    ms: float
+    stage: Stage = strawberry.field(description="Which stage.")
+    ms: float = strawberry.field(description="Milliseconds, wall time (3 decimals).")
 
 
-@strawberry.type
+@strawberry.type(description="The settings the turn ran with, as they were then.")
 class TraceSettings:
-    enable_rag: bool
-    top_k: int
-    threshold: float
-    include_citations: bool
-    mode: RetrievalMode
+    enable_rag: bool = strawberry.field(description="Retrieval was on.")
+    top_k: int = strawberry.field(description="At most this many sources were kept.")
+    threshold: float = strawberry.field(description="The cosine similarity a source needed, 0-1.")
+    include_citations: bool = strawberry.field(description="The model was asked to cite with [n] markers.")
+    mode: RetrievalMode = strawberry.field(description="The server's retrieval mode.")
 
 
-@strawberry.type
+@strawberry.type(description="Token counts of the turn.")
 class TraceTokens:
-    prompt: int
-    context: int
-    completion: int
-    answer_reserve: int
-    context_window: int
-    tokenizer: str
+    prompt: int = strawberry.field(description="Tokens sent to the model (system prompt, sources, history, question).")
+    context: int = strawberry.field(description="Of those, the sources' tokens.")
+    completion: int = strawberry.field(description="Tokens the model generated.")
+    answer_reserve: int = strawberry.field(description="Tokens kept free in the context window for the answer.")
+    context_window: int = strawberry.field(description="The model's context window, in tokens.")
+    tokenizer: str = strawberry.field(description="The tokenizer the counts come from.")
     exact: bool = strawberry.field(description="False when counts are an estimate (no tokenizer available).")
 
 
-@strawberry.type
+@strawberry.type(description="What had to be left out to fit the model's context window.")
 class TraceBudget:
     chunks_over_budget: list[int] = strawberry.field(description="Source numbers cut to fit the context window.")
-    history_dropped: int
+    history_dropped: int = strawberry.field(description="Earlier messages of the chat left out of the prompt.")
 
 
-@strawberry.type
+@strawberry.type(description="How the answer's citations were checked.")
 class TraceCitations:
-    valid: int
-    invalid_removed: int
-    attributed: bool
+    valid: int = strawberry.field(description="Citations kept.")
+    invalid_removed: int = strawberry.field(description="[n] markers naming no source, removed from the answer.")
+    attributed: bool = strawberry.field(
+        description="The model cited nothing, so ragchat attributed sentences to sources by their embeddings."
+    )
 
 
 @strawberry.type(description="What the answer guard found in a generated answer.")
 class TraceGuard:
-    decision: GuardDecision
+    decision: GuardDecision = strawberry.field(description="What the guard decided.")
     reasons: list[str] = strawberry.field(description="Each problem found, in words (empty when it passed).")
     unsupported_sentences: int = strawberry.field(description="Sentences no source supports.")
     echo_removed: int = strawberry.field(description="Pieces of the prompt the model repeated, removed.")
@@ -82,25 +131,42 @@ class TraceAnswer:
     requested_mode: AnswerMode = strawberry.field(description="The session's setting.")
     mode: AnswerMode = strawberry.field(description="The mode that ran (GENERATIVE or EXTRACTIVE).")
     reason: str = strawberry.field(description="Why that mode ran.")
-    guard: TraceGuard | None = strawberry.field(description="The guard's verdict on a generated answer.")
-    sentences: int | None = strawberry.field(description="Sentences quoted, for an extractive answer.")
+    guard: TraceGuard | None = strawberry.field(
+        description="The guard's verdict on a generated answer; null for an extractive one."
+    )
+    sentences: int | None = strawberry.field(
+        description="Sentences quoted, for an extractive answer; null for a generated one."
+    )
 
 
 @strawberry.type(description="Everything that shaped an answer.")
 class RetrievalTrace:
-    query: str
-    provider: str
-    model: str
-    settings: TraceSettings
-    effective_mode: RetrievalMode | None
-    embedding_space: str | None
-    no_context: bool
-    degraded: list[str]
-    candidates: list[TraceCandidate]
-    timings: list[StageTiming]
-    tokens: TraceTokens | None
-    budget: TraceBudget | None
-    citations: TraceCitations | None
+    query: str = strawberry.field(description="The question as retrieval saw it (cleaned).")
+    provider: str = strawberry.field(description="The chat model's provider.")
+    model: str = strawberry.field(description="The chat model.")
+    settings: TraceSettings = strawberry.field(description="The session's settings for this turn.")
+    effective_mode: RetrievalMode | None = strawberry.field(
+        description="The retrieval mode that ran: settings.mode unless search degraded; null when retrieval was "
+        "off or failed."
+    )
+    embedding_space: str | None = strawberry.field(
+        description='The embedding space searched ("provider/model@dimensions"); null when nothing was searched.'
+    )
+    no_context: bool = strawberry.field(description="Retrieval was on and no source passed the threshold.")
+    degraded: list[Degradation] = strawberry.field(
+        description="What went wrong without stopping the answer (empty when all went well)."
+    )
+    candidates: list[TraceCandidate] = strawberry.field(description="Every chunk retrieval considered, in fused order.")
+    timings: list[StageTiming] = strawberry.field(description="Each stage that ran, in the order it ran.")
+    tokens: TraceTokens | None = strawberry.field(
+        description="Token counts; null for an extractive answer or one that failed before its prompt was built."
+    )
+    budget: TraceBudget | None = strawberry.field(
+        description="What the context window left out; null when no prompt was built."
+    )
+    citations: TraceCitations | None = strawberry.field(
+        description="How citations were checked; null when the answer did not get that far."
+    )
     answer: TraceAnswer | None = strawberry.field(description="Answer mode and guard (absent in older traces).")
 
 

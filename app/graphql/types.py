@@ -8,12 +8,14 @@ from typing import Annotated
 
 import strawberry
 
+from app.errors import NotFoundError
 from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
-from app.graphql.enums import AnswerMode, CitationKind, DocumentStatus, MessageStatus, Role
+from app.graphql.enums import AnswerMode, CitationKind, DocumentKind, DocumentStatus, MessageStatus, Role
 from app.graphql.errors import ValidationError
 from app.graphql.rag_settings import RagSettingsFields
-from app.graphql.trace_types import Location, RetrievalTrace, trace_from_json
+from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, trace_from_json
+from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
 from app.services import records
 
@@ -28,26 +30,30 @@ SESSION_CURSOR = Cursor("ChatSession", (datetime, int))
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
 class Health:
     ok: bool = strawberry.field(description="True when the database is migrated to the latest revision.")
-    version: str
-    sqlite_version: str
-    sqlite_vec_version: str
-    migration_revision: str | None
-    head_revision: str
+    version: str = strawberry.field(description="ragchat's version.")
+    sqlite_version: str = strawberry.field(description="The SQLite library's version.")
+    sqlite_vec_version: str = strawberry.field(description="The sqlite-vec extension's version.")
+    migration_revision: str | None = strawberry.field(
+        description="The database's migration revision; null when it was never migrated."
+    )
+    head_revision: str = strawberry.field(description="The latest revision this version knows (`ragchat migrate`).")
 
 
 @strawberry.type(description="The embedding model a knowledge base's vectors were made with.")
 class EmbeddingSpace:
-    label: str
+    label: str = strawberry.field(description='"provider/model@dimensions", like "local/all-MiniLM-L6-v2@384".')
 
 
-@strawberry.type
+@strawberry.type(description="A piece of a document, the unit retrieval finds and answers cite.")
 class Chunk:
-    id: strawberry.ID
-    document_id: strawberry.ID
-    ordinal: int
-    text: str
-    token_count: int
-    location: Location
+    id: strawberry.ID = strawberry.field(
+        description="The chunk's id (a re-ingest keeps it while its text is unchanged)."
+    )
+    document_id: strawberry.ID = strawberry.field(description="Its document.")
+    ordinal: int = strawberry.field(description="Its position in the document, 0-based.")
+    text: str = strawberry.field(description="Its text, as searched and quoted.")
+    token_count: int = strawberry.field(description="Its length in the embedder's tokens.")
+    location: Location = strawberry.field(description="Where it sits in its document.")
 
     @classmethod
     def of(cls, row: records.Chunk) -> Chunk:
@@ -80,18 +86,20 @@ ChunkConnectionResult = Annotated[
 ]
 
 
-@strawberry.type
+@strawberry.type(description="A file in a knowledge base, split into chunks for search.")
 class Document:
-    id: strawberry.ID
-    project_id: strawberry.ID
-    name: str
-    kind: str
-    size_bytes: int
-    content_hash: str
-    chunk_count: int
-    status: DocumentStatus
-    error: str | None
-    ingested_at: datetime
+    id: strawberry.ID = strawberry.field(description="The document's id.")
+    project_id: strawberry.ID = strawberry.field(description="The knowledge base it belongs to.")
+    name: str = strawberry.field(
+        description="Its file name, unique in the knowledge base: uploading the same name again updates it."
+    )
+    kind: DocumentKind = strawberry.field(description="Which parser read it.")
+    size_bytes: int = strawberry.field(description="The uploaded file's size, in bytes.")
+    content_hash: str = strawberry.field(description="SHA-256 of the uploaded file, in hex.")
+    chunk_count: int = strawberry.field(description="How many chunks it has (0 when it failed).")
+    status: DocumentStatus = strawberry.field(description="Whether searches find it.")
+    error: str | None = strawberry.field(description="Why its last ingestion failed; null when READY.")
+    ingested_at: datetime = strawberry.field(description="When this version was stored.")
 
     @classmethod
     def of(cls, row: records.Document) -> Document:
@@ -99,7 +107,7 @@ class Document:
             id=strawberry.ID(str(row.id)),
             project_id=strawberry.ID(str(row.project_id)),
             name=row.name,
-            kind=row.kind,
+            kind=stored_kind(row.kind),
             size_bytes=row.size_bytes,
             content_hash=row.content_hash,
             chunk_count=row.chunk_count,
@@ -137,13 +145,13 @@ DocumentConnectionResult = Annotated[
 ]
 
 
-@strawberry.type(description="A knowledge base.")
+@strawberry.type(description="A knowledge base: documents to search, and the chat sessions over them.")
 class Project:
-    id: strawberry.ID
-    name: str
-    description: str
-    created_at: datetime
-    updated_at: datetime
+    id: strawberry.ID = strawberry.field(description="The knowledge base's id.")
+    name: str = strawberry.field(description="Its name, unique ignoring case.")
+    description: str = strawberry.field(description="What it holds (may be empty).")
+    created_at: datetime = strawberry.field(description="When it was created.")
+    updated_at: datetime = strawberry.field(description="When its name or description last changed.")
 
     @classmethod
     def of(cls, row: records.Project) -> Project:
@@ -155,11 +163,11 @@ class Project:
             updated_at=row.updated_at,
         )
 
-    @strawberry.field
+    @strawberry.field(description="How many documents it has, failed ones included.")
     async def document_count(self, info: Info) -> int:
         return (await info.context.loaders.project_stats.load(int(self.id))).documents
 
-    @strawberry.field
+    @strawberry.field(description="How many chunks its documents have in all.")
     async def chunk_count(self, info: Info) -> int:
         return (await info.context.loaders.project_stats.load(int(self.id))).chunks
 
@@ -193,16 +201,22 @@ class ProjectConnection(Connection[Project]):
 
 @strawberry.type(description="A source an answer relies on, as it was when the answer was written.")
 class Citation:
-    id: strawberry.ID
-    marker: int
-    kind: CitationKind
-    score: float = strawberry.field(description="Cosine similarity of the chunk to the question (0-1).")
+    id: strawberry.ID = strawberry.field(description="The citation's id.")
+    marker: int = strawberry.field(description="The [n] the answer's text shows for it (the source's number).")
+    kind: CitationKind = strawberry.field(description="How it came about.")
+    score: float | None = strawberry.field(description=SCORE)
     rank: int = strawberry.field(description="The chunk's rank in retrieval (1 = best).")
-    document_id: strawberry.ID | None
-    chunk_id: strawberry.ID | None
-    document_name: str
-    location: Location
-    snippet: str
+    document_id: strawberry.ID | None = strawberry.field(
+        description="The cited document; null once it has been deleted (the citation keeps its name)."
+    )
+    chunk_id: strawberry.ID | None = strawberry.field(
+        description="The cited chunk; null once it has been deleted or its text changed in a re-ingest."
+    )
+    document_name: str = strawberry.field(description="The document's name when the answer was written.")
+    location: Location = strawberry.field(
+        description="Where the cited text sits: the chunk's span, or the quoted sentence's for EXTRACTED."
+    )
+    snippet: str = strawberry.field(description="The cited text as it was, at most 600 characters.")
 
     @classmethod
     def of(cls, row: records.Citation) -> Citation:
@@ -220,23 +234,27 @@ class Citation:
         )
 
 
-@strawberry.type
+@strawberry.type(description="Tokens an answer took.")
 class TokenUsage:
-    prompt: int
-    completion: int
-    context: int
+    prompt: int = strawberry.field(description="Tokens sent to the model.")
+    completion: int = strawberry.field(description="Tokens the model generated.")
+    context: int = strawberry.field(description="Of the prompt's tokens, the sources'.")
 
 
-@strawberry.type
+@strawberry.type(description="A question or an answer in a chat session.")
 class ChatMessage:
-    id: strawberry.ID
-    session_id: strawberry.ID
-    role: Role
-    content: str
-    status: MessageStatus
-    error: str | None
-    created_at: datetime
-    completed_at: datetime | None
+    id: strawberry.ID = strawberry.field(description="The message's id; later messages have greater ids.")
+    session_id: strawberry.ID = strawberry.field(description="Its chat session.")
+    role: Role = strawberry.field(description="Who wrote it.")
+    content: str = strawberry.field(
+        description="Its text (Markdown, with [n] citation markers); of a failed answer, what had streamed."
+    )
+    status: MessageStatus = strawberry.field(description="Where it is in its life.")
+    error: str | None = strawberry.field(description="Why the answer failed; null unless status is FAILED.")
+    created_at: datetime = strawberry.field(description="When it was asked, or the answer begun.")
+    completed_at: datetime | None = strawberry.field(
+        description="When an answer was finished or failed; null while STREAMING, and for questions."
+    )
     trace: RetrievalTrace | None = strawberry.field(description="Why this answer is what it is (assistant only).")
 
     @classmethod
@@ -253,7 +271,7 @@ class ChatMessage:
             trace=trace_from_json(row.trace) if row.trace else None,
         )
 
-    @strawberry.field
+    @strawberry.field(description="The sources the answer relies on, by marker (empty for a question).")
     async def citations(self, info: Info) -> list[Citation]:
         return [Citation.of(c) for c in await info.context.loaders.citations_by_message.load(int(self.id))]
 
@@ -262,10 +280,12 @@ class ChatMessage:
         return bool(self.trace and self.trace.no_context)
 
     @strawberry.field(description="Why the answer had less to work with than usual (empty when all went well).")
-    def degraded(self) -> list[str]:
+    def degraded(self) -> list[Degradation]:
         return list(self.trace.degraded) if self.trace else []
 
-    @strawberry.field
+    @strawberry.field(
+        description="Tokens the answer took; null for questions, extractive answers and older or failed ones."
+    )
     def usage(self) -> TokenUsage | None:
         if not self.trace or not self.trace.tokens:
             return None
@@ -291,12 +311,12 @@ class _ChatSessionHead:
     """ChatSession's fields that come before its RAG settings in the schema (a base of its own so
     that RagSettingsFields' follow them)."""
 
-    id: strawberry.ID
-    project_id: strawberry.ID
-    title: str
-    system_prompt: str
-    provider: str
-    model: str
+    id: strawberry.ID = strawberry.field(description="The chat session's id.")
+    project_id: strawberry.ID = strawberry.field(description="The knowledge base it searches.")
+    title: str = strawberry.field(description="Its title, shown in the chat list.")
+    system_prompt: str = strawberry.field(description="Extra instructions for the chat model (may be empty).")
+    provider: str = strawberry.field(description='The chat model\'s provider, like "local" or "openai".')
+    model: str = strawberry.field(description="The chat model.")
 
 
 @strawberry.type(description="A conversation over one knowledge base, with its own model and RAG settings.")
@@ -305,8 +325,8 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
         description="GENERATIVE: the chat model writes; EXTRACTIVE: sentences quoted from the sources; "
         "AUTO: generative when the model writes grounded answers reliably, else extractive."
     )
-    created_at: datetime
-    updated_at: datetime
+    created_at: datetime = strawberry.field(description="When it was created.")
+    updated_at: datetime = strawberry.field(description="When it last changed: a message, or a settings change.")
 
     @classmethod
     def of(cls, row: records.ChatSession) -> ChatSession:
@@ -344,15 +364,20 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
             from_end=True,
         )
 
-    @strawberry.field
+    @strawberry.field(description="Its latest message; null while it has none.")
     async def last_message(self, info: Info) -> ChatMessage | None:
         row = await info.context.loaders.last_message.load(int(self.id))
         return ChatMessage.of(row) if row else None
 
-    @strawberry.field
-    async def project(self, info: Info) -> Project | None:
-        row = await info.context.loaders.project.load(int(self.project_id))
-        return Project.of(row) if row else None
+    @strawberry.field(description="The knowledge base it searches.")
+    async def project(self, info: Info) -> Project:
+        # Never missing: chat_sessions.project_id is NOT NULL with ON DELETE CASCADE, so a session
+        # whose project is gone is gone too (read in the meantime: a not-found error, not a null).
+        project_id = int(self.project_id)
+        row = await info.context.loaders.project.load(project_id)
+        if row is None:
+            raise NotFoundError("project", project_id)
+        return Project.of(row)
 
 
 @strawberry.type(description="A page of chat sessions, most recently active first.")

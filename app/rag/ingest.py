@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import partial
-from typing import Literal
 
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
@@ -27,12 +27,21 @@ from app.llm.base import Embedder
 from app.rag import spaces, vector_store
 from app.rag.chunking import chunk
 from app.rag.parse_worker import ParseWorker
-from app.rag.parsing import ParseLimits
+from app.rag.parsing import ParseLimits, kind_by_name
 from app.rag.sanitize import clean_name
-from app.rag.types import ChunkSpec, sha256
+from app.rag.types import ChunkSpec, DocumentKind, sha256
 from app.settings import IngestSettings
 
-Status = Literal["added", "unchanged", "updated", "failed"]
+
+class FileStatus(StrEnum):
+    """What ingestion did with one file of a batch."""
+
+    ADDED = "added"  # a new document (or one whose last ingestion had failed)
+    UNCHANGED = "unchanged"  # same content as stored: nothing parsed, embedded or written
+    UPDATED = "updated"  # new content for a stored document: changed chunks re-embedded
+    FAILED = "failed"  # not ingested; FileResult.error says why
+
+
 BATCH_FILES = 64
 BATCH_NEW_CHUNKS = 1024
 
@@ -52,7 +61,7 @@ class Source:
 @dataclass
 class FileResult:
     name: str
-    status: Status
+    status: FileStatus
     document_id: int | None = None
     chunks: int = 0
     embedded: int = 0
@@ -65,7 +74,7 @@ class IngestSummary:
     files: list[FileResult] = field(default_factory=list)
     seconds: float = 0.0
 
-    def count(self, status: Status) -> int:
+    def count(self, status: FileStatus) -> int:
         return sum(1 for f in self.files if f.status == status)
 
     @property
@@ -78,7 +87,7 @@ class _Plan:
     source: Source
     data: bytes
     content_hash: str
-    kind: str
+    kind: DocumentKind
     specs: list[ChunkSpec]
     existing: Document | None
     reuse: dict[int, int]  # spec ordinal -> existing chunk id with the same text
@@ -142,11 +151,11 @@ class Ingestor:
     ) -> _Plan | FileResult | Callable[[], FileResult]:
         """What to write for ``source``: a plan, a result needing no write, or a failure to record."""
         if not source.name:
-            return FileResult(source.name, "failed", error="the file name has no visible characters")
+            return FileResult(source.name, FileStatus.FAILED, error="the file name has no visible characters")
         try:
             data = source.read()
         except OSError as exc:
-            return FileResult(source.name, "failed", error=f"cannot read the file: {exc.strerror or exc}")
+            return FileResult(source.name, FileStatus.FAILED, error=f"cannot read the file: {exc.strerror or exc}")
         if len(data) > self.settings.max_file_bytes:
             too_big = f"file is {len(data)} bytes; the limit is {self.settings.max_file_bytes}"
             return partial(self._fail, project_id, source.name, data, too_big)
@@ -158,7 +167,7 @@ class Ingestor:
                 and existing.content_hash == content_hash
                 and existing.status is DocumentStatus.READY
             ):
-                return FileResult(source.name, "unchanged", existing.id, chunks=existing.chunk_count)
+                return FileResult(source.name, FileStatus.UNCHANGED, existing.id, chunks=existing.chunk_count)
             old_chunks = _chunk_hashes(db, existing.id) if existing is not None else []
         try:
             parsed = parser.parse(data, source.name)
@@ -197,7 +206,7 @@ class Ingestor:
             try:
                 result = self._write(project_id, plan, plan_vectors)
             except IngestError as exc:
-                result = FileResult(plan.source.name, "failed", error=exc.message)
+                result = FileResult(plan.source.name, FileStatus.FAILED, error=exc.message)
             self._record(summary, result, progress)
 
     def _write(self, project_id: int, plan: _Plan, vectors: object) -> FileResult:
@@ -228,8 +237,10 @@ class Ingestor:
             db.flush()
             if new_rows:
                 vector_store.put(db, space.table, [row.id for row in new_rows], vectors)  # type: ignore[arg-type]
-            status: Status = (
-                "added" if plan.existing is None or plan.existing.status is not DocumentStatus.READY else "updated"
+            status = (
+                FileStatus.ADDED
+                if plan.existing is None or plan.existing.status is not DocumentStatus.READY
+                else FileStatus.UPDATED
             )
             return FileResult(
                 plan.source.name, status, doc.id, len(plan.specs), embedded=len(new_rows), removed=len(plan.vanished)
@@ -240,17 +251,17 @@ class Ingestor:
     ) -> FileResult:
         """Record why a file failed. A document that was ingested before keeps its last good version."""
         if existing is not None and existing.status is DocumentStatus.READY:
-            return FileResult(name, "failed", existing.id, existing.chunk_count, error=reason)
+            return FileResult(name, FileStatus.FAILED, existing.id, existing.chunk_count, error=reason)
         with self.store.write() as db:
             _project_still_there(db, project_id)
             doc = _document(db, project_id, name)
             if doc is None:
                 doc = Document(project_id=project_id, name=name, chunk_count=0)
                 db.add(doc)
-            doc.kind, doc.size_bytes, doc.content_hash = _kind_of(name), len(data), sha256(data)
+            doc.kind, doc.size_bytes, doc.content_hash = kind_by_name(name), len(data), sha256(data)
             doc.status, doc.error, doc.ingested_at = DocumentStatus.FAILED, reason, utcnow()
             db.flush()
-            return FileResult(name, "failed", doc.id, error=reason)
+            return FileResult(name, FileStatus.FAILED, doc.id, error=reason)
 
 
 def _project_still_there(db: Session, project_id: int) -> None:
@@ -275,7 +286,7 @@ def _diff(
     source: Source,
     data: bytes,
     content_hash: str,
-    kind: str,
+    kind: DocumentKind,
     specs: Sequence[ChunkSpec],
     existing: Document | None,
     old_chunks: list[tuple[int, str]],
@@ -309,8 +320,3 @@ def _position(spec: ChunkSpec) -> dict[str, object]:
 
 def _fields(spec: ChunkSpec) -> dict[str, object]:
     return {**_position(spec), "text": spec.text, "content_hash": spec.content_hash, "token_count": spec.token_count}
-
-
-def _kind_of(name: str) -> str:
-    suffix = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-    return suffix[:20] or "unknown"

@@ -18,7 +18,7 @@ length, negated like FTS5's: lower is better. One deliberate difference: a quest
 tokenises to several terms (``max_tokens``) is those terms ORed, where FTS5 would match the phrase.
 
 SQLite stays the source of truth. Every insert, delete and text update of a chunk appends its id to
-``keyword_journal`` (triggers, migration 0009) in the same transaction; within a project ``seq``
+``keyword_journal`` (triggers, migration 0010) in the same transaction; within a project ``seq``
 only grows. Before each search the index reads the project's first and last ``seq`` in the
 caller's snapshot (two index seeks) and is current, or catches up by re-reading only the text of
 the chunks journalled since its revision, or reloads the project when the journal no longer reaches

@@ -22,9 +22,17 @@ from app.rag.parsers.html import parse_html
 from app.rag.parsers.markdown import parse_markdown
 from app.rag.parsers.pdf import parse_pdf
 from app.rag.parsers.text import decode_text, too_much_text
-from app.rag.types import ParsedDocument
+from app.rag.types import DocumentKind, ParsedDocument
 
-__all__ = ["CODE_EXTENSIONS", "KINDS_BY_EXTENSION", "ParseLimits", "detect_kind", "parse"]
+__all__ = [
+    "CODE_EXTENSIONS",
+    "KINDS_BY_EXTENSION",
+    "ParseLimits",
+    "detect_kind",
+    "kind_by_name",
+    "parse",
+    "stored_kind",
+]
 
 
 @dataclass(frozen=True)
@@ -45,45 +53,58 @@ CODE_EXTENSIONS = frozenset(
     | {".cc", ".hpp", ".cs", ".rb", ".php", ".sh", ".bash", ".sql", ".yaml", ".yml", ".toml", ".json", ".ini"}
     | {".cfg", ".css", ".scss", ".kt", ".swift", ".scala", ".lua", ".xml", ".graphql", ".proto", ".r", ".dart"}
 )
-KINDS_BY_EXTENSION: dict[str, str] = {
-    **dict.fromkeys(TEXT_EXTENSIONS, "text"),
-    **dict.fromkeys(MARKDOWN_EXTENSIONS, "markdown"),
-    **dict.fromkeys(HTML_EXTENSIONS, "html"),
-    **dict.fromkeys(CODE_EXTENSIONS, "code"),
-    ".pdf": "pdf",
+KINDS_BY_EXTENSION: dict[str, DocumentKind] = {
+    **dict.fromkeys(TEXT_EXTENSIONS, DocumentKind.TEXT),
+    **dict.fromkeys(MARKDOWN_EXTENSIONS, DocumentKind.MARKDOWN),
+    **dict.fromkeys(HTML_EXTENSIONS, DocumentKind.HTML),
+    **dict.fromkeys(CODE_EXTENSIONS, DocumentKind.CODE),
+    ".pdf": DocumentKind.PDF,
 }
 # Well-known files that carry no extension.
 _KINDS_BY_NAME = {
-    "makefile": "code",
-    "dockerfile": "code",
-    "readme": "text",
-    "license": "text",
-    "copying": "text",
-    "changelog": "text",
-    "authors": "text",
-    "notice": "text",
+    "makefile": DocumentKind.CODE,
+    "dockerfile": DocumentKind.CODE,
+    "readme": DocumentKind.TEXT,
+    "license": DocumentKind.TEXT,
+    "copying": DocumentKind.TEXT,
+    "changelog": DocumentKind.TEXT,
+    "authors": DocumentKind.TEXT,
+    "notice": DocumentKind.TEXT,
 }
 
 
-def detect_kind(filename: str, data: bytes) -> str:
-    """``"text" | "markdown" | "html" | "pdf" | "code"``, from the extension (case-insensitive).
+def kind_by_name(filename: str) -> DocumentKind:
+    """The kind a file's name says (its extension, or a well-known name); UNKNOWN when it says none."""
+    path = PurePosixPath(filename.replace("\\", "/"))
+    return KINDS_BY_EXTENSION.get(path.suffix.lower()) or _KINDS_BY_NAME.get(path.name.lower()) or DocumentKind.UNKNOWN
+
+
+def stored_kind(value: str) -> DocumentKind:
+    """A ``documents.kind`` as stored. Documents that failed before kinds were an enum kept their
+    file's extension there ("md", "docx"), or "unknown"; those read as the kind it names."""
+    try:
+        return DocumentKind(value)
+    except ValueError:
+        return KINDS_BY_EXTENSION.get(f".{value}".lower(), DocumentKind.UNKNOWN)
+
+
+def detect_kind(filename: str, data: bytes) -> DocumentKind:
+    """The document's kind, from the extension (case-insensitive).
 
     A file without an extension is sniffed: a PDF header, an HTML document, else text. Raises
     :class:`IngestError` for an extension no parser handles.
     """
-    path = PurePosixPath(filename.replace("\\", "/"))
-    suffix = path.suffix.lower()
-    if suffix in KINDS_BY_EXTENSION:
-        return KINDS_BY_EXTENSION[suffix]
-    if path.name.lower() in _KINDS_BY_NAME:
-        return _KINDS_BY_NAME[path.name.lower()]
+    kind = kind_by_name(filename)
+    if kind is not DocumentKind.UNKNOWN:
+        return kind
+    suffix = PurePosixPath(filename.replace("\\", "/")).suffix.lower()
     if not suffix:
         head = data[:1024].lstrip().lower()
         if head.startswith(b"%pdf-"):
-            return "pdf"
+            return DocumentKind.PDF
         if head.startswith((b"<!doctype html", b"<html")):
-            return "html"
-        return "text"
+            return DocumentKind.HTML
+        return DocumentKind.TEXT
     # The full list is KINDS_BY_EXTENSION, for a UI to show; the message stays readable.
     raise IngestError(f"files of type {suffix} are not supported; upload text, Markdown, HTML, PDF or source code")
 
@@ -99,20 +120,22 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
     kind = detect_kind(filename, data)
     if not data.strip():
         raise IngestError("the file is empty")
-    if kind == "pdf":
+    if kind is DocumentKind.PDF:
         return parse_pdf(
             data,
             max_pages=limits.max_pages,
             max_chars_per_page=limits.max_chars_per_page,
             max_chars=limits.max_chars_per_file,
         )
-    if kind == "html":
+    if kind is DocumentKind.HTML:
         return parse_html(data, max_chars=limits.max_chars_per_file)
     text = decode_text(data)
     if len(text) > limits.max_chars_per_file:
         raise IngestError(too_much_text(limits.max_chars_per_file))
-    if kind == "markdown":
+    if kind is DocumentKind.MARKDOWN:
         return parse_markdown(text)
-    if kind == "code":
-        return ParsedDocument(text=text, kind="code", headings=code_headings(text, PurePosixPath(filename).suffix))
-    return ParsedDocument(text=text, kind="text")
+    if kind is DocumentKind.CODE:
+        return ParsedDocument(
+            text=text, kind=DocumentKind.CODE, headings=code_headings(text, PurePosixPath(filename).suffix)
+        )
+    return ParsedDocument(text=text, kind=DocumentKind.TEXT)

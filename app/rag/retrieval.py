@@ -26,7 +26,9 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag import fusion, keyword_index, spaces, vector_index, vector_store
+from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
+from app.rag.stages import Stage
 from app.settings import RagDefaults
 
 log = logging.getLogger(__name__)
@@ -109,8 +111,8 @@ class RetrievalResult:
     mode: RetrievalMode
     params: RetrievalParams
     candidates: list[Candidate] = field(default_factory=list)
-    degraded: list[str] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)
+    degraded: list[Degradation] = field(default_factory=list)
+    timings_ms: dict[Stage, float] = field(default_factory=dict)
     space: str | None = None
 
     @property
@@ -119,7 +121,7 @@ class RetrievalResult:
 
 
 @contextmanager
-def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
+def _timed(timings: dict[Stage, float], stage: Stage) -> Iterator[None]:
     start = time.perf_counter()
     try:
         yield
@@ -146,7 +148,7 @@ def retrieve(
     result = RetrievalResult(query=query, mode=params.mode, params=params)
     t = result.timings_ms
     if query_vector is None:
-        with _timed(t, "embed"):
+        with _timed(t, Stage.RETRIEVAL_EMBED):
             query_vector = embed_query(embedder, query)
     with store.read() as db:
         space = spaces.active_space(db, project_id)
@@ -155,12 +157,12 @@ def retrieve(
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result)
-        with _timed(t, "score"):
+        with _timed(t, Stage.RETRIEVAL_SCORE):
             ids = list(dict.fromkeys([cid for cid, _ in vector_hits] + [cid for cid, _ in keyword_hits]))
             scores = _scores(db, space.table, query_vector, ids, dict(vector_hits), result)
-        with _timed(t, "load"):
+        with _timed(t, Stage.RETRIEVAL_LOAD):
             rows = _load(db, project_id, ids)
-    with _timed(t, "rank"):
+    with _timed(t, Stage.RETRIEVAL_RANK):
         result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result)
         _apply_threshold_and_top_k(result.candidates, params)
     return result
@@ -182,38 +184,43 @@ def _rankings(
     timings = result.timings_ms
     vector_view: vector_index.View | None = None
     if params.mode in (RetrievalMode.VECTOR, RetrievalMode.HYBRID):
-        with _timed(timings, "vector"):
+        with _timed(timings, Stage.RETRIEVAL_VECTOR):
             try:
                 vector_view, _ = vector_index.view_for(db, table, vector_store.space_row_id(table))
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
-                result.degraded.append(f"vector search failed ({exc.orig}); used keyword search only")
+                result.degraded.append(
+                    Degradation(
+                        DegradationReason.VECTOR_SEARCH_FAILED,
+                        f"vector search failed ({exc.orig}); used keyword search only",
+                    )
+                )
                 result.mode = RetrievalMode.KEYWORD
     keyword_view: keyword_index.View | None = None
     if result.mode in (RetrievalMode.KEYWORD, RetrievalMode.HYBRID):
-        with _timed(timings, "keyword"):
+        with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             terms = keyword_index.tokenizer().question(query)
             keyword_view = keyword_index.view_for(db, project_id) if terms else None
     candidates = int(params.candidates)
     if keyword_view is None or vector_view is None:
         if vector_view is not None:
-            with _timed(timings, "vector"):
+            with _timed(timings, Stage.RETRIEVAL_VECTOR):
                 return _vector_search(vector_view, query_vector, candidates), []
-        with _timed(timings, "keyword"):
+        with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             return [], keyword_view.search(terms, candidates) if keyword_view is not None else []
     if not PARALLEL_RANKINGS:
-        with _timed(timings, "vector"):
+        with _timed(timings, Stage.RETRIEVAL_VECTOR):
             vector_hits = _vector_search(vector_view, query_vector, candidates)
-        with _timed(timings, "keyword"):
+        with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             return vector_hits, keyword_view.search(terms, candidates)
     # The keyword search (the shorter one, mostly Python between numpy calls) in a worker thread;
     # the vector search here, in one long numpy call that releases the GIL. The worker is usually
     # done before it, so neither waits for the GIL the other holds.
     keyword_search = _searches.submit(_timed_call, lambda: keyword_view.search(terms, candidates))
-    with _timed(timings, "vector"):
+    with _timed(timings, Stage.RETRIEVAL_VECTOR):
         vector_hits = _vector_search(vector_view, query_vector, candidates)
     keyword_hits, ms = keyword_search.result()
-    timings["keyword"] = timings.get("keyword", 0.0) + ms
+    timings[Stage.RETRIEVAL_KEYWORD] = timings.get(Stage.RETRIEVAL_KEYWORD, 0.0) + ms
     return vector_hits, keyword_hits
 
 
@@ -246,7 +253,12 @@ def _scores(
     try:
         return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
     except DBAPIError as exc:
-        result.degraded.append(f"could not read stored vectors to score candidates ({exc.orig})")
+        result.degraded.append(
+            Degradation(
+                DegradationReason.SCORES_UNAVAILABLE,
+                f"could not read stored vectors to score candidates ({exc.orig})",
+            )
+        )
         return dict(knn_scores)
 
 

@@ -4,6 +4,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class DocumentKind(StrEnum):
+    """Which parser reads a document (app/rag/parsing.py): from its file name, or, lacking an
+    extension, from its first bytes. Stored in ``documents.kind`` as the value."""
+
+    TEXT = "text"
+    MARKDOWN = "markdown"
+    HTML = "html"
+    PDF = "pdf"
+    CODE = "code"
+    # A document that failed before a parser was chosen: an unsupported type, or no extension.
+    UNKNOWN = "unknown"
 
 
 def sha256(data: str | bytes) -> str:
@@ -22,7 +36,7 @@ class ParsedDocument:
     """Plain text extracted from a file, plus the structure a chunker and a citation need."""
 
     text: str
-    kind: str  # "text" | "markdown" | "html" | "pdf" | "code"
+    kind: DocumentKind
     title: str | None = None
     headings: tuple[Heading, ...] = ()
     # For paged formats: page_starts[i] is the character offset where page i + 1 begins.

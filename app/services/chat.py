@@ -26,6 +26,7 @@ from app.db.database import Database
 from app.db.enums import CitationKind
 from app.errors import (
     BusyError,
+    ErrorCode,
     ProviderError,
     ProviderTimeoutError,
     RagchatError,
@@ -35,8 +36,10 @@ from app.errors import (
 from app.llm.base import ChatModel, ChatModels, Embedder, GenerationOptions, TextDelta, Usage
 from app.rag import answer_mode, budget, citations, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
+from app.rag.degradation import DegradationReason
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult, retrieve
 from app.rag.sanitize import clean_message
+from app.rag.stages import Stage
 from app.services import chat_answer, chat_store
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
 from app.services.chat_live import LiveTurns
@@ -139,7 +142,7 @@ class ChatService:
             retrieval = await self._retrieve(turn, trace)
             candidates = retrieval.kept if retrieval else []
             if choice.used is AnswerMode.EXTRACTIVE:
-                with trace.stage("extract"):
+                with trace.stage(Stage.EXTRACT):
                     written = await self._extractive(turn, candidates, choice, trace)
                 yield RetrievalEvent(
                     turn.message_id, turn.user_message_id, written.sources, written.no_context, trace.degraded
@@ -150,7 +153,7 @@ class ChatService:
                 content, cited = written.answer.content, written.answer.cited
             else:
                 model = self.models.get(turn.chat.provider, turn.chat.model)
-                with trace.stage("budget"):  # tokenizing is CPU work (and may load a local model): off the loop
+                with trace.stage(Stage.BUDGET):  # tokenizing is CPU work (and may load a local model): off the loop
                     prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
                 sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
                 no_context = turn.chat.rag.enable_rag and not sources
@@ -174,7 +177,7 @@ class ChatService:
                 yield DoneEvent(turn.message_id)
             else:
                 gone = "the chat session was deleted while this answer was being written; it was not kept"
-                yield ErrorEvent(turn.message_id, "not_found", gone, content, stored=False)
+                yield ErrorEvent(turn.message_id, ErrorCode.NOT_FOUND, gone, content, stored=False)
         except RagchatError as exc:
             log.warning("chat turn %s failed: %s", turn.message_id, exc.message)
             ended.failed(exc.code)
@@ -187,10 +190,10 @@ class ChatService:
             raise
         except Exception:
             log.exception("chat turn %s failed unexpectedly", turn.message_id)
-            ended.failed("internal")
+            ended.failed(ErrorCode.INTERNAL)
             kept = await self._fail(turn, parts, "internal error: the answer could not be generated", trace)
             stored = True
-            yield ErrorEvent(turn.message_id, "internal", "internal error", "".join(parts), stored=kept)
+            yield ErrorEvent(turn.message_id, ErrorCode.INTERNAL, "internal error", "".join(parts), stored=kept)
         finally:
             self._release()
             ended.end()
@@ -230,7 +233,7 @@ class ChatService:
     ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
         """The guard's verdict on a generated answer decides what is stored (module docstring of
         app.services.chat_answer): the cleaned text, the extractive answer instead, or a failure."""
-        with trace.stage("guard"):
+        with trace.stage(Stage.GUARD):
             verdict = await anyio.to_thread.run_sync(chat_answer.review, answer_guard, self.embedder)
         if verdict.decision is not guard.Decision.FALLBACK:
             original = answer_guard.text if verdict.text != answer_guard.text else None
@@ -250,7 +253,7 @@ class ChatService:
                 retryable=True,
             )
         log.info("answer %s: the guard replaced the model's answer (%s)", turn.message_id, reasons)
-        with trace.stage("extract"):
+        with trace.stage(Stage.EXTRACT):
             answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
         written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         trace.set_answer(
@@ -298,7 +301,7 @@ class ChatService:
         except (RagchatError, DBAPIError) as exc:
             reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
             log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
-            trace.degrade(f"no context: {reason}")
+            trace.degrade(DegradationReason.RETRIEVAL_FAILED, f"no context: {reason}")
             return None
         trace.set_retrieval(result)
         return result
@@ -349,14 +352,14 @@ class ChatService:
                     ) from exc
                 if isinstance(event, TextDelta) and event.text:
                     if first:
-                        trace.timing("first_token", (time.perf_counter() - started) * 1000)
+                        trace.timing(Stage.FIRST_TOKEN, (time.perf_counter() - started) * 1000)
                         first = False
                     yield event.text
                 elif isinstance(event, Usage):
                     trace.set_usage(event)
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
-            trace.timing("generate", (time.perf_counter() - started) * 1000)
+            trace.timing(Stage.GENERATE, (time.perf_counter() - started) * 1000)
 
     async def _cite(
         self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder
@@ -364,7 +367,7 @@ class ChatService:
         if not turn.chat.rag.include_citations or not sources:
             trace.set_citations(0, 0, attributed=False)
             return answer, []
-        with trace.stage("citations"):
+        with trace.stage(Stage.CITATIONS):
             parsed = citations.parse(answer, len(sources))
             kind = CitationKind.MODEL
             if not parsed.used:

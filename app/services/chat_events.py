@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.errors import ErrorCode
+from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
 
 
@@ -25,7 +27,7 @@ class RetrievalEvent:
     user_message_id: int
     sources: list[SourceRef]
     no_context: bool  # RAG was on and nothing passed the threshold: the answer has no grounding
-    degraded: list[str] = field(default_factory=list)
+    degraded: list[Degradation] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class DoneEvent:
 @dataclass(frozen=True)
 class ErrorEvent:
     message_id: int
-    code: str
+    code: ErrorCode
     message: str
     partial: str
     stored: bool = True  # False when the answer could not be kept (its session was deleted meanwhile)

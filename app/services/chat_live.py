@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from app.db.enums import MessageStatus
 from app.db.models import ChatMessage
-from app.errors import ConflictError, ValidationError
+from app.errors import ConflictError, ErrorCode, ValidationError
 from app.services import chat_store, sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent
 from app.services.chat_store import Turn
@@ -236,4 +236,5 @@ def _stored_outcome(answer: ChatMessage) -> ChatEvent:
         return DoneEvent(answer.id)
     error = answer.error or "the answer failed"
     cause = error.split(":", 1)[0]  # the stored errors of CANCELLED and INTERRUPTED name their cause
-    return ErrorEvent(answer.id, cause if cause in ("cancelled", "interrupted") else "failed", error, answer.content)
+    code = ErrorCode(cause) if cause in (ErrorCode.CANCELLED, ErrorCode.INTERRUPTED) else ErrorCode.FAILED
+    return ErrorEvent(answer.id, code, error, answer.content)

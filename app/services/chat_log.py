@@ -55,7 +55,7 @@ class TurnLog:
             "error": self.error,
             "duration_ms": round(ms, 1),
             "timings_ms": timings,
-            "degraded": list(self.trace.degraded),
+            "degraded": [d.message for d in self.trace.degraded],
         }
         stages = ", ".join(f"{stage} {value:.1f}" for stage, value in timings.items()) or "none"
         log.info(

@@ -201,7 +201,7 @@ def finish(
                     document_id=source.document_id if source.document_id in live_docs else None,
                     marker=source.number,
                     kind=kind,
-                    score=source.score if source.score is not None else 0.0,
+                    score=source.score,
                     rank=source.rank,
                     document_name=source.document_name,
                     location=asdict(source.location),

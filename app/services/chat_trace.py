@@ -12,7 +12,9 @@ from contextlib import contextmanager
 
 from app.llm.base import Usage
 from app.rag.budget import BudgetReport
+from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval import RetrievalResult
+from app.rag.stages import Stage
 from app.services.chat_events import SourceRef
 from app.services.chat_store import Turn
 from app.services.trace_model import (
@@ -33,8 +35,8 @@ __all__ = ["TRACE_VERSION", "TraceBuilder"]
 class TraceBuilder:
     def __init__(self, turn: Turn, settings: Settings) -> None:
         chat = turn.chat
-        self.degraded: list[str] = []
-        self._timings: dict[str, float] = {}
+        self.degraded: list[Degradation] = []
+        self._timings: dict[Stage, float] = {}
         self._retrieval: RetrievalResult | None = None
         self._trace = RetrievalTrace(
             query=turn.question,
@@ -44,11 +46,11 @@ class TraceBuilder:
             history_turns=len(turn.history),
         )
 
-    def degrade(self, reason: str) -> None:
-        self.degraded.append(reason)
+    def degrade(self, reason: DegradationReason, message: str) -> None:
+        self.degraded.append(Degradation(reason, message))
 
     @property
-    def timings_ms(self) -> dict[str, float]:
+    def timings_ms(self) -> dict[Stage, float]:
         """The stage timings so far (a copy)."""
         return dict(self._timings)
 
@@ -57,11 +59,11 @@ class TraceBuilder:
         """How the answer was written, once that is known."""
         return self._trace.answer
 
-    def timing(self, stage: str, ms: float) -> None:
+    def timing(self, stage: Stage, ms: float) -> None:
         self._timings[stage] = round(ms, 3)
 
     @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
+    def stage(self, name: Stage) -> Iterator[None]:
         start = time.perf_counter()
         try:
             yield
@@ -72,7 +74,7 @@ class TraceBuilder:
         self._retrieval = result
         self.degraded.extend(result.degraded)
         for stage, ms in result.timings_ms.items():
-            self.timing(f"retrieval_{stage}", ms)
+            self.timing(stage, ms)
         self._trace.embedding_space = result.space
         self._trace.effective_mode = result.mode
 

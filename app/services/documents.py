@@ -48,13 +48,15 @@ def chunk_pages(store: Database, document_ids: list[int], request: PageRequest) 
         return pages(db, Chunk, CHUNK_ORDER, request, Chunk.document_id, document_ids)
 
 
-def delete(store: Database, document_id: int) -> None:
-    """Delete a document; its chunks, vectors and keyword index entries go with it (cascade + triggers)."""
+def delete(store: Database, document_id: int) -> Document:
+    """Delete a document; its chunks, vectors and keyword index entries go with it (cascade + triggers).
+    Returns the row as it was."""
     with store.write() as db:
         doc = db.get(Document, document_id)
         if doc is None:
             raise NotFoundError("document", document_id)
         db.delete(doc)
+        return doc
 
 
 MAX_NAME = 255

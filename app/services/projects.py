@@ -1,4 +1,4 @@
-"""Knowledge bases (projects): create, rename, delete, list, look up."""
+"""Knowledge bases (projects): create, update (rename, describe), delete, list, look up."""
 
 from __future__ import annotations
 
@@ -87,22 +87,39 @@ def get_or_create(store: Database, name: str) -> tuple[Project, bool]:
     return (found, False) if found is not None else (create(store, name), True)
 
 
-def rename(store: Database, project_id: int, name: str) -> Project:
-    name = clean_name(name)
+def update(store: Database, project_id: int, *, name: str | None = None, description: str | None = None) -> Project:
+    """Rename a knowledge base and/or change its description (None leaves a field as it is); the
+    same rules as :func:`create`. Both are checked before anything is written."""
+    problems: list[tuple[str, str]] = []
+    for field, check, value in (("name", clean_name, name), ("description", _check_description, description)):
+        if value is not None:
+            try:
+                check(value)
+            except ValidationError as exc:
+                problems.append((field, exc.reason))
+    if problems:
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
     with store.write() as db:
         project = require(db, project_id)
-        _unique(db, name, except_id=project_id)
-        project.name = name
+        if name is not None:
+            name = clean_name(name)
+            _unique(db, name, except_id=project_id)
+            project.name = name
+        if description is not None:
+            project.description = description
         db.flush()
         return project
 
 
-def delete(store: Database, project_id: int) -> None:
-    """Delete a knowledge base with its documents, chunks, vectors and chat sessions."""
+def delete(store: Database, project_id: int) -> Project:
+    """Delete a knowledge base with its documents, chunks, vectors and chat sessions. Returns the row
+    as it was."""
     with store.write() as db:
         project = require(db, project_id)
         spaces.drop_project_spaces(db, project_id)
         db.delete(project)
+        return project
 
 
 # By name (as SQLite compares it), then id.

@@ -94,12 +94,14 @@ def update(store: Database, models: ChatModels, session_id: int, changes: Sessio
         return row
 
 
-def delete(store: Database, session_id: int) -> None:
+def delete(store: Database, session_id: int) -> ChatSession:
+    """Delete a chat session with its messages. Returns the row as it was."""
     with store.write() as db:
         row = db.get(ChatSession, session_id)
         if row is None:
             raise NotFoundError("chat session", session_id)
         db.delete(row)
+        return row
 
 
 # Most recently active first. updated_at moves when a session changes, so a session edited while a

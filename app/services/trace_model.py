@@ -3,28 +3,34 @@ the message (camelCase keys, the aliases below), read back through ``parse`` by 
 the CLI and the answer bench.
 
 Versions: 1 is the only shape so far; its ``answer`` entry came later, so older version-1 traces
-have none (it defaults to None). A trace of an unknown version or one that does not validate is
+have none (it defaults to None), and its ``degraded`` entries were plain messages until they got a
+reason (read by app.rag.degradation.Degradation.of). A trace of an unknown version or one that does not validate is
 logged and read as None: a corrupt row costs its explanation, never the message.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from app.rag.answer_mode import AnswerMode
+from app.rag.degradation import Degradation
 from app.rag.guard import Decision
 from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
+from app.rag.stages import Stage
 
 log = logging.getLogger(__name__)
 
 TRACE_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({1})
+
+# Stored as {reason, message}; a trace from before the reasons has the message alone.
+StoredDegradation = Annotated[Degradation, BeforeValidator(Degradation.of)]
 
 
 class _Camel(BaseModel):
@@ -123,8 +129,8 @@ class RetrievalTrace(_Camel):
     source_chunk_ids: list[int] | None = None
     answer: TraceAnswer | None = None
     citations: TraceCitations | None = None
-    degraded: list[str] = Field(default_factory=list)
-    timings_ms: dict[str, float] = Field(default_factory=dict)
+    degraded: list[StoredDegradation] = Field(default_factory=list)
+    timings_ms: dict[Stage, float] = Field(default_factory=dict)
     candidates: list[TraceCandidate] = Field(default_factory=list)
 
     def stored(self) -> dict[str, Any]:

@@ -246,11 +246,13 @@ describe("from a knowledge base to a cited, explained answer", () => {
     await page.waitForURL(/\/projects\/\d+$/);
     await page.getByText("No chats yet").first().waitFor();
 
-    await page.getByRole("button", { name: "Rename knowledge base" }).click();
-    const renameKb = page.getByRole("dialog", { name: "Rename knowledge base" });
-    await renameKb.getByLabel("Name").fill("Aurora manual");
-    await renameKb.getByRole("button", { name: "Rename" }).click();
+    await page.getByRole("button", { name: "Edit knowledge base" }).click();
+    const editKb = page.getByRole("dialog", { name: "Edit knowledge base" });
+    await editKb.getByLabel("Name").fill("Aurora manual");
+    await editKb.getByLabel("Description").fill("How to install and run Aurora");
+    await editKb.getByRole("button", { name: "Save" }).click();
     await page.getByRole("heading", { level: 2, name: "Aurora manual" }).waitFor();
+    await page.getByText("How to install and run Aurora").first().waitFor();
 
     await page.getByRole("button", { name: "Delete aurora-faq.txt" }).click();
     await page.getByRole("dialog", { name: "Delete document?" }).getByRole("button", { name: "Delete document" }).click();

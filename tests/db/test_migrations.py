@@ -303,11 +303,44 @@ def test_tables_marked_never_reused_keep_autoincrement_at_head(migrated) -> None
     assert [t for t in sorted(marked) if "AUTOINCREMENT" not in schema[("table", t)]] == []
 
 
-# -- 0009: the keyword journal ------------------------------------------------------------------
+# -- 0009: a citation's score may be null -----------------------------------------------------------
 
 
-def test_0009_journals_existing_projects_and_every_chunk_change(database_url: str) -> None:
-    """Projects that hold chunks before 0009 get a first journal row, so the keyword index loads
+def test_0009_keeps_citation_scores_allows_none_and_downgrades_to_zero(database_url: str) -> None:
+    import pytest
+    from sqlalchemy.exc import IntegrityError
+
+    migrate.upgrade(database_url, BEFORE_0008)
+    _fill_before_0008(database_url)  # one citation, score 0.5
+    migrate.upgrade(database_url, "head")
+    insert = (
+        "INSERT INTO citations(message_id, chunk_id, document_id, marker, kind, score, rank, document_name, "
+        "location, snippet) VALUES (2, 1, 1, ?, 'model', ?, 1, 'd', '{}', 's')"
+    )
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(insert, (2, None))
+        conn.exec_driver_sql("DELETE FROM citations WHERE marker = 2")
+        conn.exec_driver_sql(insert, (3, None))
+        rows = conn.exec_driver_sql("SELECT id, marker, score FROM citations ORDER BY id").all()
+    engine.dispose()
+    assert rows == [(1, 1, 0.5), (3, 3, None)]  # id 2 is not handed out again: AUTOINCREMENT survived
+
+    migrate.downgrade(database_url, "0008")
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        assert conn.exec_driver_sql("SELECT marker, score FROM citations ORDER BY id").all() == [(1, 0.5), (3, 0.0)]
+    with pytest.raises(IntegrityError, match="NOT NULL"), engine.begin() as conn:
+        conn.exec_driver_sql(insert, (4, None))
+    engine.dispose()
+    assert "AUTOINCREMENT" in _schema(database_url)[("table", "citations")]
+
+
+# -- 0010: the keyword journal ------------------------------------------------------------------
+
+
+def test_0010_journals_existing_projects_and_every_chunk_change(database_url: str) -> None:
+    """Projects that hold chunks before 0010 get a first journal row, so the keyword index loads
     them; afterwards every insert, text update and delete of a chunk is journalled, and a deleted
     project leaves no rows behind (its cascade is not journalled)."""
     from app.db.database import Database

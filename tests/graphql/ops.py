@@ -20,14 +20,14 @@ UPLOAD = """mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $
   __typename ... on UploadReport { added failed files { name status error chunks document { id name kind status } } }
   ... on Error { message } ... on ValidationError { fields { field message } } } }"""
 
-CREATE_SESSION = """mutation($p: ID!, $input: ChatSessionInput) { createChatSession(projectId: $p, input: $input) {
+CREATE_SESSION = """mutation($p: ID!, $input: CreateChatSessionInput) { createChatSession(projectId: $p, input: $input) {
   __typename ... on ChatSession { id title provider model enableRag topK threshold includeCitations }
   ... on Error { message } ... on ValidationError { fields { field message } } } }"""
 
-UPDATE_SESSION = """mutation($id: ID!, $input: ChatSessionInput!) { updateChatSession(id: $id, input: $input) {
+UPDATE_SESSION = """mutation($id: ID!, $input: UpdateChatSessionInput!) { updateChatSession(id: $id, input: $input) {
   __typename ... on ChatSession { id topK threshold } ... on ValidationError { message fields { field message } } } }"""
 
-MESSAGE_FIELDS = """id role content status error noContext degraded
+MESSAGE_FIELDS = """id role content status error noContext degraded { reason message }
   citations { marker kind score rank documentName snippet location { lineStart lineEnd headingPath } }
   usage { prompt completion context }
   trace { query settings { topK threshold mode } candidates { documentName score fate fusedRank vectorRank keywordRank }
@@ -43,7 +43,7 @@ SEND = (
 CHAT = (
     """subscription($s: ID!, $c: String!) { chat(sessionId: $s, content: $c) {
   __typename
-  ... on ChatRetrieval { messageId noContext degraded sources { number documentName score text location { lineStart } } }
+  ... on ChatRetrieval { messageId noContext degraded { reason message } sources { number documentName score text location { lineStart } } }
   ... on ChatToken { text }
   ... on ChatDone { answer { """
     + MESSAGE_FIELDS

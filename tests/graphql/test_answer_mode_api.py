@@ -7,9 +7,9 @@ from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT
 
-SESSION = """mutation($p: ID!, $input: ChatSessionInput) { createChatSession(projectId: $p, input: $input) {
+SESSION = """mutation($p: ID!, $input: CreateChatSessionInput) { createChatSession(projectId: $p, input: $input) {
   __typename ... on ChatSession { id answerMode } ... on ValidationError { fields { field message } } } }"""
-UPDATE = """mutation($id: ID!, $input: ChatSessionInput!) { updateChatSession(id: $id, input: $input) {
+UPDATE = """mutation($id: ID!, $input: UpdateChatSessionInput!) { updateChatSession(id: $id, input: $input) {
   __typename ... on ChatSession { answerMode } } }"""
 SEND = """mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $c) { __typename
   ... on ChatMessage { content status noContext citations { marker kind snippet location { charStart lineStart } }

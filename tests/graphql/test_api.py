@@ -23,7 +23,7 @@ def _count(container: Container, table: str) -> int:
         return int(db.connection().exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one())
 
 
-def test_projects_create_rename_delete_and_their_errors(api: Api, fake_container: Container) -> None:
+def test_projects_create_update_delete_and_their_errors(api: Api, fake_container: Container) -> None:
     created = api.run(CREATE_PROJECT, name="  Field notes ")["createProject"]
     assert created["__typename"] == "Project" and created["name"] == "Field notes"
     dup = api.run(CREATE_PROJECT, name="field NOTES")["createProject"]
@@ -34,20 +34,20 @@ def test_projects_create_rename_delete_and_their_errors(api: Api, fake_container
     ]
 
     renamed = api.run(
-        'mutation($id: ID!) { renameProject(id: $id, name: "Notes") { __typename ... on Project { name } } }',
+        'mutation($id: ID!) { updateProject(id: $id, input: {name: "Notes"}) { __typename ... on Project { name } } }',
         id=created["id"],
     )
-    assert renamed["renameProject"] == {"__typename": "Project", "name": "Notes"}
+    assert renamed["updateProject"] == {"__typename": "Project", "name": "Notes"}
     missing = api.run(
-        'mutation { renameProject(id: "999", name: "x") { __typename ... on NotFoundError { kind id } } }'
+        'mutation { updateProject(id: "999", input: {name: "x"}) { __typename ... on NotFoundError { kind id } } }'
     )
-    assert missing["renameProject"] == {"__typename": "NotFoundError", "kind": "project", "id": "999"}
+    assert missing["updateProject"] == {"__typename": "NotFoundError", "kind": "project", "id": "999"}
     bad_id = api.run('mutation { deleteProject(id: "abc") { __typename ... on ValidationError { fields { field } } } }')
     assert bad_id["deleteProject"] == {"__typename": "ValidationError", "fields": [{"field": "id"}]}
     deleted = api.run(
-        "mutation($id: ID!) { deleteProject(id: $id) { __typename ... on Deleted { id } } }", id=created["id"]
+        "mutation($id: ID!) { deleteProject(id: $id) { __typename ... on ProjectDeleted { id } } }", id=created["id"]
     )
-    assert deleted["deleteProject"] == {"__typename": "Deleted", "id": created["id"]}
+    assert deleted["deleteProject"] == {"__typename": "ProjectDeleted", "id": created["id"]}
     assert _count(fake_container, "projects") == 0
 
 
@@ -64,8 +64,10 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
         {"p": pid},
     )["data"]["uploadDocuments"]
     assert report["__typename"] == "UploadReport" and (report["added"], report["failed"]) == (1, 1)
-    failed = next(f for f in report["files"] if f["status"] == "failed")
+    assert sorted(f["status"] for f in report["files"]) == ["ADDED", "FAILED"]
+    failed = next(f for f in report["files"] if f["status"] == "FAILED")
     assert failed["name"] == "bad.txt" and failed["error"] and failed["document"]["status"] == "FAILED"
+    assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it
 
     data = api.run(
         "query($id: ID!) { project(id: $id) { ... on Project { documentCount chunkCount embeddingSpace { label } "
@@ -216,13 +218,24 @@ def test_delete_document_and_session(api: Api, fake_container: Container) -> Non
             id=pid,
         )["project"]["documents"]
     )
-    gone = api.run("mutation($id: ID!) { deleteDocument(id: $id) { __typename } }", id=docs[0]["id"])
-    assert gone["deleteDocument"]["__typename"] == "Deleted"
+    gone = api.run(
+        "mutation($id: ID!) { deleteDocument(id: $id) { __typename ... on DocumentDeleted { id projectId } } }",
+        id=docs[0]["id"],
+    )
+    assert gone["deleteDocument"] == {"__typename": "DocumentDeleted", "id": docs[0]["id"], "projectId": pid}
     assert _count(fake_container, "documents") == 1
     sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted"})["createChatSession"]["id"]
     api.run(SEND, s=sid, c="penguins?")
-    api.run("mutation($id: ID!) { deleteChatSession(id: $id) { __typename } }", id=sid)
+    ended = api.run(
+        "mutation($id: ID!) { deleteChatSession(id: $id) { __typename ... on ChatSessionDeleted { id projectId } } }",
+        id=sid,
+    )
+    assert ended["deleteChatSession"] == {"__typename": "ChatSessionDeleted", "id": sid, "projectId": pid}
     assert _count(fake_container, "chat_messages") == 0
+    again = api.run(
+        "mutation($id: ID!) { deleteChatSession(id: $id) { __typename ... on NotFoundError { kind id } } }", id=sid
+    )
+    assert again["deleteChatSession"] == {"__typename": "NotFoundError", "kind": "chat session", "id": sid}
 
 
 def test_providers_query(api: Api) -> None:

@@ -36,7 +36,7 @@ def test_start_errors_and_model_failures_are_events(api: Api, model: FakeChatMod
         (missing,) = [e["data"]["chat"] for e in ws.subscribe(CHAT, s="404", c="hi")]
         assert missing == {
             "__typename": "ChatError",
-            "code": "not_found",
+            "code": "NOT_FOUND",
             "message": "chat session 404 not found",
             "partial": "",
             "failedMessageId": None,
@@ -57,7 +57,7 @@ def test_busy_is_reported_at_once(api: Api, model: FakeChatModel, fake_container
         slow = first.subscribe(CHAT, s=sid, c="penguins one")
         next(slow)  # retrieval: the slot is taken
         (busy,) = [e["data"]["chat"] for e in second.subscribe(CHAT, s=sid, c="penguins two")]
-        assert busy["__typename"] == "ChatError" and busy["code"] == "busy"
+        assert busy["__typename"] == "ChatError" and busy["code"] == "BUSY"
         assert [e["data"]["chat"]["__typename"] for e in slow][-1] == "ChatDone"
 
 

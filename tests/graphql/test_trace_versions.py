@@ -17,9 +17,10 @@ from tests.graphql.ops import ADD_DOC, CREATE_PROJECT
 SESSION = """mutation($p: ID!) { createChatSession(projectId: $p, input: {provider: "fake", model: "scripted"}) {
   ... on ChatSession { id } } }"""
 SEND = """mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $c) { ... on ChatMessage { id } } }"""
-MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { content noContext degraded
+MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { content noContext
+  degraded { reason message }
   usage { prompt completion context }
-  trace { query provider model effectiveMode embeddingSpace noContext degraded
+  trace { query provider model effectiveMode embeddingSpace noContext degraded { reason message }
     settings { enableRag topK threshold includeCitations mode }
     candidates { chunkId documentId documentName score vectorRank keywordRank fusedRank fusedScore fate
       location { charStart charEnd lineStart lineEnd page headingPath } }
@@ -107,11 +108,37 @@ def test_an_old_version_1_trace_without_answer_still_reads(api: Api, fake_contai
     }
     assert trace["candidates"][0]["location"]["headingPath"] == "Penguins"
     assert trace["candidates"][0]["fate"] == "KEPT" and trace["candidates"][0]["chunkId"] == "3"
-    assert trace["timings"] == [{"stage": "retrieval_embed", "ms": 1.5}, {"stage": "generate", "ms": 20.25}]
+    assert trace["timings"] == [{"stage": "RETRIEVAL_EMBED", "ms": 1.5}, {"stage": "GENERATE", "ms": 20.25}]
     assert trace["tokens"]["contextWindow"] == 4096 and trace["citations"]["validRemoved"] == 0
     assert got["usage"] == {"prompt": 120, "completion": 9, "context": 40}
     parsed = trace_model.parse(VERSION_1)
     assert parsed is not None and parsed.answer is None and parsed.source_chunk_ids == [3]
+
+
+# How each producer worded its degradation before they had reasons (app/rag/retrieval.py and
+# app/services/chat.py at 1bba690): stored as the message alone.
+LEGACY_DEGRADED = [
+    ("vector search failed (no such table: vec_space_1); used keyword search only", "VECTOR_SEARCH_FAILED"),
+    ("could not read stored vectors to score candidates (disk I/O error)", "SCORES_UNAVAILABLE"),
+    ("no context: the embedding server is unreachable", "RETRIEVAL_FAILED"),
+]
+
+
+def test_degradations_stored_as_bare_messages_read_with_their_reason(api: Api, fake_container: Container) -> None:
+    mid = _message(api)
+    _store(fake_container, mid, {**VERSION_1, "degraded": [message for message, _ in LEGACY_DEGRADED]})
+    got = api.run(MESSAGE, id=mid)["message"]
+    expected = [{"reason": reason, "message": message} for message, reason in LEGACY_DEGRADED]
+    assert got["degraded"] == got["trace"]["degraded"] == expected
+
+
+def test_a_degradation_is_stored_with_its_reason_and_reads_back_the_same() -> None:
+    parsed = trace_model.parse(
+        {**VERSION_1, "degraded": [{"reason": "scores_unavailable", "message": "could not read stored vectors"}]}
+    )
+    assert parsed is not None
+    assert parsed.stored()["degraded"] == [{"reason": "scores_unavailable", "message": "could not read stored vectors"}]
+    assert trace_model.parse(parsed.stored()) == parsed
 
 
 @pytest.mark.parametrize(
@@ -119,11 +146,21 @@ def test_an_old_version_1_trace_without_answer_still_reads(api: Api, fake_contai
     [
         {key: value for key, value in VERSION_1.items() if key != "settings"},
         {**VERSION_1, "candidates": [{**VERSION_1["candidates"][0], "fate": "misplaced"}]},
+        {**VERSION_1, "degraded": ["the moon was in the wrong phase"]},
+        {**VERSION_1, "timingsMs": {"teleport": 1.0}},
         {**VERSION_1, "version": 99},
         {**VERSION_1, "version": "1"},
         ["not", "a", "trace"],
     ],
-    ids=["missing-settings", "unknown-fate", "future-version", "string-version", "not-an-object"],
+    ids=[
+        "missing-settings",
+        "unknown-fate",
+        "unknown-degradation",
+        "unknown-stage",
+        "future-version",
+        "string-version",
+        "not-an-object",
+    ],
 )
 def test_a_corrupt_or_unknown_trace_reads_as_null_and_is_logged(
     api: Api, fake_container: Container, stored: object, caplog: pytest.LogCaptureFixture

@@ -270,6 +270,7 @@ def test_many_changes_merge_and_compact_to_what_a_fresh_index_finds(
 
 def test_hybrid_ranks_the_same_in_two_threads_or_one(container: Container, monkeypatch: pytest.MonkeyPatch) -> None:
     from app.rag import retrieval
+    from app.rag.stages import Stage
 
     pid = _ingest(container, "kb", CORPUS)
     params = RetrievalParams(mode="hybrid", top_k=10, threshold=0.0)  # type: ignore[arg-type]
@@ -277,7 +278,7 @@ def test_hybrid_ranks_the_same_in_two_threads_or_one(container: Container, monke
     def ranked(parallel: bool) -> list[tuple[int, int | None, int | None, float]]:
         monkeypatch.setattr(retrieval, "PARALLEL_RANKINGS", parallel)
         found = retrieve(container.store, FakeEmbedder(), pid, "penguins swim in winter", params)
-        assert set(found.timings_ms) >= {"vector", "keyword"}
+        assert set(found.timings_ms) >= {Stage.RETRIEVAL_VECTOR, Stage.RETRIEVAL_KEYWORD}
         return [(c.chunk_id, c.vector_rank, c.keyword_rank, c.fused_score) for c in found.candidates]
 
     both = ranked(True)

@@ -9,8 +9,10 @@ import pytest
 from app.container import Container
 from app.errors import ConflictError
 from app.rag import fusion
+from app.rag.degradation import DegradationReason
 from app.rag.ingest import Ingestor, Source
 from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.stages import Stage
 from app.services import projects
 from tests.fakes import FakeEmbedder
 
@@ -94,7 +96,14 @@ def test_trace_fields_and_ranks(container: Container) -> None:
     )
     assert [c.fused_rank for c in result.candidates] == list(range(1, len(result.candidates) + 1))
     assert {c.fate for c in result.candidates} == {"kept", "beyond_top_k"}
-    assert set(result.timings_ms) >= {"embed", "vector", "keyword", "score", "load", "rank"}
+    assert list(result.timings_ms) == [
+        Stage.RETRIEVAL_EMBED,
+        Stage.RETRIEVAL_VECTOR,
+        Stage.RETRIEVAL_KEYWORD,
+        Stage.RETRIEVAL_SCORE,
+        Stage.RETRIEVAL_LOAD,
+        Stage.RETRIEVAL_RANK,
+    ]
     assert result.space == "fake/hash-words@4"
     first = result.candidates[0]
     assert first.location.line_start == 1 and first.location.char_start == 0
@@ -121,7 +130,12 @@ def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
         db.connection().exec_driver_sql("DROP TABLE vec_space_1")
     result = retrieve(container.store, embedder, pid, "penguins", RetrievalParams(mode="hybrid", threshold=0.0))
     assert result.mode == "keyword"
-    assert any("vector search failed" in reason for reason in result.degraded)
+    # The scores come from the same missing table: both are said, each with its reason.
+    assert [d.reason for d in result.degraded] == [
+        DegradationReason.VECTOR_SEARCH_FAILED,
+        DegradationReason.SCORES_UNAVAILABLE,
+    ]
+    assert "vector search failed" in result.degraded[0].message
     assert [c.document_name for c in result.kept] == ["a.txt"]
 
 

@@ -16,7 +16,7 @@ from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEN
 from tests.reliability.helpers import row_counts
 from tests.waiting import wait_until
 
-MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { status content error degraded } } }"""
+MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { status content error degraded { reason message } } } }"""
 REGENERATE = (
     """mutation($id: ID!) { regenerateMessage(messageId: $id) { __typename ... on ChatMessage { status content } } }"""
 )
@@ -41,7 +41,7 @@ def test_model_failing_before_the_first_token_stores_a_failure(api: Api, model: 
         events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins?")]
     assert [e["__typename"] for e in events] == ["ChatRetrieval", "ChatError"]
     error = events[-1]
-    assert (error["code"], error["message"], error["partial"]) == ("provider_unavailable", "upstream is down", "")
+    assert (error["code"], error["message"], error["partial"]) == ("PROVIDER_UNAVAILABLE", "upstream is down", "")
     stored = _stored(api, error["failedMessageId"])
     assert stored == {
         "__typename": "ChatMessage",
@@ -66,7 +66,7 @@ def test_model_failing_mid_stream_keeps_what_streamed_and_can_be_regenerated(
         events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins?")]
     error = events[-1]
     assert [e["__typename"] for e in events] == ["ChatRetrieval", "ChatToken", "ChatToken", "ChatError"]
-    assert (error["code"], error["partial"]) == ("provider", "Emperor penguins ")
+    assert (error["code"], error["partial"]) == ("PROVIDER", "Emperor penguins ")
     stored = _stored(api, error["failedMessageId"])
     assert (stored["status"], stored["content"], stored["error"]) == (
         "FAILED",
@@ -97,14 +97,16 @@ def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
         {"p": pid},
     )
     assert uploaded["data"]["uploadDocuments"]["__typename"] == "ProviderError"
-    assert api.run(SEARCH, p=pid)["search"]["code"] == "provider_unavailable"
+    assert api.run(SEARCH, p=pid)["search"]["code"] == "PROVIDER_UNAVAILABLE"
     assert row_counts(rig.store) == before  # nothing half-ingested, not even the unparseable file's record
 
     # Chat still answers, without context, and says why.
     model.enqueue("I cannot see your documents right now.")
     sent = api.run(SEND, s=sid, c="penguins?")["sendMessage"]
     assert sent["status"] == "COMPLETE" and sent["citations"] == []
-    assert sent["degraded"] == ["no context: the embedding server is unreachable"]
+    assert sent["degraded"] == [
+        {"reason": "RETRIEVAL_FAILED", "message": "no context: the embedding server is unreachable"}
+    ]
     assert "<source" not in model.history[-1][-1].content
 
     embedder.fail_with = None

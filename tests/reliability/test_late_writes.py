@@ -93,7 +93,7 @@ def test_an_answer_finishing_after_its_session_was_deleted_writes_nowhere_else(
         assert sent["status"] == "COMPLETE"
         *_, last = (e["data"]["chat"] for e in stream)
 
-    assert last["__typename"] == "ChatError" and last["code"] == "not_found", last
+    assert last["__typename"] == "ChatError" and last["code"] == "NOT_FOUND", last
     assert last["failedMessageId"] is None  # nothing was kept
     stored, cited = _answer(container, y)
     assert (str(stored.id), stored.content) == (sent["id"], sent["content"])

@@ -79,7 +79,7 @@ def _refused_writes(api: Api, pid: str, sid: str, reason: str) -> None:
     assert sent["__typename"] == "StorageError" and reason in sent["message"], sent
     with api.websocket() as ws:
         (error,) = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins? " + "y" * 7000)]
-    assert (error["__typename"], error["code"], error["failedMessageId"]) == ("ChatError", "storage", None)
+    assert (error["__typename"], error["code"], error["failedMessageId"]) == ("ChatError", "STORAGE", None)
     assert reason in error["message"]
 
 
@@ -107,7 +107,7 @@ def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, m
         with disk_full(rig.store):
             events = [e["data"]["chat"] for e in stream]
     error = events[-1]
-    assert (error["__typename"], error["code"]) == ("ChatError", "storage")
+    assert (error["__typename"], error["code"]) == ("ChatError", "STORAGE")
     assert error["failedMessageId"] == retrieval["messageId"] and len(error["partial"]) > 8000
     wait_until(lambda: rig.chat.generations_in_flight == 0, what="the slot to be released")
 

@@ -10,6 +10,7 @@ import pytest
 
 from app.container import Container
 from app.errors import BusyError, ProviderUnavailableError, ValidationError
+from app.rag.degradation import DegradationReason
 from app.rag.ingest import Ingestor, Source
 from app.services import chat_store, projects, sessions
 from app.services.chat import ChatService
@@ -214,9 +215,11 @@ async def test_embedder_down_answers_without_context_and_says_so(rig: Rig) -> No
     events = await rig.ask(sid, "penguins")
     retrieval = events[0]
     assert isinstance(retrieval, RetrievalEvent) and retrieval.no_context
-    assert any("embedding server down" in d for d in retrieval.degraded)
+    (degraded,) = retrieval.degraded
+    assert degraded.reason is DegradationReason.RETRIEVAL_FAILED and "embedding server down" in degraded.message
     stored, _ = rig.message(events[-1].message_id)
-    assert stored.status == "complete" and stored.trace["degraded"]
+    assert stored.status == "complete"
+    assert stored.trace["degraded"] == [{"reason": "retrieval_failed", "message": degraded.message}]
 
 
 async def test_past_the_concurrency_cap_callers_get_busy_and_nothing_is_written(rig: Rig) -> None:

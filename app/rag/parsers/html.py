@@ -14,7 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from app.errors import IngestError
 from app.rag.parsers.text import decode_text, too_much_text
-from app.rag.types import Heading, ParsedDocument
+from app.rag.types import DocumentKind, Heading, ParsedDocument
 
 _ALWAYS_SKIP = frozenset(
     {"script", "style", "nav", "aside", "form", "noscript", "svg", "iframe", "template", "head", "object", "canvas"}
@@ -46,7 +46,7 @@ def parse_html(data: bytes, *, max_chars: int) -> ParsedDocument:
     title = _SPACES.sub(" ", title_node.text()).strip() if title_node is not None else ""
     if not title:
         title = next((h.title for h in headings if h.level == 1), "")
-    return ParsedDocument(text=text, kind="html", title=title or None, headings=tuple(headings))
+    return ParsedDocument(text=text, kind=DocumentKind.HTML, title=title or None, headings=tuple(headings))
 
 
 def _declared_charset(data: bytes) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from app.rag.types import Heading, ParsedDocument
+from app.rag.types import DocumentKind, Heading, ParsedDocument
 
 # The optional closing hashes are removed in Python: as a lazy group before "[ \t]+#+[ \t]*$" they made
 # the regex backtrack quadratically (a 200 KB line of alternating spaces and tabs took minutes).
@@ -25,7 +25,7 @@ def parse_markdown(text: str) -> ParsedDocument:
     """Locate headings in already-normalised Markdown; the first level-1 heading is the title."""
     headings = tuple(find_headings(text))
     title = next((h.title for h in headings if h.level == 1), None)
-    return ParsedDocument(text=text, kind="markdown", title=title, headings=headings)
+    return ParsedDocument(text=text, kind=DocumentKind.MARKDOWN, title=title, headings=headings)
 
 
 def _lines(text: str) -> list[tuple[int, str]]:

@@ -15,7 +15,7 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
 from app.errors import IngestError
 from app.rag.parsers.text import normalise, too_much_text
-from app.rag.types import ParsedDocument
+from app.rag.types import DocumentKind, ParsedDocument
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -46,7 +46,9 @@ def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars
     for page in pages:
         page_starts.append(offset)
         offset += len(page) + len(PAGE_SEPARATOR)
-    return ParsedDocument(text=PAGE_SEPARATOR.join(pages), kind="pdf", title=title, page_starts=tuple(page_starts))
+    return ParsedDocument(
+        text=PAGE_SEPARATOR.join(pages), kind=DocumentKind.PDF, title=title, page_starts=tuple(page_starts)
+    )
 
 
 def _pages_text(reader: PdfReader, max_chars_per_page: int, max_chars: int) -> list[str]:

@@ -30,7 +30,7 @@ const retrieval: ChatEventFieldsFragment = {
   messageId: "2",
   userMessageId: "1",
   noContext: false,
-  degraded: ["vector search failed; used keyword search only"],
+  degraded: [{ reason: "VECTOR_SEARCH_FAILED", message: "vector search failed; used keyword search only" }],
   sources: [
     { number: 1, chunkId: "40", documentId: "4", documentName: "guide.md", score: 0.71, rank: 1, text: "Run the installer.", location },
     { number: 2, chunkId: "41", documentId: "4", documentName: "guide.md", score: null, rank: 2, text: "Then reboot.", location },
@@ -66,7 +66,7 @@ describe("chatReducer", () => {
   it("turns retrieval, tokens and done into a streamed then stored answer", () => {
     let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval));
     expect(state.items[0]).toMatchObject({ id: "1", status: "COMPLETE" });
-    expect(state.items[1]).toMatchObject({ id: "2", status: "STREAMING", content: "", cited: false, degraded: retrieval.degraded });
+    expect(state.items[1]).toMatchObject({ id: "2", status: "STREAMING", content: "", cited: false, degraded: retrieval.__typename === "ChatRetrieval" ? retrieval.degraded : [] });
     expect(state.items[1]!.sources.map((s) => s.number)).toEqual([1, 2]);
 
     state = [token("Run "), token("the "), token("installer [1].")].reduce((s, t) => chatReducer(s, ev(t)), state);
@@ -139,12 +139,12 @@ describe("chatReducer", () => {
       { type: "sent", key: "t1", content: "How?" },
       ev(retrieval),
       ev(token("the the the")),
-      ev({ __typename: "ChatError", failedMessageId: "2", code: "answer_rejected", message: "the answer was unusable", partial: "the the the" }),
+      ev({ __typename: "ChatError", failedMessageId: "2", code: "UNUSABLE_ANSWER", message: "the answer was unusable", partial: "the the the" }),
     );
     const rejected = trace({ answer: { ...loopedAnswer, guard: guard({ decision: "REJECTED", reasons: ["the answer is empty"] }) } });
     const stored = message({ status: "FAILED", content: "", error: "the answer was unusable", citations: [], trace: rejected });
     state = chatReducer(state, { type: "stored", key: "t1", message: stored });
-    expect(state.items[1]).toMatchObject({ status: "FAILED", content: "the the the", error: { code: "answer_rejected" }, trace: rejected });
+    expect(state.items[1]).toMatchObject({ status: "FAILED", content: "the the the", error: { code: "UNUSABLE_ANSWER" }, trace: rejected });
     // Only for the message it was fetched for: a later turn in the same item is left alone.
     const other = chatReducer(state, { type: "stored", key: "t1", message: { ...stored, id: "99", trace: null } });
     expect(other.items[1]!.trace).toBe(rejected);
@@ -161,20 +161,20 @@ describe("chatReducer", () => {
       { type: "sent", key: "t1", content: "How?" },
       ev(retrieval),
       ev(token("Run the")),
-      ev({ __typename: "ChatError", failedMessageId: "2", code: "provider_unavailable", message: "the model failed mid-stream", partial: "Run the" }),
+      ev({ __typename: "ChatError", failedMessageId: "2", code: "PROVIDER_UNAVAILABLE", message: "the model failed mid-stream", partial: "Run the" }),
     );
     expect(state.items[0]!.status).toBe("COMPLETE");
-    expect(state.items[1]).toMatchObject({ id: "2", status: "FAILED", content: "Run the", error: { code: "provider_unavailable", message: "the model failed mid-stream" } });
+    expect(state.items[1]).toMatchObject({ id: "2", status: "FAILED", content: "Run the", error: { code: "PROVIDER_UNAVAILABLE", message: "the model failed mid-stream" } });
     expect(state.activeKey).toBeNull();
   });
 
   it("keeps a question the server refused (busy) as unsent, without an empty answer", () => {
     const state = run(
       { type: "sent", key: "t1", content: "How?" },
-      ev({ __typename: "ChatError", failedMessageId: null, code: "busy", message: "3 answers are being generated", partial: "" }),
+      ev({ __typename: "ChatError", failedMessageId: null, code: "BUSY", message: "3 answers are being generated", partial: "" }),
     );
     expect(state.items).toHaveLength(1);
-    expect(state.items[0]).toMatchObject({ role: "USER", unsent: true, status: "FAILED", error: { code: "busy" } });
+    expect(state.items[0]).toMatchObject({ role: "USER", unsent: true, status: "FAILED", error: { code: "BUSY" } });
     expect(chatReducer(state, { type: "discard", key: questionKey("t1") }).items).toEqual([]);
   });
 
@@ -196,15 +196,15 @@ describe("chatReducer", () => {
     const state = run(
       { type: "loaded", messages: [failed] },
       { type: "regenerating", key: "m2" },
-      ev({ __typename: "ChatError", failedMessageId: null, code: "busy", message: "busy", partial: "" }, "m2"),
+      ev({ __typename: "ChatError", failedMessageId: null, code: "BUSY", message: "busy", partial: "" }, "m2"),
     );
-    expect(state.items[0]).toMatchObject({ status: "FAILED", content: "Run", error: { code: "busy" }, previous: null });
+    expect(state.items[0]).toMatchObject({ status: "FAILED", content: "Run", error: { code: "BUSY" }, previous: null });
     expect(state.activeKey).toBeNull();
   });
 
   it("fails a streaming answer when the connection drops, and ignores a late end of stream", () => {
     let state = run({ type: "sent", key: "t1", content: "How?" }, ev(retrieval), ev(token("Run")), { type: "streamFailed", key: "t1", message: "socket closed" });
-    expect(state.items[1]).toMatchObject({ status: "FAILED", content: "Run", error: { code: "connection", message: "socket closed" } });
+    expect(state.items[1]).toMatchObject({ status: "FAILED", content: "Run", error: { code: "CONNECTION", message: "socket closed" } });
     const again = chatReducer(state, { type: "streamFailed", key: "t1", message: "ended" });
     expect(again.items).toEqual(state.items);
 
@@ -214,7 +214,7 @@ describe("chatReducer", () => {
 
   it("reads the cause of stored failures", () => {
     const state = run({ type: "loaded", messages: [message({ status: "FAILED", error: "interrupted: the server stopped" })] });
-    expect(state.items[0]!.error).toEqual({ code: "interrupted", message: "interrupted: the server stopped" });
+    expect(state.items[0]!.error).toEqual({ code: "INTERRUPTED", message: "interrupted: the server stopped" });
   });
 
   it("prepends earlier messages without duplicates", () => {

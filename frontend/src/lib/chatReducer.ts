@@ -6,6 +6,8 @@
 import type {
   ChatEventFieldsFragment,
   CitationKind,
+  DegradationFieldsFragment,
+  ErrorCode,
   LocationFieldsFragment,
   MessageFieldsFragment,
   Role,
@@ -36,8 +38,8 @@ export interface Quote {
 export type ItemStatus = "PENDING" | "STREAMING" | "COMPLETE" | "FAILED";
 
 export interface TurnError {
-  /** The backend's stable code: busy, provider_unavailable, validation, connection… */
-  code: string;
+  /** The backend's stable code (BUSY, PROVIDER_UNAVAILABLE, …), or CONNECTION when the websocket failed. */
+  code: ErrorCode | "CONNECTION";
   message: string;
 }
 
@@ -53,7 +55,7 @@ export interface ChatItem {
   /** True once the sources are the answer's stored citations rather than retrieval's list. */
   cited: boolean;
   noContext: boolean;
-  degraded: string[];
+  degraded: readonly DegradationFieldsFragment[];
   trace: TraceFieldsFragment | null;
   createdAt: string | null;
   /** A question the server never stored (the turn could not start); it can be sent again. */
@@ -76,7 +78,7 @@ export type ChatAction =
   | { type: "event"; key: string; event: ChatEventFieldsFragment }
   /** The stored message of an answer that failed live: its trace says why (the answer guard's verdict). */
   | { type: "stored"; key: string; message: MessageFieldsFragment }
-  | { type: "streamFailed"; key: string; message: string; code?: string }
+  | { type: "streamFailed"; key: string; message: string; code?: TurnError["code"] }
   | { type: "discard"; key: string };
 
 export const initialChatState: ChatState = { items: [], activeKey: null };
@@ -131,9 +133,9 @@ function sourcesOf(citations: MessageFieldsFragment["citations"]): SourceView[] 
 }
 
 // Stored failures keep only the message; "cancelled: …" and "interrupted: …" name their cause.
-function codeOf(error: string | null): string {
+function codeOf(error: string | null): ErrorCode {
   const head = /^(\w+):/.exec(error ?? "")?.[1];
-  return head === "cancelled" || head === "interrupted" ? head : "failed";
+  return head === "cancelled" ? "CANCELLED" : head === "interrupted" ? "INTERRUPTED" : "FAILED";
 }
 
 function blank(key: string, role: Role, content: string): ChatItem {
@@ -268,7 +270,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       if (!item || item.status === "COMPLETE" || (item.status === "FAILED" && !item.previous)) {
         return { ...state, activeKey: state.activeKey === action.key ? null : state.activeKey };
       }
-      const error = { code: action.code ?? "connection", message: action.message };
+      const error: TurnError = { code: action.code ?? "CONNECTION", message: action.message };
       const next =
         item.status === "STREAMING" ? patch(state, action.key, (i) => ({ ...i, status: "FAILED", error })) : notStarted(state, action.key, error);
       return { ...next, activeKey: next.activeKey === action.key ? null : next.activeKey };

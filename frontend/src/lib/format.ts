@@ -1,5 +1,7 @@
 // Small display helpers shared by the screens.
 
+import type { Stage } from "../gql/graphql";
+
 const BYTE_UNITS = ["B", "KB", "MB", "GB"];
 
 export function formatBytes(bytes: number): string {
@@ -71,6 +73,6 @@ export function formatDateTime(iso: string): string {
 }
 
 /** Stage names from the trace ("retrieval_embed") as words ("retrieval · embed"). */
-export function formatStage(stage: string): string {
-  return stage.replace(/_/g, " · ");
+export function formatStage(stage: Stage): string {
+  return stage.toLowerCase().replace(/_/g, " · ");
 }

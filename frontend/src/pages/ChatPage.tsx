@@ -21,6 +21,7 @@ import {
   DeleteChatSessionDocument,
   UpdateChatSessionDocument,
 } from "../gql/graphql";
+import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
 import shared from "../styles/shared.module.css";
 import styles from "./ChatPage.module.css";
@@ -77,7 +78,11 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   const [earlier, setEarlier] = useState(() => (firstPage?.pageInfo.hasPreviousPage ? firstPage.pageInfo.startCursor : null));
   const [loadingEarlier, setLoadingEarlier] = useState(false);
   const [update] = useMutation(UpdateChatSessionDocument);
-  const [deleteSession] = useMutation(DeleteChatSessionDocument);
+  const [deleteSession] = useMutation(DeleteChatSessionDocument, {
+    update(cache, { data }) {
+      if (data?.deleteChatSession.__typename === "ChatSessionDeleted") evictDeleted(cache, data.deleteChatSession);
+    },
+  });
   const scroller = useRef<HTMLDivElement>(null);
   const stickToBottom = useRef(true);
 
@@ -129,7 +134,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
 
   async function confirmDelete(): Promise<string | null> {
     const { data } = await deleteSession({ variables: { id: session.id }, refetchQueries: ["ChatSessions"] });
-    if (data?.deleteChatSession.__typename !== "Deleted") {
+    if (data?.deleteChatSession.__typename !== "ChatSessionDeleted") {
       return data && "message" in data.deleteChatSession ? data.deleteChatSession.message : "The chat could not be deleted.";
     }
     setDeleting(false);

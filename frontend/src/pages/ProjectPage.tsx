@@ -18,6 +18,7 @@ import { useUploads } from "../components/projects/useUploads";
 import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import { ChatSessionsDocument, DeleteProjectDocument, ProjectDetailDocument } from "../gql/graphql";
 import { formatCount, formatRelative } from "../lib/format";
+import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
 import { useCreateChat } from "../lib/useCreateChat";
 import shared from "../styles/shared.module.css";
@@ -31,13 +32,19 @@ export function ProjectPage({ projectId }: { projectId: string }) {
   const documents = docs?.edges.map((edge) => edge.node) ?? [];
   const [renaming, setRenaming] = useState(false);
   const [deleting, setDeleting] = useState(false);
-  const [deleteProject] = useMutation(DeleteProjectDocument, { refetchQueries: ["Projects"], awaitRefetchQueries: true });
+  const [deleteProject] = useMutation(DeleteProjectDocument, {
+    update(cache, { data }) {
+      if (data?.deleteProject.__typename === "ProjectDeleted") evictDeleted(cache, data.deleteProject);
+    },
+    refetchQueries: ["Projects"],
+    awaitRefetchQueries: true,
+  });
   const uploads = useUploads(projectId);
   const chat = useCreateChat();
 
   async function confirmDelete(): Promise<string | null> {
     const { data: result } = await deleteProject({ variables: { id: projectId } });
-    if (result?.deleteProject.__typename !== "Deleted") {
+    if (result?.deleteProject.__typename !== "ProjectDeleted") {
       return result && "message" in result.deleteProject ? result.deleteProject.message : "It could not be deleted.";
     }
     setDeleting(false);
@@ -47,7 +54,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
 
   const actions = project && (
     <>
-      <IconButton aria-label="Rename knowledge base" title="Rename" onClick={() => setRenaming(true)}>
+      <IconButton aria-label="Edit knowledge base" title="Edit name and description" onClick={() => setRenaming(true)}>
         <PencilIcon width={18} height={18} />
       </IconButton>
       <IconButton aria-label="Delete knowledge base" title="Delete" onClick={() => setDeleting(true)}>

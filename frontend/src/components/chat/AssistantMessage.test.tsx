@@ -84,7 +84,11 @@ describe("AssistantMessage", () => {
   });
 
   it("explains a missing context and a degraded retrieval", async () => {
-    const { user, onOpenSettings } = setup({ noContext: true, degraded: ["vector search failed; used keyword search only"], sources: [] });
+    const { user, onOpenSettings } = setup({
+      noContext: true,
+      degraded: [{ reason: "VECTOR_SEARCH_FAILED", message: "vector search failed; used keyword search only" }],
+      sources: [],
+    });
     expect(screen.getByTestId("no-context")).toHaveTextContent("No relevant context found");
     expect(screen.getByTestId("degraded")).toHaveTextContent("vector search failed; used keyword search only");
     await user.click(screen.getByRole("button", { name: "Adjust retrieval" }));
@@ -92,7 +96,7 @@ describe("AssistantMessage", () => {
   });
 
   it("shows a failure with its partial text and a Retry button", async () => {
-    const { user, onRetry } = setup({ status: "FAILED", content: "Run the", error: { code: "provider_unavailable", message: "the scripted model failed" }, sources: [] });
+    const { user, onRetry } = setup({ status: "FAILED", content: "Run the", error: { code: "PROVIDER_UNAVAILABLE", message: "the scripted model failed" }, sources: [] });
     const alert = screen.getByTestId("message-error");
     expect(alert).toHaveTextContent("The model failed");
     expect(alert).toHaveTextContent("The scripted model failed");
@@ -102,7 +106,7 @@ describe("AssistantMessage", () => {
   });
 
   it("says 'busy' in a friendly way", () => {
-    setup({ status: "FAILED", content: "", error: { code: "busy", message: "3 answers are being generated" }, sources: [] });
+    setup({ status: "FAILED", content: "", error: { code: "BUSY", message: "3 answers are being generated" }, sources: [] });
     expect(screen.getByTestId("message-error")).toHaveTextContent("ragchat is busy right now");
     expect(screen.getByTestId("message-error")).toHaveTextContent("Wait a few seconds, then retry");
   });
@@ -148,7 +152,7 @@ describe("AssistantMessage", () => {
 
     it("explains a rejected answer next to its failure", () => {
       const rejected = { ...loopedAnswer, guard: guard({ decision: "REJECTED", reasons: ["the answer only repeated the prompt"] }) };
-      setup({ status: "FAILED", content: "", error: { code: "failed", message: "the answer guard rejected the answer" }, sources: [], trace: trace({ answer: rejected }) });
+      setup({ status: "FAILED", content: "", error: { code: "FAILED", message: "the answer guard rejected the answer" }, sources: [], trace: trace({ answer: rejected }) });
       expect(screen.getByTestId("guard-notice")).toHaveTextContent("The model's answer was unusable, and no sentence in your documents answered the question instead.");
       expect(screen.getByTestId("guard-notice")).toHaveTextContent("the answer only repeated the prompt");
       expect(screen.getByTestId("message-error")).toHaveTextContent("The answer guard rejected the answer");

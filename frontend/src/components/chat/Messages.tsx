@@ -84,8 +84,10 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
           <Notice tone="warning" icon={<AlertIcon width={16} height={16} />} role="note" data-testid="degraded">
             <strong>Answered with reduced retrieval.</strong>
             <ul>
-              {item.degraded.map((reason) => (
-                <li key={reason}>{reason}</li>
+              {item.degraded.map((d) => (
+                <li key={d.reason} data-reason={d.reason}>
+                  {d.message}
+                </li>
               ))}
             </ul>
           </Notice>

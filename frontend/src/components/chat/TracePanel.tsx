@@ -39,7 +39,9 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
           <strong>Degraded</strong>
           <ul>
             {trace.degraded.map((d) => (
-              <li key={d}>{d}</li>
+              <li key={d.reason} data-reason={d.reason}>
+                {d.message}
+              </li>
             ))}
           </ul>
         </Notice>

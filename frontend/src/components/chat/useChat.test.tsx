@@ -36,7 +36,7 @@ describe("useChat", () => {
   it("regenerates with a clientMessageId too", async () => {
     const { link, sent, hook } = setup();
     act(() => hook.result.current.send("penguins?"));
-    const failure = { __typename: "ChatError", failedMessageId: "12", code: "provider", message: "down", partial: "" };
+    const failure = { __typename: "ChatError", failedMessageId: "12", code: "PROVIDER", message: "down", partial: "" };
     act(() => link.simulateResult({ result: { data: { chat: failure } } }));
     const answer = await waitFor(() => {
       const item = hook.result.current.state.items.find((i) => i.id === "12");

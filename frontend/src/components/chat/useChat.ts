@@ -119,7 +119,7 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
     if (!active) return;
     active.subscription.unsubscribe();
     current.current = null;
-    dispatch({ type: "streamFailed", key: active.key, code: "cancelled", message: "you stopped this answer" });
+    dispatch({ type: "streamFailed", key: active.key, code: "CANCELLED", message: "you stopped this answer" });
     settled.current?.();
   }, []);
 

@@ -2,6 +2,7 @@ import { useMutation } from "@apollo/client/react";
 import { useState } from "react";
 import { cx } from "../../lib/cx";
 import { DeleteDocumentDocument, type DocumentFieldsFragment } from "../../gql/graphql";
+import { evictDeleted } from "../../lib/evict";
 import { formatBytes, formatDateTime, formatRelative } from "../../lib/format";
 import { Badge } from "../Badge";
 import { IconButton } from "../Button";
@@ -14,13 +15,20 @@ import styles from "./DocumentTable.module.css";
 /** The documents of a knowledge base: status, size, kind, chunk count; delete with confirmation. */
 export function DocumentTable({ documents }: { documents: readonly DocumentFieldsFragment[] }) {
   const [doomed, setDoomed] = useState<DocumentFieldsFragment | null>(null);
-  const [deleteDocument] = useMutation(DeleteDocumentDocument, { refetchQueries: ["ProjectDetail", "Projects"], awaitRefetchQueries: true });
+  const [deleteDocument] = useMutation(DeleteDocumentDocument, {
+    update(cache, { data }) {
+      if (data?.deleteDocument.__typename === "DocumentDeleted") evictDeleted(cache, data.deleteDocument);
+    },
+    // The knowledge base's counts changed too.
+    refetchQueries: ["ProjectDetail", "Projects"],
+    awaitRefetchQueries: true,
+  });
 
   async function confirmDelete(): Promise<string | null> {
     if (!doomed) return null;
     const { data } = await deleteDocument({ variables: { id: doomed.id } });
     const result = data?.deleteDocument;
-    if (result?.__typename === "Deleted") {
+    if (result?.__typename === "DocumentDeleted") {
       setDoomed(null);
       return null;
     }
@@ -62,7 +70,7 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
               <td className={numeric}>{doc.chunkCount}</td>
               <td className={numeric}>{formatBytes(doc.sizeBytes)}</td>
               <td>
-                <Badge>{doc.kind}</Badge>
+                <Badge>{doc.kind.toLowerCase()}</Badge>
               </td>
               <td title={formatDateTime(doc.ingestedAt)} data-volatile>
                 {formatRelative(doc.ingestedAt)}

@@ -1,6 +1,6 @@
 import { useMutation } from "@apollo/client/react";
 import { type FormEvent, useEffect, useState } from "react";
-import { CreateProjectDocument, RenameProjectDocument } from "../../gql/graphql";
+import { CreateProjectDocument, UpdateProjectDocument } from "../../gql/graphql";
 import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
 import { navigate, paths } from "../../lib/router";
 import { Button } from "../Button";
@@ -10,23 +10,23 @@ import { Field, Form, FormError, TextArea, TextInput } from "../Field";
 export interface ProjectFormDialogProps {
   open: boolean;
   onClose: () => void;
-  /** Rename this knowledge base; without it the dialog creates one. */
-  project?: { id: string; name: string } | null;
+  /** Edit this knowledge base; without it the dialog creates one. */
+  project?: { id: string; name: string; description: string } | null;
 }
 
-/** Create a knowledge base (name + description) or rename one. */
+/** Create a knowledge base (name + description) or edit one's. */
 export function ProjectFormDialog({ open, onClose, project = null }: ProjectFormDialogProps) {
   const [name, setName] = useState("");
   const [description, setDescription] = useState("");
   const [errors, setErrors] = useState<FieldErrors>({});
   const [createProject, creating] = useMutation(CreateProjectDocument, { refetchQueries: ["Projects"] });
-  const [renameProject, renaming] = useMutation(RenameProjectDocument);
-  const busy = creating.loading || renaming.loading;
+  const [updateProject, updating] = useMutation(UpdateProjectDocument);
+  const busy = creating.loading || updating.loading;
 
   useEffect(() => {
     if (!open) return;
     setName(project?.name ?? "");
-    setDescription("");
+    setDescription(project?.description ?? "");
     setErrors({});
   }, [open, project]);
 
@@ -39,8 +39,9 @@ export function ProjectFormDialog({ open, onClose, project = null }: ProjectForm
     }
     try {
       if (project) {
-        const { data } = await renameProject({ variables: { id: project.id, name: trimmed } });
-        const result = data?.renameProject;
+        const input = { name: trimmed, description: description.trim() };
+        const { data } = await updateProject({ variables: { id: project.id, input } });
+        const result = data?.updateProject;
         if (result?.__typename === "Project") return onClose();
         setErrors(problemsOf(result));
       } else {
@@ -58,19 +59,19 @@ export function ProjectFormDialog({ open, onClose, project = null }: ProjectForm
     }
   }
 
-  const formId = project ? "rename-project" : "create-project";
+  const formId = project ? "edit-project" : "create-project";
   return (
     <Dialog
       open={open}
       onClose={onClose}
-      title={project ? "Rename knowledge base" : "New knowledge base"}
+      title={project ? "Edit knowledge base" : "New knowledge base"}
       description={project ? undefined : "A collection of documents your chats answer from."}
       size="sm"
       footer={
         <>
           <Button onClick={onClose}>Cancel</Button>
           <Button type="submit" form={formId} variant="primary" disabled={busy}>
-            {project ? "Rename" : "Create"}
+            {project ? "Save" : "Create"}
           </Button>
         </>
       }
@@ -79,11 +80,9 @@ export function ProjectFormDialog({ open, onClose, project = null }: ProjectForm
         <Field label="Name" error={errors.name}>
           <TextInput value={name} maxLength={200} data-autofocus onChange={(e) => setName(e.target.value)} />
         </Field>
-        {!project && (
-          <Field label="Description" hint="Optional: what is in it.">
-            <TextArea rows={3} value={description} onChange={(e) => setDescription(e.target.value)} />
-          </Field>
-        )}
+        <Field label="Description" hint="Optional: what is in it." error={errors.description}>
+          <TextArea rows={3} value={description} maxLength={2000} onChange={(e) => setDescription(e.target.value)} />
+        </Field>
         {errors._form && <FormError role="alert">{errors._form}</FormError>}
       </Form>
     </Dialog>
@@ -94,7 +93,7 @@ function problemsOf(result: { __typename: string; message?: string; fields?: { f
   if (!result) return { _form: "No answer from the server." };
   if (result.__typename === "ValidationError") {
     const fields = fieldErrorsOf(result);
-    return Object.keys(fields).length ? { name: fields.name ?? Object.values(fields)[0]! } : { _form: result.message ?? "Invalid." };
+    return Object.keys(fields).length ? fields : { _form: result.message ?? "Invalid." };
   }
   // A duplicate name is a ConflictError: it belongs next to the name.
   if (result.__typename === "ConflictError") return { name: result.message ?? "That name is taken." };

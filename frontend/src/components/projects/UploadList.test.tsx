@@ -9,9 +9,9 @@ const base: UploadItem = { id: "u1", name: "a.md", size: 2048, phase: "queued", 
 const items: UploadItem[] = [
   { ...base, id: "u1", name: "handbook.md", phase: "uploading", progress: 0.42 },
   { ...base, id: "u2", name: "big.pdf", size: 3 * 1024 * 1024, phase: "processing", progress: 1 },
-  { ...base, id: "u3", name: "faq.txt", phase: "done", progress: 1, outcome: "added", chunks: 3 },
-  { ...base, id: "u4", name: "same.txt", phase: "done", progress: 1, outcome: "unchanged", chunks: 2 },
-  { ...base, id: "u5", name: "scan.pdf", phase: "failed", outcome: "failed", error: "the PDF has no text" },
+  { ...base, id: "u3", name: "faq.txt", phase: "done", progress: 1, outcome: "ADDED", chunks: 3 },
+  { ...base, id: "u4", name: "same.txt", phase: "done", progress: 1, outcome: "UNCHANGED", chunks: 2 },
+  { ...base, id: "u5", name: "scan.pdf", phase: "failed", outcome: "FAILED", error: "the PDF has no text" },
   { ...base, id: "u6", name: "next.md" },
 ];
 

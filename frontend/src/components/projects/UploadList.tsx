@@ -2,15 +2,16 @@ import { formatBytes, formatCount } from "../../lib/format";
 import { Button } from "../Button";
 import { cx } from "../../lib/cx";
 import { AlertIcon, CheckIcon, FileIcon } from "../icons";
+import type { FileStatus } from "../../gql/graphql";
 import type { UploadItem } from "./useUploads";
 import shared from "../../styles/shared.module.css";
 import styles from "./UploadList.module.css";
 
-const OUTCOME_LABELS: Record<string, string> = {
-  added: "Added",
-  updated: "Updated",
-  unchanged: "Unchanged",
-  failed: "Failed",
+const OUTCOME_LABELS: Record<FileStatus, string> = {
+  ADDED: "Added",
+  UPDATED: "Updated",
+  UNCHANGED: "Unchanged",
+  FAILED: "Failed",
 };
 
 function statusText(item: UploadItem): string {
@@ -22,9 +23,9 @@ function statusText(item: UploadItem): string {
     case "processing":
       return "Reading and embedding…";
     case "done":
-      return item.outcome === "unchanged"
+      return item.outcome === "UNCHANGED"
         ? "Unchanged: already up to date"
-        : `${OUTCOME_LABELS[item.outcome ?? ""] ?? "Done"} · ${formatCount(item.chunks, "chunk")}`;
+        : `${item.outcome ? OUTCOME_LABELS[item.outcome] : "Done"} · ${formatCount(item.chunks, "chunk")}`;
     case "failed":
       return "Failed";
   }

@@ -1,6 +1,6 @@
 import { useApolloClient } from "@apollo/client/react";
 import { useCallback, useEffect, useRef, useState } from "react";
-import { UploadDocumentsDocument, type UploadDocumentsMutation } from "../../gql/graphql";
+import { type FileStatus, UploadDocumentsDocument, type UploadDocumentsMutation } from "../../gql/graphql";
 import { useServices } from "../../lib/services";
 import { buildMultipartForm, HttpStatusError, postMultipart } from "../../lib/upload";
 
@@ -14,7 +14,8 @@ export interface UploadItem {
   /** 0..1 of the bytes sent. */
   progress: number;
   /** added, updated, unchanged or failed (per the server), once done. */
-  outcome: string | null;
+  /** What the server did with the file; null until it answered (or when the request itself failed). */
+  outcome: FileStatus | null;
   chunks: number;
   error: string | null;
 }
@@ -64,7 +65,7 @@ export function useUploads(projectId: string) {
         } else if (result.__typename === "UploadReport") {
           const outcome = result.files[0];
           update(id, {
-            phase: outcome?.status === "failed" ? "failed" : "done",
+            phase: outcome?.status === "FAILED" ? "failed" : "done",
             outcome: outcome?.status ?? null,
             chunks: outcome?.chunks ?? 0,
             error: outcome?.error ?? null,
@@ -72,11 +73,11 @@ export function useUploads(projectId: string) {
           });
         } else {
           const detail = result.__typename === "ValidationError" ? result.fields.map((f) => f.message).join("; ") : "";
-          update(id, { phase: "failed", outcome: "failed", error: detail || result.message });
+          update(id, { phase: "failed", outcome: "FAILED", error: detail || result.message });
         }
       } catch (err) {
         if (err instanceof HttpStatusError && err.status === 401) keys.requestKey();
-        update(id, { phase: "failed", outcome: "failed", error: err instanceof Error ? err.message : String(err) });
+        update(id, { phase: "failed", outcome: "FAILED", error: err instanceof Error ? err.message : String(err) });
       } finally {
         aborts.current.delete(controller);
         files.current.delete(id);

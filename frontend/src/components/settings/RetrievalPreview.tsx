@@ -93,7 +93,7 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
           </>
         )}
       </p>
-      {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.join("; ")}</Hint>}
+      {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.map((d) => d.message).join("; ")}</Hint>}
       {!page && <FormError>{"message" in results.hits ? results.hits.message : "Candidates unavailable."}</FormError>}
       {loaded.length > 0 && <FateLegend counts={counts} onlyPresent small />}
       <ol className={cx(shared.plainList, styles.hits)}>

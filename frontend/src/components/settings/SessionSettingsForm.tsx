@@ -1,5 +1,5 @@
 import { type FormEvent, type ReactNode, useEffect, useState } from "react";
-import type { ChatSessionInput, ProvidersQuery, SessionFieldsFragment } from "../../gql/graphql";
+import type { ProvidersQuery, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
@@ -12,7 +12,7 @@ export interface SessionSettingsFormProps {
   session: SessionFieldsFragment;
   providers: readonly Provider[] | undefined;
   /** Save the changes; resolve to field errors (from a ValidationError) or null when saved. */
-  onSubmit: (input: ChatSessionInput) => Promise<FieldErrors | null>;
+  onSubmit: (input: UpdateChatSessionInput) => Promise<FieldErrors | null>;
   /** Every edit, so a preview can follow the draft before it is saved. */
   onDraftChange?: (draft: SettingsDraft) => void;
   /** Shown under the retrieval settings (the retrieval preview). */

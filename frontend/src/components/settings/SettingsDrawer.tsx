@@ -1,6 +1,6 @@
 import { useMutation, useQuery } from "@apollo/client/react";
 import { useCallback, useState } from "react";
-import { type ChatSessionInput, ProvidersDocument, type SessionFieldsFragment, UpdateChatSessionDocument } from "../../gql/graphql";
+import { ProvidersDocument, type SessionFieldsFragment, UpdateChatSessionDocument, type UpdateChatSessionInput } from "../../gql/graphql";
 import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
 import { Button } from "../Button";
 import { Dialog } from "../Dialog";
@@ -29,7 +29,7 @@ export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, 
   const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
   const onDraftChange = useCallback((d: SettingsDraft) => setDraft(d), []);
 
-  async function save(input: ChatSessionInput): Promise<FieldErrors | null> {
+  async function save(input: UpdateChatSessionInput): Promise<FieldErrors | null> {
     if (Object.keys(input).length === 0) {
       onClose();
       return null;

@@ -1,4 +1,4 @@
-import type { AnswerMode, ChatSessionInput, SessionFieldsFragment } from "../../gql/graphql";
+import type { AnswerMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -64,8 +64,8 @@ export function validateDraft(draft: SettingsDraft): FieldErrors {
 }
 
 /** Only what changed, so a save never overwrites a field the user did not touch. */
-export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft): ChatSessionInput {
-  const input: ChatSessionInput = {};
+export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft): UpdateChatSessionInput {
+  const input: UpdateChatSessionInput = {};
   if (draft.title.trim() !== session.title) input.title = draft.title.trim();
   if (draft.systemPrompt !== session.systemPrompt) input.systemPrompt = draft.systemPrompt;
   if (draft.provider !== session.provider) input.provider = draft.provider;
