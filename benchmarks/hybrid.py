@@ -1,12 +1,14 @@
 """2. Hybrid overhead: ``retrieve(mode="hybrid")`` time ÷ ``retrieve(mode="vector")`` time, same
 query, same N, measured back to back (SciFact claims as questions, query vectors given).
 
-Before measuring, the keyword query ragchat runs is checked with EXPLAIN QUERY PLAN. When SQLite
-plans it chunks-first (every chunk of the project, one FTS5 match each: O(N) evaluations of the
-whole query), one shipped search is timed under a time limit and the measurement runs the FTS match
-first instead (``keyword.SQL``, a materialised CTE, or else the same SQL with ``CROSS JOIN``); the
-output says which.
-A third variant also drops common English words from the query (what the goal would need).
+In the same rounds: hybrid with both rankings in one thread, one after the other (what a busy or
+one-core machine gets; retrieval uses two threads where there are two cores); the keyword index's
+search alone ÷ a numpy brute-force vector search (one matrix-vector product and argpartition over
+the same vectors, one BLAS thread); keyword-only ``retrieve()`` ÷ vector-only; and FTS5's query
+(``keyword.search``, what retrieval ran before the in-memory index) for reference. Per N also the
+keyword index's load time after a restart (a fresh engine: nothing in memory) and its size, beside
+the vector index's; and at the smallest N how often the index's top 50 equals FTS5's for 300
+SciFact questions (one project, so the statistics agree).
 
 Usage: python -m benchmarks.hybrid [--quick]
 """
@@ -14,18 +16,15 @@ Usage: python -m benchmarks.hybrid [--quick]
 from __future__ import annotations
 
 import logging
-import re
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 from unittest import mock
 
-from sqlalchemy import event
-from sqlalchemy.orm import Session
+import numpy as np
 
 from app.db.database import Database
-from app.rag import keyword
+from app.rag import keyword, keyword_index, retrieval, vector_index
 from app.rag.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
@@ -34,150 +33,142 @@ from benchmarks.providers import QueryVectorsOnly
 NAME = "hybrid"
 GOAL = 1.3
 K = 50
+AGREEMENT_QUESTIONS = 300
 log = logging.getLogger("benchmarks")
 
-FTS_FIRST = (
-    "SELECT c.id, bm25(chunks_fts) AS score FROM chunks_fts CROSS JOIN chunks c ON c.id = chunks_fts.rowid "
-    "WHERE chunks_fts MATCH ? AND c.project_id = ? ORDER BY bm25(chunks_fts) LIMIT ?"
-)
-STOPWORDS = frozenset(
-    "a about after all also an and any are as at be been before between both but by can could did do does "
-    "during each for from had has have he her his how if in into is it its may more most no not of on or "
-    "other our over she should so some such than that the their them then there these they this those "
-    "through to under up was we were what when where which while who will with would you".split()
-)
-_WORD = re.compile(r"\w+")
 
-
-def fts_first(stopwords: bool) -> Callable[[Session, int, str, int], list[tuple[int, float]]]:
-    def search(db: Session, project_id: int, text: str, limit: int) -> list[tuple[int, float]]:
-        if stopwords:
-            text = " ".join(w for w in _WORD.findall(text) if w.lower() not in STOPWORDS)
-        expression = keyword.match_expression(text)
-        if expression is None:
-            return []
-        sql = getattr(keyword, "SQL", FTS_FIRST)  # the module's own FTS-first query, where it has one
-        rows = db.connection().exec_driver_sql(sql, (expression, project_id, int(limit))).all()
-        return [(int(cid), float(score)) for cid, score in rows]
-
-    return search
-
-
-def shipped_plan(store: Database, project_id: int, question: str, limit_s: float) -> dict[str, Any]:
-    """The shipped keyword query's plan, and one search timed (aborted after ``limit_s``)."""
-    captured: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
-        if "chunks_fts MATCH" in statement:
-            captured.append((statement, parameters))
-
-    event.listen(store.engine, "before_cursor_execute", capture)
-    started = time.perf_counter()
-    finished = True
+def loads(kb: data.KnowledgeBase) -> dict[str, float]:
+    """Both indexes loaded from the file by a fresh engine, as after a restart: seconds and bytes."""
+    store = Database.from_url(kb.url)
     try:
-        with store.read() as db, _time_limit(db, limit_s):
-            keyword.search(db, project_id, question, K)
-    except Exception as exc:  # interrupted by the time limit
-        if "interrupt" not in str(exc):
-            raise
-        finished = False
-    finally:
-        event.remove(store.engine, "before_cursor_execute", capture)
-    seconds = time.perf_counter() - started
-    plan: list[str] = []
-    if captured:
         with store.read() as db:
-            statement, parameters = captured[0]
-            plan = [row[-1] for row in db.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters)]
-    chunks_first = _chunks_first(plan)
-    return {"plan": plan, "chunks_first": chunks_first, "seconds": seconds, "finished": finished}
-
-
-def _chunks_first(plan: list[str]) -> bool:
-    """True when the plan visits the project's chunks before (and so around) the FTS5 match."""
-    fts = next((i for i, step in enumerate(plan) if "chunks_fts" in step), len(plan))
-    chunks = next((i for i, step in enumerate(plan) if step.startswith(("SEARCH c ", "SCAN c "))), len(plan))
-    return chunks < fts
-
-
-@contextmanager
-def _time_limit(db: Session, seconds: float) -> Iterator[None]:
-    raw = db.connection().connection.driver_connection
-    deadline = time.perf_counter() + seconds
-    raw.set_progress_handler(lambda: int(time.perf_counter() > deadline), 10_000)  # type: ignore[union-attr]
-    try:
-        yield
+            start = time.perf_counter()
+            view = keyword_index.view_for(db, kb.project_id)
+            keyword_s = time.perf_counter() - start
+        with store.read() as db:
+            start = time.perf_counter()
+            vectors, _ = vector_index.view_for(db, kb.table, int(kb.table.rsplit("_", 1)[1]))
+            vector_s = time.perf_counter() - start
+        postings = sum(s.postings for s in view.segments)
+        return {
+            "keyword_load_s": keyword_s,
+            "keyword_bytes": view.nbytes,
+            "keyword_postings": postings,
+            "keyword_mib_per_100k": view.nbytes / max(view.size, 1) * 100_000 / 2**20,
+            "vector_load_s": vector_s,
+            "vector_mib_per_100k": vectors.matrix.nbytes / max(vectors.size, 1) * 100_000 / 2**20,
+        }
     finally:
-        raw.set_progress_handler(None, 0)  # type: ignore[union-attr]
+        store.dispose()
 
 
-def measure(cfg: Config, n: int, questions: list[str], vectors: Any, count: int, fixed: bool) -> dict[str, Any]:
+def agreement(kb: data.KnowledgeBase, questions: list[str]) -> dict[str, Any]:
+    """The index's top K against FTS5's for each question: identical lists, or the same but for the
+    order of equal scores (FTS5 orders ties arbitrarily, the index by chunk id)."""
+    store = Database.from_url(kb.url)
+    identical = same = 0
+    worst = 0.0
+    try:
+        for question in questions:
+            with store.read() as db:
+                ours = keyword_index.search(db, kb.project_id, question, K)
+                fts5 = keyword.search(db, kb.project_id, question, K)
+            identical += ours == fts5 or [c for c, _ in ours] == [c for c, _ in fts5]
+            same += _same_up_to_ties(ours, fts5)
+            if len(ours) == len(fts5):
+                worst = max([worst, *(abs(a - b) for (_, a), (_, b) in zip(ours, fts5, strict=True))])
+    finally:
+        store.dispose()
+    return {"questions": len(questions), "identical": identical, "same_up_to_ties": same, "max_score_diff": worst}
+
+
+def _same_up_to_ties(ours: list[tuple[int, float]], fts5: list[tuple[int, float]]) -> bool:
+    if len(ours) != len(fts5) or any(abs(a - b) > 1e-9 for (_, a), (_, b) in zip(ours, fts5, strict=True)):
+        return False
+    if not fts5:
+        return True
+    cut = fts5[-1][1]  # the last group of equal scores may be cut at K differently
+    return {c for c, s in ours if abs(s - cut) > 1e-9} == {c for c, s in fts5 if abs(s - cut) > 1e-9}
+
+
+def measure(cfg: Config, n: int, questions: list[str], vectors: Any, count: int) -> dict[str, Any]:
     kb = data.knowledge_base(cfg, n)
+    loaded = loads(kb)
     store = Database.from_url(kb.url)
     embedder = QueryVectorsOnly(data.LOCAL_SPACE)
+    matrix = np.ascontiguousarray(kb.vectors, dtype=np.float32)
 
-    def search(mode: str, patch: Callable[..., Any] | None) -> Callable[[int], float]:
+    def search(mode: str, parallel: bool = True) -> Callable[[int], float]:
         params = RetrievalParams(mode=mode, top_k=10, threshold=-1.0, candidates=K)  # type: ignore[arg-type]
 
         def once(r: int) -> float:
-            with mock.patch.object(keyword, "search", patch) if patch else _nothing():
+            question, vector = questions[r % len(questions)], vectors[r % len(vectors)]
+            with mock.patch.object(retrieval, "PARALLEL_RANKINGS", parallel):
                 return common.timed(
-                    lambda: retrieve(
-                        store,
-                        embedder,
-                        kb.project_id,
-                        questions[r % len(questions)],
-                        params,
-                        query_vector=vectors[r % len(vectors)],
-                    )
+                    lambda: retrieve(store, embedder, kb.project_id, question, params, query_vector=vector)
                 )[0]
 
         return once
 
+    def bare_keyword(r: int) -> float:
+        with store.read() as db:
+            return common.timed(lambda: keyword_index.search(db, kb.project_id, questions[r % len(questions)], K))[0]
+
+    def fts5(r: int) -> float:
+        with store.read() as db:
+            return common.timed(lambda: keyword.search(db, kb.project_id, questions[r % len(questions)], K))[0]
+
+    def numpy_vector(r: int) -> float:
+        query = np.asarray(vectors[r % len(vectors)], dtype=np.float32)
+
+        def brute() -> np.ndarray:
+            scores = matrix @ query
+            top = np.argpartition(scores, len(scores) - K)[len(scores) - K :]
+            return top[np.argsort(-scores[top])]
+
+        return common.timed(brute)[0]
+
     try:
-        search("vector", None)(0)  # the index loads
-        times = common.rounds(
-            count,
-            {
-                "vector": search("vector", None),
-                "hybrid": search("hybrid", fts_first(False) if fixed else None),
-                "hybrid_no_stopwords": search("hybrid", fts_first(True)),
-            },
-        )
+        for mode in ("vector", "keyword", "hybrid"):
+            search(mode)(0)  # warm: both indexes are in memory before the rounds
+        with common.one_blas_thread():
+            times = common.rounds(
+                count,
+                {
+                    "vector": search("vector"),
+                    "hybrid": search("hybrid"),
+                    "hybrid_one_thread": search("hybrid", parallel=False),
+                    "keyword": search("keyword"),
+                    "keyword_index": bare_keyword,
+                    "numpy_vector": numpy_vector,
+                    "fts5": fts5,
+                },
+            )
     finally:
         store.dispose()
     return {
         "n": n,
+        **loaded,
         "times_ms": {name: common.summary(values) for name, values in times.items()},
         "ratios": {
             "hybrid/vector": common.ratio(times["hybrid"], times["vector"]),
-            "hybrid_no_stopwords/vector": common.ratio(times["hybrid_no_stopwords"], times["vector"]),
+            "hybrid_one_thread/vector": common.ratio(times["hybrid_one_thread"], times["vector"]),
+            "keyword/vector": common.ratio(times["keyword"], times["vector"]),
+            "keyword_index/numpy_vector": common.ratio(times["keyword_index"], times["numpy_vector"]),
+            "fts5/keyword_index": common.ratio(times["fts5"], times["keyword_index"]),
         },
     }
 
 
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
-
-
 def run(cfg: Config) -> dict[str, Any]:
     sizes = cfg.pick([10_000, 100_000, 500_000], [10_000, 50_000], [300])
-    count = cfg.pick(15, 8, 2)
+    count = cfg.pick(30, 10, 2)
     questions, vectors = data.query_vectors(cfg, cfg.pick(50, 20, 4))
-    probe_kb = data.knowledge_base(cfg, sizes[0])
-    probe_db = Database.from_url(probe_kb.url)
-    try:
-        probe = shipped_plan(probe_db, probe_kb.project_id, questions[1 % len(questions)], cfg.pick(10.0, 5.0, 2.0))
-    finally:
-        probe_db.dispose()
-    fixed = probe["chunks_first"]
-    log.info("shipped keyword plan: %s", probe["plan"])
+    agreed = agreement(data.knowledge_base(cfg, sizes[0]), data.questions(cfg.pick(AGREEMENT_QUESTIONS, 100, 4)))
     results = []
     for n in sizes:
         log.info("hybrid vs vector at N=%d", n)
-        results.append(measure(cfg, n, questions, vectors, count, fixed))
-    label = "hybrid (FTS-first fix)" if fixed else "hybrid (as shipped)"
+        results.append(measure(cfg, n, questions, vectors, count))
     rows = [
         [
             r["n"],
@@ -185,48 +176,79 @@ def run(cfg: Config) -> dict[str, Any]:
             r["times_ms"]["hybrid"]["median"],
             r["ratios"]["hybrid/vector"]["median"],
             r["ratios"]["hybrid/vector"]["p95"],
-            r["times_ms"]["hybrid_no_stopwords"]["median"],
-            r["ratios"]["hybrid_no_stopwords/vector"]["median"],
+            r["ratios"]["hybrid_one_thread/vector"]["median"],
+            r["times_ms"]["keyword"]["median"],
+            r["ratios"]["keyword/vector"]["median"],
             common.goal(r["ratios"]["hybrid/vector"]["median"] <= GOAL),
         ]
         for r in results
     ]
-    order = "chunks first: one FTS match per chunk" if fixed else "the FTS match first, as intended"
-    note = (
-        f"Shipped keyword query plan at N={sizes[0]} ({order}): {' / '.join(probe['plan'])}. One shipped keyword "
-        f"search took {probe['seconds']:.2f} s{'' if probe['finished'] else ' and was aborted there'}."
-    )
     text = common.table(
-        f"Hybrid ÷ vector-only retrieval (medians of {count} paired rounds)",
+        f"Hybrid ÷ vector-only retrieve() (medians of {count} paired rounds, {K} candidates per ranking)",
         [
             "N",
             "vector ms",
-            f"{label} ms",
+            "hybrid ms",
             "hybrid/vector",
             "p95",
-            "no-stopwords ms",
-            "no-stopwords/vector",
+            "one thread/vector",
+            "keyword ms",
+            "keyword/vector",
             f"goal <={GOAL}x",
         ],
         rows,
     )
-    text += "\n" + note + "\n"
-    payload = {"k": K, "rounds": count, "shipped_keyword": probe, "fixed_keyword_sql": fixed, "sizes": results}
-    return common.write(cfg, NAME, {**payload, "table": text}, _plot(results, label))
+    text += "\n" + common.table(
+        "Keyword index alone ÷ numpy brute-force vector search, and FTS5's query (same rounds)",
+        ["N", "keyword index ms", "numpy vector ms", "index/numpy", "FTS5 ms", "FTS5/index"],
+        [
+            [
+                r["n"],
+                r["times_ms"]["keyword_index"]["median"],
+                r["times_ms"]["numpy_vector"]["median"],
+                r["ratios"]["keyword_index/numpy_vector"]["median"],
+                r["times_ms"]["fts5"]["median"],
+                r["ratios"]["fts5/keyword_index"]["median"],
+            ]
+            for r in results
+        ],
+    )
+    text += "\n" + common.table(
+        "In-memory indexes after a restart (a fresh engine loads them on first use)",
+        ["N", "keyword load s", "keyword MiB/100k chunks", "postings", "vector load s", "vector MiB/100k chunks"],
+        [
+            [
+                r["n"],
+                r["keyword_load_s"],
+                r["keyword_mib_per_100k"],
+                r["keyword_postings"],
+                r["vector_load_s"],
+                r["vector_mib_per_100k"],
+            ]
+            for r in results
+        ],
+    )
+    text += (
+        f"\nKeyword index vs FTS5 at N={sizes[0]:,} ({agreed['questions']} SciFact questions, top {K}): "
+        f"{agreed['identical']} identical, {agreed['same_up_to_ties']} the same up to the order of equal scores, "
+        f"largest score difference {agreed['max_score_diff']:.1e}.\n"
+    )
+    payload = {"k": K, "rounds": count, "agreement": agreed, "sizes": results}
+    return common.write(cfg, NAME, {**payload, "table": text}, _plot(results))
 
 
-def _plot(results: list[dict[str, Any]], label: str) -> Any:
+def _plot(results: list[dict[str, Any]]) -> Any:
     fig, (ax,) = common.figure(1)
     ns = [r["n"] for r in results]
-    ax.plot(ns, [r["ratios"]["hybrid/vector"]["median"] for r in results], marker="o", label=label)
+    ax.plot(ns, [r["ratios"]["hybrid/vector"]["median"] for r in results], marker="o", label="hybrid ÷ vector")
     ax.plot(
         ns,
-        [r["ratios"]["hybrid_no_stopwords/vector"]["median"] for r in results],
+        [r["ratios"]["keyword_index/numpy_vector"]["median"] for r in results],
         marker="o",
-        label="hybrid, common words dropped",
+        label="keyword index ÷ numpy vector search",
     )
     ax.axhline(GOAL, color="grey", linestyle="--", label=f"goal {GOAL}x")
-    ax.set(xscale="log", xlabel="chunks", ylabel="hybrid time ÷ vector time (median)")
+    ax.set(xscale="log", xlabel="chunks", ylabel="time ratio (median of paired rounds)")
     ax.legend(fontsize=8)
     fig.suptitle("Hybrid retrieval overhead")
     return fig

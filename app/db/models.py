@@ -146,6 +146,20 @@ class VectorJournal(Base):
     chunk_id: Mapped[int | None] = mapped_column(Integer)
 
 
+class KeywordJournal(Base):
+    """Which chunks of a project were inserted, deleted or re-texted, in commit order, so the
+    in-memory keyword index can catch up by re-reading only those (app/rag/keyword_index.py).
+    Written by triggers on ``chunks`` (migration 0010); no foreign key, because a project's deletion
+    removes its rows with a trigger. A row with no chunk id marks where a project's journal begins."""
+
+    __tablename__ = "keyword_journal"
+    __table_args__ = (Index("ix_keyword_journal_project_seq", "project_id", "seq"),)
+
+    seq: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(Integer)
+    chunk_id: Mapped[int | None] = mapped_column(Integer)
+
+
 class Document(Timestamps, Base):
     __tablename__ = "documents"
     __table_args__ = (

@@ -53,7 +53,7 @@ expose(
     "How retrieval ranks a knowledge base's chunks.",
     {
         RetrievalMode.VECTOR: "By the cosine similarity of the chunk's embedding to the question's.",
-        RetrievalMode.KEYWORD: "By the question's words (SQLite FTS5, BM25).",
+        RetrievalMode.KEYWORD: "By the question's words (BM25 with SQLite FTS5's tokens, per knowledge base).",
         RetrievalMode.HYBRID: "Both rankings fused by reciprocal rank (RRF).",
     },
 )
@@ -115,7 +115,7 @@ expose(
     {
         Stage.RETRIEVAL_EMBED: "Embedding the question.",
         Stage.RETRIEVAL_VECTOR: "Nearest-neighbour search in the vector index.",
-        Stage.RETRIEVAL_KEYWORD: "Keyword search (FTS5, BM25).",
+        Stage.RETRIEVAL_KEYWORD: "Keyword search (BM25 in the in-memory keyword index).",
         Stage.RETRIEVAL_SCORE: "Exact cosine similarity of every candidate, from its stored vector.",
         Stage.RETRIEVAL_LOAD: "Reading the candidates' text and location.",
         Stage.RETRIEVAL_RANK: "Fusing the rankings and applying threshold and topK.",

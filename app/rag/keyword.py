@@ -1,4 +1,10 @@
-"""Keyword search with FTS5 BM25, scoped to one project."""
+"""Keyword search with FTS5 BM25, scoped to one project: the reference for the in-memory index.
+
+Retrieval ranks by keyword with app/rag/keyword_index.py, which tokenises and scores as FTS5 does
+but with per-project statistics and without scoring every chunk that holds a common word. This
+query stays as what the index is checked against (tests/rag/test_keyword_index.py) and measured
+against (benchmarks/hybrid.py); ``chunks_fts`` stays the full-text index of ``chunks``.
+"""
 
 from __future__ import annotations
 

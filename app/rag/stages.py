@@ -11,7 +11,7 @@ from enum import StrEnum
 class Stage(StrEnum):
     RETRIEVAL_EMBED = "retrieval_embed"  # the question's embedding
     RETRIEVAL_VECTOR = "retrieval_vector"  # nearest neighbours in the vector index
-    RETRIEVAL_KEYWORD = "retrieval_keyword"  # FTS5 BM25 search
+    RETRIEVAL_KEYWORD = "retrieval_keyword"  # BM25 search in the in-memory keyword index
     RETRIEVAL_SCORE = "retrieval_score"  # exact cosine of every candidate from its stored vector
     RETRIEVAL_LOAD = "retrieval_load"  # reading the candidates' text and location
     RETRIEVAL_RANK = "retrieval_rank"  # fusion, threshold and top-k

@@ -222,7 +222,7 @@ def test_0008_keeps_every_row_and_no_deleted_id_comes_back(database_url: str) ->
     triggers_before = {k: v for k, v in _schema(database_url).items() if k[0] == "trigger"}
     indexes_before = {k: v for k, v in _schema(database_url).items() if k[0] == "index"}
 
-    migrate.upgrade(database_url, "head")
+    migrate.upgrade(database_url, "0008")
 
     schema = _schema(database_url)
     assert {k: v for k, v in schema.items() if k[0] == "trigger"} == triggers_before
@@ -257,7 +257,7 @@ def test_0008_downgrade_keeps_rows_and_triggers(database_url: str) -> None:
     migrate.upgrade(database_url, BEFORE_0008)
     before = _schema(database_url)
     _fill_before_0008(database_url)
-    migrate.upgrade(database_url, "head")
+    migrate.upgrade(database_url, "0008")
     migrate.downgrade(database_url, BEFORE_0008)
 
     after = _schema(database_url)
@@ -334,3 +334,43 @@ def test_0009_keeps_citation_scores_allows_none_and_downgrades_to_zero(database_
         conn.exec_driver_sql(insert, (4, None))
     engine.dispose()
     assert "AUTOINCREMENT" in _schema(database_url)[("table", "citations")]
+
+
+# -- 0010: the keyword journal ------------------------------------------------------------------
+
+
+def test_0010_journals_existing_projects_and_every_chunk_change(database_url: str) -> None:
+    """Projects that hold chunks before 0010 get a first journal row, so the keyword index loads
+    them; afterwards every insert, text update and delete of a chunk is journalled, and a deleted
+    project leaves no rows behind (its cascade is not journalled)."""
+    from app.db.database import Database
+    from app.rag import keyword_index
+
+    migrate.upgrade(database_url, "0008")
+    _fill_before_0008(database_url)
+    migrate.upgrade(database_url, "head")
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        run = conn.exec_driver_sql
+        assert run("SELECT project_id, chunk_id FROM keyword_journal ORDER BY seq").all() == [(1, None), (2, None)]
+        run("INSERT INTO chunks(id, document_id, project_id, ordinal, text, content_hash, token_count, char_start, "
+            "char_end, line_start, line_end, heading_path) VALUES (3, 1, 1, 1, 'owls', 'h', 1, 0, 4, 1, 1, '')")  # fmt: skip
+        run("UPDATE chunks SET text = 'owls fly' WHERE id = 3")
+        run("UPDATE chunks SET token_count = 2 WHERE id = 3")  # not the text: nothing to journal
+        run("DELETE FROM chunks WHERE id = 3")
+        assert run("SELECT project_id, chunk_id FROM keyword_journal WHERE chunk_id IS NOT NULL ORDER BY seq").all() == [
+            (1, 3), (1, 3), (1, 3), (1, 3)
+        ]  # fmt: skip
+    engine.dispose()
+    store = Database.from_url(database_url)
+    try:
+        with store.read() as db:
+            assert [cid for cid, _ in keyword_index.search(db, 1, "swimming penguins", 10)] == [1]
+        with store.write() as db:
+            db.connection().exec_driver_sql("DELETE FROM projects WHERE id = 1")
+        with store.read() as db:
+            journal = db.connection().exec_driver_sql("SELECT DISTINCT project_id FROM keyword_journal").all()
+            assert journal == [(2,)]
+            assert keyword_index.search(db, 1, "swimming penguins", 10) == []
+    finally:
+        store.dispose()
