@@ -1,7 +1,8 @@
 """Subscription root: stream an answer over graphql-transport-ws (Apollo's GraphQLWsLink).
 
 Events, in order: ChatQueued while the question waits for a generation slot (each time its place in
-line changes), ChatRetrieval (the sources, before any token), ChatToken deltas, then ChatDone (the
+line changes), ChatRetrieval (the sources, before any token), ChatToken deltas (a client that fell
+behind gets what piled up as one), then ChatDone (the
 stored message with citations and trace) or ChatError. A client that stops while it waits leaves
 the line; nothing was stored. With a ``clientMessageId``, subscribing
 again (graphql-ws does after a reconnect) follows the same turn from its start, or gets its stored
@@ -162,6 +163,8 @@ async def _events(info: Info, start: Start) -> AsyncGenerator[ChatEventType, Non
             await _abandon(opening)
     try:
         async for event in listener:
+            if isinstance(event, TokenEvent) and (more := listener.more_text()):
+                event = TokenEvent(event.message_id, event.text + more)  # behind: send what piled up at once
             yield await _convert(info, event)
     finally:
         await listener.aclose()

@@ -1,12 +1,13 @@
 """The chat engine: one user message in, a grounded, cited answer streamed out, with a trace.
 
-Stages (each timed into the trace): sanitize -> a generation slot (app/services/slots.py; none for an
-extractive answer) -> persist the question -> retrieve (embed, search,
-threshold, top_k) -> token budget -> prompt -> generate (streamed, idle and total timeouts) ->
-citations -> persist the answer. The question is stored before any model runs; the answer is
-stored complete or failed (with whatever text had streamed), never lost. A question that waited for
-a slot in vain is not stored at all (BusyError): nothing was written, so sending it again is safe. Retrieval finishes
-before streaming starts, so no database connection is held while tokens flow.
+Stages (each timed into the trace): sanitize -> a generation slot of the session's provider
+(app/services/slots.py; none for an extractive answer) -> persist the question -> retrieve (embed,
+search, threshold, top_k) -> token budget -> prompt -> generate (streamed, idle and total timeouts)
+-> citations -> persist the answer. The question is stored before any model runs; the answer is
+stored complete or failed (with whatever text had streamed), never lost. A question that waited
+for a slot in vain (BusyError), or whose caller left while it waited, is not stored at all: nothing
+was written, so sending it again is safe. Retrieval finishes before streaming starts, so no
+database connection is held while tokens flow.
 """
 
 from __future__ import annotations

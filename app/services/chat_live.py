@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio.to_thread
 
@@ -30,7 +30,7 @@ from app.db.enums import MessageStatus
 from app.db.models import ChatMessage
 from app.errors import ConflictError, ErrorCode, ValidationError
 from app.services import chat_store, sessions
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent
+from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, TokenEvent
 from app.services.chat_store import Turn
 from app.services.slots import Queued
 
@@ -114,6 +114,15 @@ class Listener:
                 break
             await self._live.changed()
         raise StopAsyncIteration
+
+    def more_text(self) -> str:
+        """The text of the token events already published after the one just returned, taken now:
+        a client that fell behind gets them as one event (less work per token under load)."""
+        parts = []
+        while self._seen < len(self._events) and isinstance(self._events[self._seen], TokenEvent):
+            parts.append(cast(TokenEvent, self._events[self._seen]).text)
+            self._seen += 1
+        return "".join(parts)
 
     async def aclose(self) -> None:
         if not self._closed:

@@ -15,7 +15,7 @@ from app.errors import BusyError
 from app.llm.base import ModelCapabilities
 from app.services import sessions
 from app.services.chat import ChatService
-from app.services.chat_events import DoneEvent
+from app.services.chat_events import DoneEvent, RetrievalEvent, TokenEvent
 from app.services.chat_store import Turn
 from app.services.slots import PoolLoad
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
@@ -161,3 +161,17 @@ async def test_a_regeneration_waits_in_line_too(rig: Rig) -> None:
     await finish(rig, held)
     await finish(rig, await asyncio.wait_for(again, 5))
     assert places == [1]
+
+
+async def test_a_listener_that_fell_behind_takes_the_piled_up_tokens_at_once(rig: Rig) -> None:
+    """What the chat subscription sends as one ChatToken when it is behind (fewer messages under load)."""
+    rig.model.enqueue("one two three four")
+    listener = await rig.service.live.chat(rig.new_chat(), "penguins", None, lost=lambda: False)
+    first = await anext(listener)
+    assert isinstance(first, RetrievalEvent)
+    await asyncio.sleep(0.2)  # the turn runs on while this listener reads nothing
+    token = await anext(listener)
+    assert isinstance(token, TokenEvent) and token.text + listener.more_text() == "one two three four"
+    assert listener.more_text() == ""
+    assert isinstance(await anext(listener), DoneEvent)
+    await listener.aclose()
