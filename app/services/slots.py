@@ -112,7 +112,7 @@ class SlotPool:
             raise self._busy(self._leave(waiter), waited=patience) from None
         except asyncio.CancelledError:
             if _handed(waiter):
-                Slot(self).release()  # pass it on to the next in line
+                self.release(self._hold)  # pass it on to the next in line (held for no time: not counted)
             else:
                 self._leave(waiter)
             raise

@@ -17,7 +17,7 @@ from app.services import sessions
 from app.services.chat import ChatService
 from app.services.chat_events import DoneEvent, RetrievalEvent, TokenEvent
 from app.services.chat_store import Turn
-from app.services.slots import PoolLoad
+from app.services.slots import PoolLoad, SlotPool
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.services.test_chat import Rig
 
@@ -175,3 +175,22 @@ async def test_a_listener_that_fell_behind_takes_the_piled_up_tokens_at_once(rig
     assert listener.more_text() == ""
     assert isinstance(await anext(listener), DoneEvent)
     await listener.aclose()
+
+
+async def test_a_waiter_cancelled_just_as_it_is_handed_the_slot_passes_it_on() -> None:
+    pool = SlotPool("p", None, 1)
+    held = await pool.acquire(1.0)
+    b_places, c_places = Places(), Places()
+    b = asyncio.create_task(pool.acquire(5.0, b_places))
+    c = asyncio.create_task(pool.acquire(5.0, c_places))
+    await b_places.told()
+    await c_places.told()
+    held.release()  # handed to b, which has not run yet...
+    b.cancel()  # ...and is cancelled before it does
+    with pytest.raises(asyncio.CancelledError):
+        await b
+    slot = await asyncio.wait_for(c, 5)
+    assert (pool.in_use, pool.waiting, c_places) == (1, 0, [2, 1])
+    slot.release()
+    slot.release()  # a slot is given back once, whoever calls
+    assert pool.in_use == 0
