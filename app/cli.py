@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import typer
 
@@ -11,6 +12,11 @@ from app.errors import RagchatError
 from app.settings import Settings, load_settings
 
 # No locals in tracebacks: they would print settings, API keys included.
+# A streamed answer is one small websocket message per token or few (~100 bytes): compressing
+# each (permessage-deflate, on by default) cost ~0.2 ms of the event loop per message at 32
+# streams (benchmarks/provider_concurrency.py) and saves next to nothing.
+WEBSOCKET_OPTIONS: dict[str, Any] = {"ws_per_message_deflate": False}
+
 cli = typer.Typer(
     help="ragchat: a GraphQL RAG chat server.",
     no_args_is_help=True,
@@ -60,7 +66,13 @@ def serve(
     settings = settings_or_exit(**overrides)
     logs.configure(settings)  # a server logs each request, at RAGCHAT_LOG__LEVEL (default info)
     typer.echo(f"ragchat on http://{settings.host}:{settings.port}/  (GraphiQL: /graphql)")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, **logs.uvicorn_options(settings))
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        **logs.uvicorn_options(settings),
+        **WEBSOCKET_OPTIONS,
+    )
 
 
 @cli.command("export-schema")

@@ -5,7 +5,7 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── NotFoundError                 a project / document / session / message does not exist
 ├── ValidationError               bad input; ``field`` names the offending field
 ├── ConflictError                 the request contradicts stored state (duplicate name, mixed spaces)
-├── BusyError                     too many generations in flight; retry later
+├── BusyError                     every generation slot stayed taken while the caller waited; retry later
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
 ├── StorageError                  the database refused a write (disk full, read-only)
 └── ProviderError                 an embedder or chat model failed (translated from vendor errors)
@@ -84,7 +84,16 @@ class ConflictError(RagchatError):
 
 
 class BusyError(RagchatError):
+    """Every generation slot of the provider was taken for as long as the caller would wait.
+    ``position`` is its place in line when it gave up (None: refused without waiting);
+    ``retry_after`` the seconds after which a slot is likely free (app/services/slots.py)."""
+
     code = ErrorCode.BUSY
+
+    def __init__(self, message: str, *, retry_after: int = 2, position: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.position = position
 
 
 class IngestError(RagchatError):

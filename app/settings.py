@@ -103,7 +103,13 @@ class IngestSettings(BaseModel):
 class ChatSettings(BaseModel):
     max_message_chars: int = Field(8000, ge=1, le=1_000_000)
     history_turns: int = Field(10, ge=0, le=200)
+    # Answers written at once per provider (app/services/slots.py): this for a provider that
+    # declares no cap of its own (the in-process model: 3 on 2 cores); remote providers declare theirs
+    # (openai 32, ollama 4), and ``limits`` overrides either, by "provider" or "provider/model".
     max_concurrent_generations: int = Field(3, ge=1, le=1000)
+    limits: dict[str, int] = Field(default_factory=dict)
+    # How long a question waits in line for a slot before BusyError (0: refused at once).
+    queue_timeout: float = Field(5.0, ge=0, le=600, allow_inf_nan=False)
     # The first token comes after the prompt is read (and, for the local model, after it loads): on a
     # busy 2-core machine a 1,000-token prompt takes SmolLM2 longer than a stalled stream's 30 s.
     first_token_timeout: float = Field(120.0, gt=0, le=3600)
@@ -112,6 +118,17 @@ class ChatSettings(BaseModel):
     # How long a turn whose client's connection dropped keeps running for the client to re-attach
     # (graphql-ws retries after 1.3-4 s, then 2.3-5 s more); a client that stops cancels at once.
     reattach_grace: float = Field(10.0, ge=0, le=600, allow_inf_nan=False)
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, limits: dict[str, int]) -> dict[str, int]:
+        for key, cap in limits.items():
+            provider, _, model = key.partition("/")
+            if not provider or (model == "" and "/" in key) or key != key.strip():
+                raise ValueError(f'{key!r} is not "provider" or "provider/model"')
+            if not 1 <= cap <= 1000:
+                raise ValueError(f"{key}: {cap} is not a cap between 1 and 1000")
+        return limits
 
 
 LogLevel = Literal["debug", "info", "warning", "error"]
@@ -183,6 +200,19 @@ class Settings(BaseSettings):
                 "(test providers load only with RAGCHAT_TEST_PROVIDERS, for development)"
             )
         return section
+
+    @field_validator("chat")
+    @classmethod
+    def _limits_name_providers(cls, chat: ChatSettings, info: ValidationInfo) -> ChatSettings:
+        # A misspelt provider would silently cap nothing.
+        production = get_args(ProviderName)
+        if info.data.get("test_providers") is None:
+            for key in chat.limits:
+                if key.partition("/")[0] not in production:
+                    raise ValueError(
+                        f"RAGCHAT_CHAT__LIMITS: {key!r} names no provider; choose one of {', '.join(production)}"
+                    )
+        return chat
 
     @model_validator(mode="after")
     def _legacy_log_level(self) -> Settings:

@@ -15,6 +15,7 @@ from typing import Any
 
 import uvicorn
 
+from app.cli import WEBSOCKET_OPTIONS
 from app.container import Container
 from app.llm.base import ChatModels, Embedder
 from app.main import create_app
@@ -62,7 +63,9 @@ def live(settings: Settings, embedder: Embedder, models: ChatModels, *, timeout:
     app = create_app(settings, container)
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio")
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio", **WEBSOCKET_OPTIONS
+        )
     )
     ticker = Ticker()
 
@@ -72,6 +75,9 @@ def live(settings: Settings, embedder: Embedder, models: ChatModels, *, timeout:
             await server.serve()
         finally:
             tick.cancel()
+            aclose = getattr(models, "aclose", None)  # a real registry's HTTP clients, on their own loop
+            if aclose is not None:
+                await aclose()
 
     thread = threading.Thread(target=lambda: asyncio.run(serve()), name="bench-server", daemon=True)
     thread.start()

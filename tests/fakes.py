@@ -118,7 +118,8 @@ class FakeChatModel:
 
 
 class FakeModels:
-    """A chat-model registry holding fake models (the real registry's get/validate interface)."""
+    """A chat-model registry holding fake models (the real registry's get/validate interface), by
+    model name; each model under its own ``provider`` ("fake" unless given)."""
 
     def __init__(self, *models: FakeChatModel) -> None:
         self.models = {m.model: m for m in models} or {"scripted": FakeChatModel()}
@@ -132,12 +133,17 @@ class FakeModels:
         return self.models[model].capabilities
 
     async def list_models(self) -> list[ProviderModels]:
-        return [ProviderModels("fake", True, None, tuple(self.models), False, next(iter(self.models)))]
+        found = []
+        for provider in dict.fromkeys(m.provider for m in self.models.values()):
+            names = tuple(name for name, m in self.models.items() if m.provider == provider)
+            declared = self.models[names[0]].capabilities.concurrency
+            found.append(ProviderModels(provider, True, None, names, False, names[0], concurrency=declared))
+        return found
 
     def validate(self, provider: str, model: str) -> None:
         from app.errors import ValidationError
 
-        if provider != "fake":
+        if provider not in {m.provider for m in self.models.values()}:
             raise ValidationError("provider", f"unknown provider {provider!r}")
-        if model not in self.models:
+        if model not in self.models or self.models[model].provider != provider:
             raise ValidationError("model", f"unknown model {model!r}")

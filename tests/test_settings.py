@@ -91,3 +91,30 @@ def test_test_providers_may_be_chosen_once_loaded(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("RAGCHAT_TEST_PROVIDERS", "tests.providers")
     monkeypatch.setenv("RAGCHAT_LLM__PROVIDER", "scripted")
     assert load_settings().llm.provider == "scripted"
+
+
+def test_generation_limits_come_as_json_by_provider_or_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGCHAT_CHAT__LIMITS", '{"openai": 64, "ollama/llama3": 2}')
+    monkeypatch.setenv("RAGCHAT_CHAT__QUEUE_TIMEOUT", "2.5")
+    chat = load_settings(_env_file=None).chat
+    assert (chat.limits, chat.queue_timeout, chat.max_concurrent_generations) == (
+        {"openai": 64, "ollama/llama3": 2},
+        2.5,
+        3,
+    )
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ('{"opneai": 8}', "'opneai' names no provider; choose one of local, openai, ollama"),
+        ('{"openai/": 8}', '\'openai/\' is not "provider" or "provider/model"'),
+        ('{"openai": 0}', "openai: 0 is not a cap between 1 and 1000"),
+        ('{"openai": "many"}', "RAGCHAT_CHAT__LIMITS"),
+    ],
+)
+def test_bad_generation_limits_are_refused(monkeypatch: pytest.MonkeyPatch, limits: str, said: str) -> None:
+    monkeypatch.setenv("RAGCHAT_CHAT__LIMITS", limits)
+    with pytest.raises(SettingsError) as caught:
+        load_settings(_env_file=None)
+    assert said in caught.value.message and "RAGCHAT_CHAT" in caught.value.message

@@ -49,9 +49,18 @@ class ConflictError(Error):
     pass
 
 
-@strawberry.type(description="Too many answers are being generated; retry shortly.")
+@strawberry.type(
+    description="Every generation slot of the chat model's provider stayed taken for as long as the server lets a "
+    "question wait (RAGCHAT_CHAT__QUEUE_TIMEOUT); nothing was stored, so sending it again is safe."
+)
 class BusyError(Error):
-    retry_after_seconds: int = strawberry.field(description="Seconds to wait before trying again.")
+    retry_after_seconds: int = strawberry.field(
+        description="Seconds after which a slot is likely free: the place in line times the average time a slot is "
+        "held, divided by the number of slots (at least 1)."
+    )
+    position: int | None = strawberry.field(
+        description="The question's place in line when it gave up (1 = next); null when it was refused without waiting."
+    )
 
 
 @strawberry.type(description="An embedder or chat model failed or is not configured.")
@@ -87,7 +96,7 @@ def _translate(exc: errors.RagchatError) -> ErrorType:
     if isinstance(exc, errors.ConflictError):
         return ConflictError(message=exc.message)
     if isinstance(exc, errors.BusyError):
-        return BusyError(message=exc.message, retry_after_seconds=2)
+        return BusyError(message=exc.message, retry_after_seconds=exc.retry_after, position=exc.position)
     if isinstance(exc, errors.ProviderError):
         return ProviderError(message=exc.message, code=exc.code, provider=exc.provider)
     if isinstance(exc, errors.StorageError | errors.IngestError):

@@ -40,6 +40,19 @@ THRESHOLD = "The cosine similarity a hit needs to be kept, {:g}-{:g}; null: the 
 UNREADABLE = (StorageError,)
 
 
+@strawberry.type(
+    description="A pool of generation slots: how many answers a provider (or one of its models) writes at once, now."
+)
+class GenerationLoad:
+    model: str | None = strawberry.field(
+        description="The model with a pool of its own (RAGCHAT_CHAT__LIMITS names it); null: the pool the "
+        "provider's other models share."
+    )
+    limit: int = strawberry.field(description="Answers it writes at once at most.")
+    in_use: int = strawberry.field(description="Answers being written now.")
+    waiting: int = strawberry.field(description="Questions waiting in line for a slot now.")
+
+
 @strawberry.type(description="A chat-model provider and the models it offers.")
 class ProviderInfo:
     provider: str = strawberry.field(description='Its name, as ChatSession.provider takes it ("local", "openai").')
@@ -52,6 +65,9 @@ class ProviderInfo:
     open_ended: bool = strawberry.field(description="Any model name the provider knows is accepted.")
     default_model: str | None = strawberry.field(
         description="The model to suggest for this provider (its default); null when it has none."
+    )
+    generations: list[GenerationLoad] = strawberry.field(
+        description="Its generation slots, live: the shared pool first, then any model's own."
     )
 
 
@@ -239,6 +255,7 @@ class Query:
 
     @strawberry.field(description="Chat-model providers this server knows, whether each answers now, and their models.")
     async def providers(self, info: Info) -> list[ProviderInfo]:
+        slots = info.context.container.chat.slots
         return [
             ProviderInfo(
                 provider=p.provider,
@@ -248,6 +265,10 @@ class Query:
                 models=list(p.models),
                 open_ended=p.open_ended,
                 default_model=p.default_model,
+                generations=[
+                    GenerationLoad(model=g.model, limit=g.limit, in_use=g.in_use, waiting=g.waiting)
+                    for g in slots.loads(p.provider, p.concurrency)
+                ],
             )
             for p in await info.context.container.chat_models.list_models()
         ]

@@ -1,7 +1,10 @@
 """Subscription root: stream an answer over graphql-transport-ws (Apollo's GraphQLWsLink).
 
-Events, in order: ChatRetrieval (the sources, before any token), ChatToken deltas, then ChatDone
-(the stored message with citations and trace) or ChatError. With a ``clientMessageId``, subscribing
+Events, in order: ChatQueued while the question waits for a generation slot (each time its place in
+line changes), ChatRetrieval (the sources, before any token), ChatToken deltas (a client that fell
+behind gets what piled up as one), then ChatDone (the
+stored message with citations and trace) or ChatError. A client that stops while it waits leaves
+the line; nothing was stored. With a ``clientMessageId``, subscribing
 again (graphql-ws does after a reconnect) follows the same turn from its start, or gets its stored
 outcome. A client that stops (``complete``) cancels generation at once; one whose connection is lost,
 after the re-attach grace period. Either way the answer is stored as failed ("cancelled"); see
@@ -10,16 +13,17 @@ app/services/chat_live.py.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from typing import Annotated
 
 import anyio.to_thread
 import strawberry
 from starlette.websockets import WebSocket, WebSocketState
 
-from app.errors import NotFoundError, RagchatError
+from app.errors import BusyError, NotFoundError, RagchatError
 from app.graphql import types
 from app.graphql.context import Info
 from app.graphql.enums import ErrorCode
@@ -28,6 +32,7 @@ from app.graphql.trace_types import SCORE, Degradation, Location
 from app.services import sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.chat_live import Listener
+from app.services.slots import Queued
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,15 @@ class ChatSource:
     score: float | None = strawberry.field(description=SCORE)
     rank: int = strawberry.field(description="Its rank in retrieval (1 = best).")
     text: str = strawberry.field(description="The chunk's text.")
+
+
+@strawberry.type(
+    description="Every generation slot of the session's provider is taken: the question waits in line (nothing is "
+    "stored yet). Sent when it starts waiting and each time its place changes; ChatRetrieval follows once it has a "
+    "slot, or ChatError (BUSY) when it waited RAGCHAT_CHAT__QUEUE_TIMEOUT seconds in vain."
+)
+class ChatQueued:
+    position: int = strawberry.field(description="Its place in line: 1 = the next to get a slot.")
 
 
 @strawberry.type(description="Retrieval is done: these are the sources, sent before any token.")
@@ -78,10 +92,14 @@ class ChatError(Error):
     )
     code: ErrorCode = strawberry.field(description="Which failure, to switch on (`message` is for people).")
     partial: str = strawberry.field(description="The text that had streamed before the failure (may be empty).")
+    retry_after_seconds: int | None = strawberry.field(
+        default=None,
+        description="With code BUSY: seconds after which a generation slot is likely free (BusyError's); else null.",
+    )
 
 
 ChatEventType = Annotated[
-    ChatRetrieval | ChatToken | ChatDone | ChatError,
+    ChatQueued | ChatRetrieval | ChatToken | ChatDone | ChatError,
     strawberry.union("ChatEvent", description="One event of a streamed answer."),
 ]
 
@@ -111,11 +129,27 @@ def connection_lost(info: Info) -> Callable[[], bool]:
     return lost
 
 
-async def _events(info: Info, start: Callable[[], Awaitable[Listener]]) -> AsyncGenerator[ChatEventType, None]:
+Start = Callable[[Queued], Awaitable[Listener]]
+
+
+async def _events(info: Info, start: Start) -> AsyncGenerator[ChatEventType, None]:
+    places: asyncio.Queue[int] = asyncio.Queue()
+    opening = asyncio.ensure_future(start(places.put_nowait))
     try:
-        listener = await start()
+        while not opening.done():  # waiting for a slot: tell the client its place in line
+            place = asyncio.ensure_future(places.get())
+            try:
+                await asyncio.wait({opening, place}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                place.cancel()
+            if place.done() and not place.cancelled() and not opening.done():
+                yield ChatQueued(position=place.result())
+        listener = opening.result()
     except RagchatError as exc:
-        yield ChatError(failed_message_id=None, code=exc.code, message=exc.message, partial="")
+        retry = exc.retry_after if isinstance(exc, BusyError) else None
+        yield ChatError(
+            failed_message_id=None, code=exc.code, message=exc.message, partial="", retry_after_seconds=retry
+        )
         return
     except Exception:
         # The schema's error masking does not reach errors raised inside a stream: mask them here.
@@ -124,11 +158,27 @@ async def _events(info: Info, start: Callable[[], Awaitable[Listener]]) -> Async
         masked = f"Unexpected error (request {request_id}); it has been logged."
         yield ChatError(failed_message_id=None, code=ErrorCode.INTERNAL, message=masked, partial="")
         return
+    finally:
+        if not opening.done():  # the client left while waiting: leave the line (or end a turn begun meanwhile)
+            await _abandon(opening)
     try:
         async for event in listener:
+            if isinstance(event, TokenEvent) and (more := listener.more_text()):
+                event = TokenEvent(event.message_id, event.text + more)  # behind: send what piled up at once
             yield await _convert(info, event)
     finally:
         await listener.aclose()
+
+
+async def _abandon(opening: asyncio.Future[Listener]) -> None:
+    """Cancel a start still under way and wait for its end (it leaves the line, or stores a turn it
+    had begun as cancelled); a listener it returned all the same leaves the turn at once."""
+    opening.cancel()
+    while not opening.done():
+        with suppress(asyncio.CancelledError):  # we are on our way out already
+            await asyncio.wait({opening})
+    if not opening.cancelled() and opening.exception() is None:
+        await opening.result().aclose()
 
 
 async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
@@ -186,9 +236,9 @@ class Subscription:
     ) -> AsyncGenerator[ChatEventType, None]:
         live = info.context.container.chat.live
 
-        async def start() -> Listener:
+        async def start(queued: Queued) -> Listener:
             sid = parse_id(session_id, "sessionId")
-            return await live.chat(sid, content, client_message_id, lost=connection_lost(info))
+            return await live.chat(sid, content, client_message_id, lost=connection_lost(info), queued=queued)
 
         async with aclosing(_events(info, start)) as events:
             async for event in events:
@@ -205,9 +255,9 @@ class Subscription:
     ) -> AsyncGenerator[ChatEventType, None]:
         live = info.context.container.chat.live
 
-        async def start() -> Listener:
+        async def start(queued: Queued) -> Listener:
             mid = parse_id(message_id, "messageId")
-            return await live.regenerate(mid, client_message_id, lost=connection_lost(info))
+            return await live.regenerate(mid, client_message_id, lost=connection_lost(info), queued=queued)
 
         async with aclosing(_events(info, start)) as events:
             async for event in events:

@@ -106,12 +106,15 @@ class GenerationOptions:
 
 @dataclass(frozen=True)
 class ModelCapabilities:
-    """What a chat model can be trusted with, as its provider declares it (the core never guesses
-    from a vendor or a model name)."""
+    """What a chat model can be trusted with, and how many answers at once, as its provider
+    declares it (the core never guesses from a vendor or a model name)."""
 
     # Writes answers that stay within the given sources, without looping or echoing the prompt.
     # False for very small local models (SmolLM2-135M loops, echoes and invents; docs/BENCHMARKS.md).
     grounded_writing: bool = True
+    # How many answers its provider writes at once without slowing each (app/services/slots.py);
+    # None: the server's cap for in-process models (RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS).
+    concurrency: int | None = None
 
 
 @runtime_checkable
@@ -144,6 +147,7 @@ class ProviderModels:
     open_ended: bool  # any model name the provider knows is accepted
     default_model: str | None  # the configured default, when this is the default provider
     reachable: bool = True  # answered its probe (cached briefly); never when not available
+    concurrency: int | None = None  # what it declares (ModelCapabilities.concurrency)
 
 
 class ChatModels(Protocol):

@@ -142,6 +142,7 @@ class ProviderRegistry(Generic[T]):
                 open_ended=p.open_ended,
                 default_model=self._default_model(p),
                 reachable=reach.reachable,
+                concurrency=p.capabilities.concurrency,
             )
             for p, reach in zip(providers, found, strict=True)
         ]

@@ -1,10 +1,13 @@
 """The chat engine: one user message in, a grounded, cited answer streamed out, with a trace.
 
-Stages (each timed into the trace): sanitize -> persist the question -> retrieve (embed, search,
-threshold, top_k) -> token budget -> prompt -> generate (streamed, idle and total timeouts) ->
-citations -> persist the answer. The question is stored before any model runs; the answer is
-stored complete or failed (with whatever text had streamed), never lost. Retrieval finishes
-before streaming starts, so no database connection is held while tokens flow.
+Stages (each timed into the trace): sanitize -> a generation slot of the session's provider
+(app/services/slots.py; none for an extractive answer) -> persist the question -> retrieve (embed,
+search, threshold, top_k) -> token budget -> prompt -> generate (streamed, idle and total timeouts)
+-> citations -> persist the answer. The question is stored before any model runs; the answer is
+stored complete or failed (with whatever text had streamed), never lost. A question that waited
+for a slot in vain (BusyError), or whose caller left while it waited, is not stored at all: nothing
+was written, so sending it again is safe. Retrieval finishes before streaming starts, so no
+database connection is held while tokens flow.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from sqlalchemy.exc import DBAPIError
 from app.db.database import Database
 from app.db.enums import CitationKind
 from app.errors import (
-    BusyError,
     ErrorCode,
     ProviderError,
     ProviderTimeoutError,
@@ -44,8 +46,9 @@ from app.services import chat_answer, chat_store
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
 from app.services.chat_live import LiveTurns
 from app.services.chat_log import TurnLog
-from app.services.chat_store import Turn
+from app.services.chat_store import SessionSnapshot, Turn
 from app.services.chat_trace import TraceBuilder
+from app.services.slots import Queued, Slot, SlotPools
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -61,73 +64,98 @@ class ChatService:
         self.settings = settings
         self.embedder = embedder
         self.models = models
-        # The cap on answers generated at once. A semaphore, not a CapacityLimiter: a slot is taken
-        # before the turn (and its message id) exists and given back by whichever of _begin, abandon
-        # and run ends the turn, often in another task, while a CapacityLimiter ties each token to
-        # one borrower. Taken and given back on the event loop only, never waited for.
-        self._cap = settings.chat.max_concurrent_generations
-        self._slots = anyio.Semaphore(self._cap, max_value=self._cap)
+        # The caps on answers generated at once, per provider. A slot is taken before the turn (and
+        # its message id) exists and given back by whichever of _begin, abandon and run ends the
+        # turn, often in another task: held here by answer id meanwhile. Event loop only.
+        self.slots = SlotPools(settings.chat, models)
+        self._held: dict[int, Slot] = {}
         self.live = LiveTurns(self)  # turns running for the API, which clients follow and re-attach to
 
     # -- admission ---------------------------------------------------------------------------
     @property
     def generations_in_flight(self) -> int:
-        """How many turns hold a generation slot now (started and not yet ended)."""
-        return self._cap - self._slots.value
+        """How many turns hold a generation slot now (started and not yet ended), all providers."""
+        return self.slots.in_use
 
-    def _acquire(self) -> None:
+    async def _slot(self, chat: SessionSnapshot, queued: Queued | None) -> Slot | None:
+        """The slot a turn of ``chat`` needs: none for an extractive answer (no model runs), nor for
+        one that cannot run (its model is no longer valid: run() stores that failure)."""
         try:
-            self._slots.acquire_nowait()  # refuse at once rather than queue: the client retries
-        except anyio.WouldBlock:
-            raise BusyError(
-                f"{self.generations_in_flight} answers are being generated, the most this server runs at once; "
-                "retry shortly"
-            ) from None
+            if self._choose(chat).used is AnswerMode.EXTRACTIVE:
+                return None
+        except RagchatError:
+            return None
+        return await self.slots.acquire(chat.provider, chat.model, queued)
 
-    def _release(self) -> None:
-        self._slots.release()
+    def _release(self, turn: Turn) -> None:
+        slot = self._held.pop(turn.message_id, None)
+        if slot is not None:
+            slot.release()
 
     def question(self, content: str) -> str:
         """The message as it will be stored and sent; raises ValidationError."""
         return clean_message(content, self.settings.chat.max_message_chars)
 
-    async def start(self, session_id: int, content: str, client_key: str | None = None) -> Turn:
-        """Validate, take a generation slot and store the question. Raises before anything is
-        written when the input is bad or the server is busy."""
+    async def start(
+        self, session_id: int, content: str, client_key: str | None = None, queued: Queued | None = None
+    ) -> Turn:
+        """Validate, take a generation slot (waiting in line up to chat.queue_timeout, ``queued``
+        told the place) and store the question. Raises before anything is written when the input
+        is bad or no slot came free (BusyError)."""
         turns = self.settings.chat.history_turns
+        question = self.question(content)
         return await self._begin(
-            partial(chat_store.begin, self.store, session_id, self.question(content), turns, client_key)
+            partial(chat_store.settings_of, self.store, session_id),
+            partial(chat_store.begin, self.store, session_id, question, turns, client_key),
+            queued,
         )
 
-    async def start_regenerate(self, message_id: int, client_key: str | None = None) -> Turn:
+    async def start_regenerate(
+        self, message_id: int, client_key: str | None = None, queued: Queued | None = None
+    ) -> Turn:
         turns = self.settings.chat.history_turns
-        return await self._begin(partial(chat_store.begin_regenerate, self.store, message_id, turns, client_key))
+        return await self._begin(
+            partial(chat_store.settings_for_answer, self.store, message_id),
+            partial(chat_store.begin_regenerate, self.store, message_id, turns, client_key),
+            queued,
+        )
 
-    async def _begin(self, begin: Callable[[], Turn]) -> Turn:
-        """Take a slot and store the turn's first rows. Whoever stores a placeholder answer finishes
-        it: when the caller is cancelled while the rows are being written, they are written anyway,
-        then the answer is stored as cancelled and the slot freed."""
-        self._acquire()
+    async def _begin(
+        self, settings_of: Callable[[], SessionSnapshot], begin: Callable[[], Turn], queued: Queued | None
+    ) -> Turn:
+        """Take a slot for the session's provider, then store the turn's first rows. Whoever stores a
+        placeholder answer finishes it: when the caller is cancelled while the rows are being
+        written, they are written anyway, then the answer is stored as cancelled and the slot freed.
+        (A session whose provider is changed while its question waits runs with the new one, on
+        the slot it waited for.)"""
+        slot = await self._slot(await anyio.to_thread.run_sync(settings_of), queued)
         job = asyncio.ensure_future(anyio.to_thread.run_sync(begin))
         try:
-            return await asyncio.shield(job)
+            turn = await asyncio.shield(job)
         except asyncio.CancelledError:
-            turn = await _outcome(job)
-            if turn is None:
-                self._release()
+            started = await _outcome(job)
+            if started is None:
+                _free(slot)
             else:
-                await self.abandon(turn)
+                self._keep(started, slot)
+                await self.abandon(started)
             raise
         except BaseException:
-            self._release()
+            _free(slot)
             raise
+        self._keep(turn, slot)
+        return turn
+
+    def _keep(self, turn: Turn, slot: Slot | None) -> None:
+        if slot is not None:
+            self._held[turn.message_id] = slot
 
     async def abandon(self, turn: Turn) -> None:
         """End a started turn that will not run: its answer is stored as cancelled, its slot freed."""
         try:
             await self._fail(turn, [], CANCELLED, TraceBuilder(turn, self.settings))
         finally:
-            self._release()
+            self._release(turn)
 
     # -- the turn ----------------------------------------------------------------------------
     async def run(self, turn: Turn) -> AsyncIterator[ChatEvent]:
@@ -138,7 +166,7 @@ class ChatService:
         stored = False  # once the answer is stored, closing the stream changes nothing
         ended = TurnLog(turn, trace)  # the turn's log line, whichever way it ends
         try:
-            choice = self._choose(turn)
+            choice = self._choose(turn.chat)
             retrieval = await self._retrieve(turn, trace)
             candidates = retrieval.kept if retrieval else []
             if choice.used is AnswerMode.EXTRACTIVE:
@@ -195,11 +223,10 @@ class ChatService:
             stored = True
             yield ErrorEvent(turn.message_id, ErrorCode.INTERNAL, "internal error", "".join(parts), stored=kept)
         finally:
-            self._release()
+            self._release(turn)
             ended.end()
 
-    def _choose(self, turn: Turn) -> ModeChoice:
-        chat = turn.chat
+    def _choose(self, chat: SessionSnapshot) -> ModeChoice:
         capabilities = self.models.capabilities(chat.provider, chat.model)
         label = f"{chat.provider}/{chat.model}"
         return answer_mode.choose(chat.rag.answer_mode, capabilities, label, rag=chat.rag.enable_rag)
@@ -386,6 +413,11 @@ class ChatService:
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)
+
+
+def _free(slot: Slot | None) -> None:
+    if slot is not None:
+        slot.release()
 
 
 async def _outcome(job: asyncio.Future[T]) -> T | None:

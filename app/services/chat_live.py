@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import anyio.to_thread
 
@@ -30,8 +30,9 @@ from app.db.enums import MessageStatus
 from app.db.models import ChatMessage
 from app.errors import ConflictError, ErrorCode, ValidationError
 from app.services import chat_store, sessions
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent
+from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, TokenEvent
 from app.services.chat_store import Turn
+from app.services.slots import Queued
 
 if TYPE_CHECKING:
     from app.services.chat import ChatService
@@ -114,6 +115,15 @@ class Listener:
             await self._live.changed()
         raise StopAsyncIteration
 
+    def more_text(self) -> str:
+        """The text of the token events already published after the one just returned, taken now:
+        a client that fell behind gets them as one event (less work per token under load)."""
+        parts = []
+        while self._seen < len(self._events) and isinstance(self._events[self._seen], TokenEvent):
+            parts.append(cast(TokenEvent, self._events[self._seen]).text)
+            self._seen += 1
+        return "".join(parts)
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
@@ -129,42 +139,53 @@ class LiveTurns:
         self._live: dict[int, LiveTurn] = {}
         self._opening: dict[tuple[object, ...], tuple[asyncio.Lock, list[int]]] = {}
 
-    async def chat(self, session_id: int, content: str, key: str | None, *, lost: Callable[[], bool]) -> Listener:
+    async def chat(
+        self,
+        session_id: int,
+        content: str,
+        key: str | None,
+        *,
+        lost: Callable[[], bool],
+        queued: Queued | None = None,
+    ) -> Listener:
         """Ask ``content`` in the session, or follow the turn ``key`` already names there. Raises
-        (RagchatError) before anything streams: bad input, busy, not found, a key's conflict."""
+        (RagchatError) before anything streams: bad input, busy, not found, a key's conflict.
+        ``queued`` is told the place in line while the turn waits for a generation slot."""
         key = client_key(key)
         if key is None:
-            return self._listen(await self.service.start(session_id, content), lost, keyed=False)
+            return self._listen(await self.service.start(session_id, content, None, queued), lost, keyed=False)
         question = self.service.question(content)
         async with self._exclusive("chat", session_id, key):
             found = await anyio.to_thread.run_sync(chat_store.keyed, self.service.store, session_id, key)
             if found is None:
-                return self._listen(await self.service.start(session_id, question, key), lost, keyed=True)
+                return self._listen(await self.service.start(session_id, question, key, queued), lost, keyed=True)
         if found.question != question:
             what = "another question" if found.question is not None else "a regeneration"
             raise ConflictError(f"clientMessageId {key!r} was already sent with {what} in this session")
         return await self._attach(found.answer_id, lost)
 
-    async def regenerate(self, message_id: int, key: str | None, *, lost: Callable[[], bool]) -> Listener:
+    async def regenerate(
+        self, message_id: int, key: str | None, *, lost: Callable[[], bool], queued: Queued | None = None
+    ) -> Listener:
         """Generate answer ``message_id`` again, or follow the regeneration ``key`` already names."""
         key = client_key(key)
         if key is None:
-            return self._listen(await self._start_regenerate(message_id, None), lost, keyed=False)
+            return self._listen(await self._start_regenerate(message_id, None, queued), lost, keyed=False)
         async with self._exclusive("regenerate", message_id, key):
             found = await anyio.to_thread.run_sync(chat_store.keyed_for_message, self.service.store, message_id, key)
             if found is None:
-                return self._listen(await self._start_regenerate(message_id, key), lost, keyed=True)
+                return self._listen(await self._start_regenerate(message_id, key, queued), lost, keyed=True)
         if found.question is not None or found.answer_id != message_id:
             raise ConflictError(f"clientMessageId {key!r} was already sent for another message in this session")
         return await self._attach(message_id, lost)
 
-    async def _start_regenerate(self, message_id: int, key: str | None) -> Turn:
+    async def _start_regenerate(self, message_id: int, key: str | None, queued: Queued | None) -> Turn:
         orphan = self._live.get(message_id)
         if orphan is not None and orphan.listeners == 0:  # its client left: a regeneration replaces it
             orphan.cancel()
             while not orphan.finished:
                 await orphan.changed()
-        return await self.service.start_regenerate(message_id, key)
+        return await self.service.start_regenerate(message_id, key, queued)
 
     async def _attach(self, answer_id: int, lost: Callable[[], bool]) -> Listener:
         live = self._live.get(answer_id)

@@ -111,6 +111,25 @@ def _key_in_use(db: Session, session_id: int, client_key: str | None, by: int | 
         raise ConflictError(f"clientMessageId {client_key!r} is already used by another message in this session")
 
 
+def settings_of(store: Database, session_id: int) -> SessionSnapshot:
+    """The session's settings now: what a turn about to start will need (its provider's slot)."""
+    with store.read() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise NotFoundError("chat session", session_id)
+        return _snapshot(row)
+
+
+def settings_for_answer(store: Database, message_id: int) -> SessionSnapshot:
+    """The settings of the session of message ``message_id`` (``settings_of``, for regenerating)."""
+    with store.read() as db:
+        session_id = db.scalar(select(ChatMessage.session_id).where(ChatMessage.id == message_id))
+        row = db.get(ChatSession, session_id) if session_id is not None else None
+        if row is None:
+            raise NotFoundError("message", message_id)
+        return _snapshot(row)
+
+
 def begin(store: Database, session_id: int, question: str, history_turns: int, client_key: str | None = None) -> Turn:
     """Store the user's message and a placeholder for the answer, before any model is called."""
     with store.write() as db:

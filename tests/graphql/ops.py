@@ -43,6 +43,7 @@ SEND = (
 CHAT = (
     """subscription($s: ID!, $c: String!) { chat(sessionId: $s, content: $c) {
   __typename
+  ... on ChatQueued { position }
   ... on ChatRetrieval { messageId noContext degraded { reason message } sources { number documentName score text location { lineStart } } }
   ... on ChatToken { text }
   ... on ChatDone { answer { """

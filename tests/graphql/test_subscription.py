@@ -48,8 +48,11 @@ def test_start_errors_and_model_failures_are_events(api: Api, model: FakeChatMod
         assert events[-1]["failedMessageId"] is not None
 
 
-def test_busy_is_reported_at_once(api: Api, model: FakeChatModel, fake_container: Container) -> None:
+def test_busy_is_reported_at_once_when_the_server_does_not_queue(
+    api: Api, model: FakeChatModel, fake_container: Container
+) -> None:
     fake_container.settings.chat.max_concurrent_generations = 1
+    fake_container.settings.chat.queue_timeout = 0
     sid = _session(api)
     model.token_delay = 0.05
     model.enqueue("a b c d e f g h i j k l m n o p")

@@ -105,3 +105,14 @@ def test_providers_declare_whether_their_models_write_grounded_answers() -> None
     assert registry.capabilities("ollama", "llama3.2").grounded_writing is True
     with pytest.raises(ValidationError):
         registry.capabilities("nope", "m")
+
+
+async def test_remote_providers_declare_how_many_answers_they_write_at_once() -> None:
+    """The generation slots read this (app/services/slots.py): the in-process model declares nothing
+    and gets the server's small cap; a remote one waits on the network and declares more."""
+    closed = OpenAISettings(api_key=SecretStr("k"), base_url="http://127.0.0.1:9/v1")  # probes stay on loopback
+    reg = chat_registry(Settings(_env_file=None, openai=closed, ollama={"host": "http://127.0.0.1:9"}))  # type: ignore[call-arg,arg-type]
+    assert reg.capabilities("openai", "gpt-4o-mini").concurrency == 32
+    assert reg.capabilities("ollama", "llama3.2").concurrency == 4
+    declared = {p.provider: p.concurrency for p in await reg.list_models()}
+    assert declared == {"local": None, "ollama": 4, "openai": 32}

@@ -3,13 +3,13 @@
 Streams ``/v1/chat/completions`` and asks for usage in the last chunk
 (``stream_options.include_usage``). Compatible servers often ignore that option (llama.cpp's
 Python server does), so when no usage arrives we count with the tokenizer instead: exact for
-OpenAI's own models, an estimate for anything else behind a ``base_url``.
+OpenAI's own models, an estimate for anything else behind a ``base_url``. The SDK sends the
+request (retries, errors, server-sent events); its chunks are read as the JSON they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
 
 import openai
 
@@ -18,9 +18,6 @@ from app.llm.chat.common import EventStream, templated_token_count, wire_message
 from app.llm.tokenizers import TiktokenTokenizer
 from app.llm.vendor_errors import OPENAI_BASE_URL, Vendor, from_openai
 from app.settings import OpenAISettings
-
-if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam
 
 # Sent when only a base_url is configured: the SDK insists on some key, and keyless servers ignore it.
 NO_KEY = "no-key"
@@ -84,24 +81,40 @@ class OpenAIChatModel:
     async def stream(self, messages: Sequence[Message], options: GenerationOptions) -> EventStream:
         parts: list[str] = []
         usage: Usage | None = None
+        body: dict[str, object] = {
+            "model": self.model,
+            "messages": wire_messages(messages),
+            "max_tokens": options.max_tokens,
+            "temperature": options.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if options.stop:
+            body["stop"] = list(options.stop)
         try:
-            chunks = await self._client.chat.completions.create(
-                model=self.model,
-                messages=cast("list[ChatCompletionMessageParam]", wire_messages(messages)),
-                max_tokens=options.max_tokens,
-                temperature=options.temperature,
-                stop=list(options.stop) if options.stop else openai.omit,
-                stream=True,
-                stream_options={"include_usage": True},
+            # The SDK's request, retries, errors and server-sent events, but each chunk left as the
+            # JSON it is: building its ChatCompletionChunk model cost ~0.1 ms of the event loop per
+            # token, the largest share of a token's cost at 32 streams (docs/BENCHMARKS.md, 7).
+            chunks = await self._client.post(
+                "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=openai.AsyncStream[object]
             )
             async with chunks:  # closes the response when the consumer stops early
                 async for chunk in chunks:
-                    if chunk.usage is not None:
-                        usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
-                    for choice in chunk.choices:
-                        if choice.index == 0 and choice.delta is not None and choice.delta.content:
-                            parts.append(choice.delta.content)
-                            yield TextDelta(choice.delta.content)
+                    if not isinstance(chunk, dict):
+                        continue
+                    reported = chunk.get("usage")
+                    if isinstance(reported, dict):
+                        prompt, completion = reported.get("prompt_tokens"), reported.get("completion_tokens")
+                        if isinstance(prompt, int) and isinstance(completion, int):
+                            usage = Usage(prompt, completion)
+                    for choice in chunk.get("choices") or ():
+                        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                            continue
+                        delta = choice.get("delta")
+                        text = delta.get("content") if isinstance(delta, dict) else None
+                        if isinstance(text, str) and text:
+                            parts.append(text)
+                            yield TextDelta(text)
         except openai.APIError as exc:
             raise from_openai(exc, self._vendor, self.model) from exc
         if usage is None:

@@ -64,6 +64,9 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             models=configured("ollama"),
             open_ended=True,
             probe=probe_ollama(settings.ollama),
+            # Ollama runs 4 requests in parallel by default (OLLAMA_NUM_PARALLEL) and queues the rest,
+            # where a queued one would wait for its first token against our idle timeout instead.
+            capabilities=ModelCapabilities(concurrency=4),
         ),
         Provider[ChatModel](
             name="openai",
@@ -76,5 +79,9 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             if has_key or openai.base_url
             else "set RAGCHAT_OPENAI__API_KEY (or RAGCHAT_OPENAI__BASE_URL for a compatible server without keys)",
             probe=probe_openai(openai),
+            # A remote service: each stream is mostly waiting on the network; its rate limits answer
+            # 429 (ProviderRateLimitError) past this. 32 streams cost ~1 ms of this loop per token
+            # batch (docs/BENCHMARKS.md, concurrency).
+            capabilities=ModelCapabilities(concurrency=32),
         ),
     ]

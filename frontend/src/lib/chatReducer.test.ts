@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ChatEventFieldsFragment, MessageFieldsFragment } from "../gql/graphql";
 import { guard, loopedAnswer, trace } from "../test/fixtures";
 import { type ChatAction, type ChatState, chatReducer, initialChatState, questionKey } from "./chatReducer";
+import { ordinal } from "./ordinal";
 
 const location = { page: null, lineStart: 3, lineEnd: 9, headingPath: "Guide > Install" };
 
@@ -53,6 +54,21 @@ describe("chatReducer", () => {
     ]);
     expect(state.items[1]!.sources).toEqual([expect.objectContaining({ number: 1, documentName: "guide.md", score: 0.71, kind: "MODEL", text: "Run the installer." })]);
     expect(state.activeKey).toBeNull();
+  });
+
+  it("shows the place in line while the question waits for a slot, and forgets it once retrieval is done", () => {
+    const queued = (position: number): ChatEventFieldsFragment => ({ __typename: "ChatQueued", position });
+    const waiting = run({ type: "sent", key: "t1", content: "How?" }, ev(queued(2)), ev(queued(1)));
+    expect(waiting.items[1]).toMatchObject({ status: "PENDING", queued: 1 });
+    const running = chatReducer(waiting, ev(retrieval));
+    expect(running.items[1]!.queued).toBeUndefined();
+    expect(running.items[1]!.status).toBe("STREAMING");
+  });
+
+  it("says a place in line as people do", () => {
+    expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal)).toEqual([
+      "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th",
+    ]);
   });
 
   it("adds the question and an answer placeholder when a message is sent", () => {

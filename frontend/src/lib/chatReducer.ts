@@ -1,5 +1,5 @@
 // The conversation as the chat screen shows it: stored messages plus the answer being streamed.
-// Subscription events (ChatRetrieval -> ChatToken* -> ChatDone | ChatError) arrive for one item,
+// Subscription events (ChatQueued* -> ChatRetrieval -> ChatToken* -> ChatDone | ChatError) arrive for one item,
 // identified by a client key, because the first event to carry the server's message id is
 // ChatRetrieval and a turn can fail before it.
 
@@ -62,6 +62,8 @@ export interface ChatItem {
   unsent: boolean;
   /** While a regeneration starts: the answer as it was, shown again should it not start. */
   previous: ChatItem | null;
+  /** While the question waits for a free generation slot: its place in line (1 = next). */
+  queued?: number;
 }
 
 export interface ChatState {
@@ -169,12 +171,15 @@ function patch(state: ChatState, key: string, change: (item: ChatItem) => ChatIt
 
 function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment): ChatState {
   switch (event.__typename) {
+    case "ChatQueued":
+      return patch(state, key, (item) => ({ ...item, queued: event.position }));
     case "ChatRetrieval": {
       const withQuestion = patch(state, questionKey(key), (q) => ({ ...q, id: event.userMessageId, status: "COMPLETE" }));
       return patch(withQuestion, key, (item) => ({
         ...item,
         id: event.messageId,
         status: "STREAMING",
+        queued: undefined,
         content: "",
         error: null,
         previous: null,

@@ -105,6 +105,11 @@ describe("AssistantMessage", () => {
     expect(onRetry).toHaveBeenCalledWith("m2");
   });
 
+  it("says its place in line while the question waits for a free slot", () => {
+    setup({ status: "PENDING", content: "", sources: [], queued: 2 });
+    expect(screen.getByText("Waiting for a free slot (2nd in line)…")).toBeInTheDocument();
+  });
+
   it("says 'busy' in a friendly way", () => {
     setup({ status: "FAILED", content: "", error: { code: "BUSY", message: "3 answers are being generated" }, sources: [] });
     expect(screen.getByTestId("message-error")).toHaveTextContent("ragchat is busy right now");

@@ -1,6 +1,7 @@
 import { type ReactNode, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { ChatItem } from "../../lib/chatReducer";
 import { cx } from "../../lib/cx";
+import { ordinal } from "../../lib/ordinal";
 import { Button, LinkButton } from "../Button";
 import { Markdown, type MarkdownCitations } from "../Markdown";
 import { Notice } from "../Notice";
@@ -94,7 +95,13 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
         )}
         <AnswerNotice answer={item.trace?.answer} messageId={item.id} />
         {pending && !item.content && (
-          <Pending>{item.previous ? "Generating the answer again…" : "Searching your documents…"}</Pending>
+          <Pending>
+            {item.queued
+              ? `Waiting for a free slot (${ordinal(item.queued)} in line)…`
+              : item.previous
+                ? "Generating the answer again…"
+                : "Searching your documents…"}
+          </Pending>
         )}
         {item.content && (
           <Markdown className={cx(styles.content, failed && styles.partial)} citations={citations} testId="message-content">

@@ -1,0 +1,230 @@
+"""7. Concurrency that fits the provider: 32 chat streams at once (graphql-transport-ws ``chat``, live
+server) against an OpenAI-compatible server on 127.0.0.1 that streams each answer one token every
+``delay`` seconds (benchmarks/openai_loopback.py, a process of its own), through the real OpenAI
+adapter and chat registry: retrieval over the benchmark knowledge base, the answer guard,
+citations, stored answers. The clients run in a process of their own too
+(benchmarks/stream_clients.py), so the server's loop shares its GIL with nobody's but its own
+worker threads. Side by side in one run:
+
+- 1 stream: the ideal's unit (one stream's tokens/s);
+- 32 streams at openai's declared cap (32): throughput ÷ (32 x one stream), BusyErrors (none
+  expected below the cap), event-loop lag from a ticker task in the server's loop;
+- 48 streams at that cap: 16 wait in line (``ChatQueued``) for at most RAGCHAT_CHAT__QUEUE_TIMEOUT;
+  ideal = 32 x one stream, as no more than 32 answers are written at once;
+- 32 streams as before issue 16: one cap of 3 for every provider and no waiting.
+
+Usage: python -m benchmarks.provider_concurrency [--quick]
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from app.llm.base import Embedder
+from app.llm.chat.registry import chat_registry
+from benchmarks import common, data
+from benchmarks.common import Config
+from benchmarks.concurrency import GcPauses
+from benchmarks.providers import Clock, TimedEmbedder
+from benchmarks.server import Live, create_session, live, settings_for
+from tests.fakes import FakeEmbedder
+from tests.live import free_port
+
+NAME = "provider_concurrency"
+GOAL_RATIO = 0.9
+GOAL_LAG_P99_MS = 25.0
+log = logging.getLogger("benchmarks")
+
+
+@contextmanager
+def loopback(tokens: int, delay: float, lifetime: float) -> Iterator[str]:
+    """The OpenAI-compatible server in its own process; its base URL."""
+    port = free_port()
+    args = ["--port", str(port), "--tokens", str(tokens), "--delay", str(delay), "--lifetime", str(lifetime)]
+    command = [sys.executable, "-m", "benchmarks.openai_loopback", *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, cwd=common.ROOT) as process:
+        try:
+            assert process.stdout is not None and process.stdout.readline().strip() == b"ready", "did not start"
+            yield f"http://127.0.0.1:{port}/v1"
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+def _phase(server: Live, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
+    url = server.api.base.replace("http://", "ws://") + "/graphql"
+    command = [sys.executable, "-m", "benchmarks.stream_clients", "--url", url, "--turns", str(turns), *sessions]
+    server.ticker.take()
+    pauses = GcPauses()
+    gc.callbacks.append(pauses)
+    cpu = time.process_time()  # the server's threads (clients and provider are other processes)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=common.ROOT, check=True)
+    finally:
+        gc.callbacks.remove(pauses)
+    cpu = time.process_time() - cpu
+    lags = server.ticker.take()
+    found = json.loads(done.stdout)
+    counts, seconds = found["counts"], found["seconds"]
+    assert not found["errors"], found["errors"]
+    return {
+        "streams": len(sessions),
+        "cap": cap,
+        "seconds": seconds,
+        "tokens": counts.get("tokens", 0),
+        "tokens_per_s": counts.get("tokens", 0) / seconds,
+        "token_events": counts.get("ChatToken", 0),
+        "answers": counts.get("ChatDone", 0),
+        "busy": counts.get("busy", 0),
+        "queued_events": counts.get("ChatQueued", 0),
+        "lag_ms": {
+            "median": statistics.median(lags) * 1000,
+            "p99": sorted(lags)[int(0.99 * (len(lags) - 1))] * 1000,
+            "max": max(lags) * 1000,
+        },
+        "gc_pause_max_ms": pauses.longest * 1000,
+        "server_cpu_s": cpu,
+        "server_cpu_ms_per_token": cpu * 1000 / max(counts.get("tokens", 0), 1),
+        "load_average": os.getloadavg()[0],
+    }
+
+
+def _server_phases(
+    cfg: Config, kb: data.KnowledgeBase, base_url: str, chat: dict[str, Any], plan: list[tuple[int, int]], turns: int
+) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
+        copy = kb.copy_to(Path(tmp))
+        settings = settings_for(
+            copy.path,
+            rag={"mode": "vector"},
+            llm={"provider": "openai", "model": "loopback"},
+            openai={"base_url": base_url, "api_key": "bench"},
+            chat=chat,
+        )
+        # The knowledge base's space, so retrieval runs (its vectors are synthetic anyway).
+        embedder = TimedEmbedder(cast(Embedder, FakeEmbedder(dimensions=data.DIMS)), data.LOCAL_SPACE, Clock())
+        with live(settings, embedder, chat_registry(settings)) as server:
+            streams = max(n for n, _ in plan)
+            sessions = [
+                create_session(server.api, kb.project_id, provider="openai", model="loopback", threshold=0.0)
+                for _ in range(streams)
+            ]
+            _phase(server, sessions[:1], 1, 0)  # warm: the index loads, the adapter connects
+            phases = []
+            for n, cap in plan:
+                log.info("provider concurrency: %d streams, cap %d", n, cap)
+                phases.append(_phase(server, sessions[:n], turns, cap))
+            return phases
+
+
+def run(cfg: Config) -> dict[str, Any]:
+    n = cfg.pick(10_000, 10_000, 300)
+    many = cfg.pick(32, 32, 4)
+    past = cfg.pick(48, 48, 6)
+    turns = cfg.pick(3, 2, 1)
+    tokens = cfg.pick(50, 40, 8)
+    delay = cfg.pick(0.02, 0.02, 0.005)
+    kb = data.knowledge_base(cfg, n)
+    declared = 32 if not cfg.tiny else 4
+    limits = {} if not cfg.tiny else {"openai": declared}  # tiny: 4 streams stand for 32
+    with loopback(tokens, delay, lifetime=900) as base_url:
+        now = _server_phases(
+            cfg, kb, base_url, {"limits": limits}, [(1, declared), (many, declared), (past, declared)], turns
+        )
+        before = _server_phases(cfg, kb, base_url, {"limits": {"openai": 3}, "queue_timeout": 0}, [(many, 3)], turns)
+    single = now[0]["tokens_per_s"]
+    phases = [*now, *before]
+    labels = ["1 stream", f"{many} streams", f"{past} streams (past the cap)", f"{many} streams, before: cap 3"]
+    for phase, label in zip(phases, labels, strict=True):
+        phase["label"] = label
+        phase["ideal_tokens_per_s"] = single * min(phase["streams"], phase["cap"])
+        phase["ratio"] = phase["tokens_per_s"] / phase["ideal_tokens_per_s"]
+    rows = [
+        [
+            p["label"],
+            p["cap"],
+            p["answers"],
+            p["busy"],
+            p["queued_events"],
+            p["tokens_per_s"],
+            p["ideal_tokens_per_s"],
+            p["ratio"],
+            p["lag_ms"]["median"],
+            p["lag_ms"]["p99"],
+            p["lag_ms"]["max"],
+            p["gc_pause_max_ms"],
+            p["server_cpu_ms_per_token"],
+            p["load_average"],
+        ]
+        for p in phases
+    ]
+    text = common.table(
+        f"Chat streams against a loopback OpenAI-compatible server ({tokens} tokens per answer, one every "
+        f"{delay * 1000:.0f} ms; {turns} turns per stream; N={n})",
+        [
+            "phase",
+            "cap",
+            "answers",
+            "BusyError",
+            "ChatQueued events",
+            "tokens/s",
+            "ideal tokens/s",
+            "achieved ÷ ideal",
+            "loop lag median ms",
+            "p99 ms",
+            "max ms",
+            "longest GC pause ms",
+            "server CPU ms / token",
+            "load avg",
+        ],
+        rows,
+    )
+    at_cap = phases[1]
+    result = {
+        "n": n,
+        "turns": turns,
+        "tokens": tokens,
+        "token_delay_s": delay,
+        "phases": phases,
+        "at_cap": {"ratio": at_cap["ratio"], "busy": at_cap["busy"], "lag_p99_ms": at_cap["lag_ms"]["p99"]},
+        "table": text,
+    }
+    return common.write(cfg, NAME, result, _plot(phases))
+
+
+def _plot(phases: list[dict[str, Any]]) -> Any:
+    fig, (left, right) = common.figure(2, width=5)
+    labels = [p["label"].replace(" (", "\n(").replace(", ", ",\n") for p in phases]
+    left.bar(labels, [p["ratio"] for p in phases])
+    left.axhline(GOAL_RATIO, color="grey", linestyle="--", label=f"goal {GOAL_RATIO}")
+    left.set(ylabel="achieved ÷ ideal tokens/s")
+    left.legend(fontsize=8)
+    right.bar(labels, [p["lag_ms"]["max"] for p in phases], label="max")
+    right.bar(labels, [p["lag_ms"]["p99"] for p in phases], label="p99")
+    right.axhline(GOAL_LAG_P99_MS, color="grey", linestyle="--", label=f"goal p99 {GOAL_LAG_P99_MS:.0f} ms")
+    right.set(ylabel="event-loop lag, ms")
+    right.legend(fontsize=8)
+    for axis in (left, right):
+        axis.tick_params(axis="x", labelsize=7)
+    fig.suptitle("Streams against a remote provider: throughput and event-loop lag")
+    return fig
+
+
+def main() -> None:
+    common.main(run, __doc__ or NAME)
+
+
+if __name__ == "__main__":
+    main()
