@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError
@@ -68,6 +69,22 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def read_snapshot_memo(db: Session, name: str, what: str) -> dict[Any, Any]:
+    """A dict that lives as long as ``db``'s current read transaction, stored in ``db.info`` under
+    ``name``: what was read from one snapshot stays valid until the transaction ends (the in-memory
+    search indexes remember their views there). Refused in a ``write()`` session, naming ``what``:
+    what a writing transaction sees may still roll back."""
+    if db.get_bind().get_execution_options().get("sqlite_begin") == "IMMEDIATE":
+        raise RuntimeError(f"{what} runs in a read transaction (Database.read()), not in Database.write()")
+    db.connection()  # begins the transaction, so the memo is keyed by the one in use
+    transaction = db.get_transaction()
+    memo = db.info.get(name)
+    if memo is None or memo[0] is not transaction:
+        memo = db.info[name] = (transaction, {})
+    views: dict[Any, Any] = memo[1]
+    return views
 
 
 def _storage_error(exc: OperationalError, what: str) -> Exception:

@@ -44,6 +44,8 @@ from scipy import sparse
 from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 
+from app.db.database import read_snapshot_memo
+
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # chunks_fts's tokenizer (migration 0004)
 K1 = 1.2
 B = 0.75
@@ -494,16 +496,8 @@ _registry_lock = threading.Lock()
 def view_for(db: Session, project_id: int) -> View:
     """The current view of the project's index for ``db``'s snapshot (see :meth:`ProjectIndex.view`),
     remembered for the rest of the transaction (a snapshot does not change)."""
-    bind = db.get_bind()
-    if bind.get_execution_options().get("sqlite_begin") == "IMMEDIATE":
-        # What a writing transaction sees may still roll back; it must not enter the shared index.
-        raise RuntimeError("keyword search runs in a read transaction (Database.read()), not in Database.write()")
-    db.connection()  # begins the transaction, so the memo below is keyed by the one in use
-    transaction = db.get_transaction()
-    memo = db.info.get("keyword_views")
-    if memo is None or memo[0] is not transaction:
-        memo = db.info["keyword_views"] = (transaction, {})
-    views: dict[int, View] = memo[1]
+    # What a writing transaction sees may still roll back; it must not enter the shared index.
+    views: dict[int, View] = read_snapshot_memo(db, "keyword_views", "keyword search")
     if project_id not in views:
         index = _index(db, project_id)
         views[project_id] = index.view(db)

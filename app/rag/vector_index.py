@@ -35,6 +35,8 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
+from app.db.database import read_snapshot_memo
+
 FETCH_BATCH = 500  # ids per "rowid IN (...)" lookup
 LOAD_BATCH = 8192
 RELOAD_FRACTION = 1 / 64  # more changes than this share of the index: reload (a vec0 lookup costs ~90 rows of scan)
@@ -283,16 +285,8 @@ _registry_lock = threading.Lock()
 def view_for(db: Session, table: str, space_id: int) -> tuple[View, bool]:
     """The current view of ``table`` for ``db``'s snapshot (see :meth:`SpaceIndex.view`), remembered
     for the rest of the transaction (a snapshot does not change)."""
-    bind = db.get_bind()
-    if bind.get_execution_options().get("sqlite_begin") == "IMMEDIATE":
-        # What a writing transaction sees may still roll back; it must not enter the shared index.
-        raise RuntimeError("vector search runs in a read transaction (Database.read()), not in Database.write()")
-    db.connection()  # begins the transaction, so the memo below is keyed by the one in use
-    transaction = db.get_transaction()
-    memo = db.info.get("vector_views")
-    if memo is None or memo[0] is not transaction:
-        memo = db.info["vector_views"] = (transaction, {})
-    views: dict[str, tuple[View, bool]] = memo[1]
+    # What a writing transaction sees may still roll back; it must not enter the shared index.
+    views: dict[str, tuple[View, bool]] = read_snapshot_memo(db, "vector_views", "vector search")
     if table not in views:
         views[table] = _view_for(db, table, space_id)
     return views[table]
