@@ -10,7 +10,7 @@ from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, 
 from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, RetrievalMode
 from app.graphql.errors import ValidationError
-from app.graphql.trace_types import SCORE, Degradation, Location, StageTiming
+from app.graphql.trace_types import KEYWORD_RANK, SCORE, VECTOR_RANK, Degradation, Location, StageTiming
 from app.rag.retrieval import Candidate, RetrievalResult
 from app.services.pages import Page, PageRequest, page_of
 
@@ -23,13 +23,8 @@ class SearchHit:
     text: str = strawberry.field(description="The chunk's text.")
     location: Location = strawberry.field(description="Where it sits in its document.")
     score: float | None = strawberry.field(description=SCORE)
-    vector_rank: int | None = strawberry.field(
-        description="Its rank by vector similarity (1 = closest); null when vector search did not find it or did "
-        "not run."
-    )
-    keyword_rank: int | None = strawberry.field(
-        description="Its rank by keyword search (1 = best); null when keyword search did not find it or did not run."
-    )
+    vector_rank: int | None = strawberry.field(description=VECTOR_RANK)
+    keyword_rank: int | None = strawberry.field(description=KEYWORD_RANK)
     fused_rank: int = strawberry.field(description="Its place in `hits`, 1-based.")
     fate: CandidateFate = strawberry.field(description="What topK and threshold did with it.")
 

@@ -47,6 +47,8 @@ SCORE = (
     "Cosine similarity to the question, 0-1 (higher is closer; the threshold's scale). Null only when there is "
     "none: the stored vectors could not be read and keyword search alone found the chunk (see `degraded`)."
 )
+VECTOR_RANK = "Its rank by vector similarity (1 = closest); null when vector search did not find it or did not run."
+KEYWORD_RANK = "Its rank by keyword search (1 = best); null when keyword search did not find it or did not run."
 
 
 @strawberry.type(description="A chunk retrieval considered, and what became of it.")
@@ -55,13 +57,8 @@ class TraceCandidate:
     document_id: strawberry.ID = strawberry.field(description="Its document.")
     document_name: str = strawberry.field(description="Its document's name at the time.")
     score: float | None = strawberry.field(description=SCORE)
-    vector_rank: int | None = strawberry.field(
-        description="Its rank by vector similarity (1 = closest); null when vector search did not find it or did "
-        "not run."
-    )
-    keyword_rank: int | None = strawberry.field(
-        description="Its rank by keyword search (1 = best); null when keyword search did not find it or did not run."
-    )
+    vector_rank: int | None = strawberry.field(description=VECTOR_RANK)
+    keyword_rank: int | None = strawberry.field(description=KEYWORD_RANK)
     fused_rank: int = strawberry.field(
         description="Its place in the final order, 1-based: by fused score in HYBRID mode, else by the one ranking "
         "that ran."
