@@ -24,7 +24,7 @@ from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
 from app.services import chat_store, health
 from app.settings import Settings
-from app.web import BUILT_FRONTEND, SinglePageApp
+from app.web import BUILT_FRONTEND, frontend_app
 
 log = logging.getLogger("ragchat")
 
@@ -123,7 +123,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     frontend = settings.frontend_dir or BUILT_FRONTEND
     if (frontend / "index.html").is_file():
         # Mounted last so that /graphql, /healthz and every other route match first.
-        app.mount("/", SinglePageApp(directory=frontend, html=True), name="frontend")
+        app.mount("/", frontend_app(frontend), name="frontend")
     elif settings.frontend_dir is not None:
         log.warning("no index.html in RAGCHAT_FRONTEND_DIR=%s: serving the API only", frontend)
     return app

@@ -52,3 +52,28 @@ def test_graphiql_without_a_build_says_how_to_build_it_instead_of_loading_a_cdn(
     assert page.status_code == 200
     assert "GraphiQL is not built" in page.text and "npm run build" in page.text
     assert "<script" not in page.text and not CDN.search(page.text)
+
+
+def test_built_assets_are_compressed_and_cached_for_good_but_pages_and_the_api_are_not(container: Container) -> None:
+    if not (BUILT_FRONTEND / "index.html").is_file():
+        pytest.skip("frontend not built: run `make frontend`")
+    biggest = max((BUILT_FRONTEND / "assets").glob("*.js"), key=lambda path: path.stat().st_size)
+    settings = container.settings.model_copy(update={"frontend_dir": BUILT_FRONTEND})
+    gzip = {"accept-encoding": "gzip"}
+    with serve(create_app(settings, container)) as base, httpx.Client(base_url=base, timeout=10) as client:
+        asset = client.get(f"/assets/{biggest.name}", headers=gzip)
+        assert asset.status_code == 200 and asset.headers["content-encoding"] == "gzip"
+        assert asset.content == biggest.read_bytes()  # httpx undid the gzip: the same bytes
+        assert asset.num_bytes_downloaded < biggest.stat().st_size / 2  # what crossed the wire
+        assert asset.headers["cache-control"] == "public, max-age=31536000, immutable"
+        plain = client.get(f"/assets/{biggest.name}", headers={"accept-encoding": "identity"})
+        assert "content-encoding" not in plain.headers and plain.content == biggest.read_bytes()
+
+        for route in ("/", "/projects/some-client-side-route"):
+            page = client.get(route, headers=gzip)
+            assert page.status_code == 200 and page.headers["cache-control"] == "no-cache", route
+        assert client.get("/assets/missing.js").status_code == 404
+
+        api = client.post("/graphql", json={"query": "{ __schema { types { name description } } }"}, headers=gzip)
+        assert api.status_code == 200 and len(api.content) > 1024
+        assert "content-encoding" not in api.headers  # no BREACH oracle on API responses
