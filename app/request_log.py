@@ -4,7 +4,8 @@
 pass through untouched). It takes the client's ``X-Request-ID`` when it is sane (1-64 characters
 of ``A-Za-z0-9._:-``, starting with a letter or digit: a proxy's or a caller's own id) and makes
 one otherwise, sets it in :data:`app.logs.request_id` for everything the request logs, and returns
-it in the response's ``X-Request-ID`` (also on a websocket's handshake). The GraphQL context uses the
+it in the response's ``X-Request-ID`` (also on a websocket's handshake, and on the 500 it answers
+itself when an exception escapes the app before a response started). The GraphQL context uses the
 same id, so the "Unexpected error (request ...)" a client is shown finds its log lines.
 
 When the request ends it logs one line on ``ragchat.request``: method, path (never the query
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app import logs
 
 log = logging.getLogger("ragchat.request")
+errors = logging.getLogger("ragchat.error")  # tracebacks, beside (not inside) the one summary line
 
 HEADER = "x-request-id"
 _SANE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
@@ -127,10 +129,23 @@ class RequestLog:
 
         try:
             await self.app(scope, receiving if websocket else receive, sending)
-        except Exception:  # uvicorn logs its traceback; a cancellation leaves the status unknown
-            status = status or 500
+        except Exception:  # a cancellation leaves the status unknown
             record.note(INTERNAL_ERROR)
-            raise
+            if websocket or status is not None:
+                status = status or 500
+                raise  # too late for an answer of ours: uvicorn logs the traceback and drops the connection
+            # Answered here rather than by Starlette's error page, so the 500 carries the id that
+            # finds this traceback in the log.
+            errors.exception("request %s: unhandled error", rid)
+            status = 500
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 500,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), header],
+                }
+            )
+            await send({"type": "http.response.body", "body": f"Internal Server Error (request {rid})".encode()})
         finally:
             _summary(scope, record, status, close_code, (time.perf_counter() - started) * 1000)
 

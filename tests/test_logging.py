@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from pydantic import SecretStr
 from websockets.sync.client import connect
 
@@ -81,11 +82,11 @@ def configured(settings: Settings) -> Iterator[Log]:
 
 
 @contextmanager
-def serving(container: Container) -> Iterator[str]:
+def serving(container: Container, app: FastAPI | None = None) -> Iterator[str]:
     """The app under uvicorn as `ragchat serve` runs it (its logging options), in a thread."""
     port = free_port()
     config = uvicorn.Config(
-        create_app(container.settings, container),
+        app or create_app(container.settings, container),
         host="127.0.0.1",
         port=port,
         ws="websockets-sansio",
@@ -213,6 +214,30 @@ def test_an_unexpected_error_is_logged_once_with_its_traceback_under_the_id_the_
     tracebacks = [e for e in lines if "exc" in e]
     assert len(tracebacks) == 1 and tracebacks[0]["level"] == "ERROR"
     assert "chat_messages" in tracebacks[0]["exc"]
+
+
+def test_an_error_escaping_the_app_is_a_500_carrying_the_id_of_its_logged_traceback(rig: Container) -> None:
+    # Every route of ours catches what it expects; this one stands for the bug that was not expected.
+    app = create_app(rig.settings, rig)
+
+    @app.get("/healthz/broken")
+    def broken() -> None:
+        raise RuntimeError("a bug nobody anticipated")
+
+    app.router.routes.insert(0, app.router.routes.pop())  # before the frontend, mounted at /
+
+    with configured(rig.settings) as log, serving(rig, app) as base:
+        response = httpx.get(f"{base}/healthz/broken", headers={"X-Request-ID": "bug-7"})
+        assert response.status_code == 500
+        assert response.headers["x-request-id"] == "bug-7"
+        assert response.text == "Internal Server Error (request bug-7)"  # no traceback for the client
+        summary = log.wait_summary("bug-7")
+        assert (summary["status"], summary["outcome"]) == (500, "internal_error")
+        tracebacks = [e for e in log.entries() if "exc" in e]
+        assert len(tracebacks) == 1 and tracebacks[0]["request_id"] == "bug-7"
+        assert "a bug nobody anticipated" in tracebacks[0]["exc"]
+        carries_on = httpx.get(f"{base}/healthz", headers={"Authorization": f"Bearer {KEY}"})
+        assert carries_on.status_code == 200  # and the server carries on
 
 
 def _run(api: Api, log: Log, query: str, request_id: str, **variables: Any) -> dict[str, Any]:
