@@ -87,7 +87,7 @@ def create(store: Database, settings: ToolSettings, embedder: EmbedderFactory, c
     """Register an HTTP tool (built-in tools come with the server)."""
     missing = [(f, "is required") for f in ("name", "description", "input_schema", "method", "url_template")]
     _raise([(_camel(f), m) for f, m in missing if getattr(changes, f) is None])
-    _raise(check_common(changes) + check_schema(changes.input_schema))
+    problems = check_common(changes) + check_schema(changes.input_schema)
     assert changes.name is not None and changes.description is not None
     tool = Tool(
         name=changes.name,
@@ -104,7 +104,7 @@ def create(store: Database, settings: ToolSettings, embedder: EmbedderFactory, c
         side_effects=bool(changes.side_effects),
         dry_run=_dry_run(changes),
     )
-    _check_http(tool, settings)
+    _raise(problems + _http_problems(tool, settings))  # every problem at once
     vector = _embed(embedder, tool)
     with store.write() as db:
         if db.scalar(select(Tool.id).where(Tool.name == tool.name)) is not None:
@@ -122,16 +122,17 @@ def update(
     store: Database, settings: ToolSettings, embedder: EmbedderFactory, tool_id: int, changes: ToolChanges
 ) -> Tool:
     """Change a tool; only the given fields. Its vector is rebuilt when its text changed."""
-    _raise(check_common(changes))
+    problems = check_common(changes)
     if changes.input_schema is not None:
-        _raise(check_schema(changes.input_schema))
+        problems += check_schema(changes.input_schema)
     current = get(store, tool_id)
+    changed = _apply(current, changes)
     if current.kind == ToolKind.BUILTIN:
         fixed = {"name": changes.name, **changes.http_fields()}
-        _raise([(_camel(f), "a built-in tool's is fixed") for f, v in fixed.items() if v is not None])
-    changed = _apply(current, changes)
-    if changed.kind == ToolKind.HTTP:
-        _check_http(changed, settings)
+        problems += [(_camel(f), "a built-in tool's is fixed") for f, v in fixed.items() if v is not None]
+    else:
+        problems += _http_problems(changed, settings)
+    _raise(problems)
     text_changed = tool_text(changed) != tool_text(current)
     vector = _embed(embedder, changed) if text_changed else None
     with store.write() as db:
@@ -204,19 +205,17 @@ def _apply(current: Tool, changes: ToolChanges) -> Tool:
     return Tool(id=current.id, kind=current.kind, **values)
 
 
-def _check_http(tool: Tool, settings: ToolSettings) -> None:
+def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
     dry = tool.dry_run
-    _raise(
-        check_http(
-            method=str(tool.http_method) if tool.http_method is not None else "",
-            url_template=tool.url_template or "",
-            headers=tool.header_secrets,
-            timeout_seconds=tool.timeout_seconds,
-            side_effects=tool.side_effects,
-            dry_run=DryRun(dry["method"], dry["url_template"]) if dry else None,
-            properties=schema_properties(tool.input_schema),
-            configured_secrets=set(settings.secrets),
-        )
+    return check_http(
+        method=str(tool.http_method) if tool.http_method is not None else "",
+        url_template=tool.url_template or "",
+        headers=tool.header_secrets,
+        timeout_seconds=tool.timeout_seconds,
+        side_effects=tool.side_effects,
+        dry_run=DryRun(dry["method"], dry["url_template"]) if dry else None,
+        properties=schema_properties(tool.input_schema),
+        configured_secrets=set(settings.secrets),
     )
 
 
