@@ -2,7 +2,8 @@
 
 1. **filter**: only the tools of the session's allowed groups (none allowed: no tools);
 2. **rank**: the message is embedded and the allowed tools ranked by cosine similarity against their
-   stored vectors (app/services/tools.py); the best ``top_k`` (RAGCHAT_TOOLS__TOP_K, 6) that reach
+   stored vectors (each tool's ``{name} — {description}`` and example requests, embedded and
+   averaged: app/services/tools.py); the best ``top_k`` (RAGCHAT_TOOLS__TOP_K, 6) that reach
    ``min_score`` (RAGCHAT_TOOLS__MIN_SCORE, none by default) are kept;
 3. **core**: the ``core`` tools of those groups are added, whatever their score.
 
@@ -27,7 +28,7 @@ from app.db.models import Tool, ToolVector
 from app.errors import ValidationError
 from app.rag.sanitize import clean_message
 from app.services import sessions, tools
-from app.services.tools import EmbedderFactory, text_hash, tool_text
+from app.services.tools import EmbedderFactory, text_hash, tool_text, tool_vectors
 from app.settings import Settings, ToolSettings
 
 log = logging.getLogger("ragchat.tools")
@@ -102,9 +103,8 @@ def _scores(
     space = model.space.label
     texts = [tool_text(t) for t in allowed]
     stale = [i for i, t in enumerate(allowed) if not _current(stored.get(t.id), space, texts[i])]
-    vectors = model.embed([message, *(texts[i] for i in stale)])
-    query = np.asarray(vectors[0], dtype=np.float32)
-    rebuilt = {allowed[i].id: np.asarray(vectors[n + 1], dtype=np.float32) for n, i in enumerate(stale)}
+    query, *built = tool_vectors(model, [allowed[i] for i in stale], prefix=[message])
+    rebuilt = {allowed[i].id: built[n] for n, i in enumerate(stale)}
     if rebuilt:
         _store(store, {allowed[i].id: (texts[i], rebuilt[allowed[i].id]) for i in stale}, space)
     matrix = np.stack(

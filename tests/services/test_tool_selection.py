@@ -38,7 +38,8 @@ def add(container: Container, embedder: FakeEmbedder, name: str, group: str, vec
         url_template=f"https://api.example.com/{name}",
         **more,  # type: ignore[arg-type]
     )
-    embedder.pin(f"{name} — the {name} tool | use {name}", vector)
+    embedder.pin(f"{name} — the {name} tool", vector)  # its parts, embedded one by one and averaged
+    embedder.pin(f"use {name}", vector)
     return tools.create(container.store, ToolSettings(), lambda: embedder, changes)
 
 
@@ -121,7 +122,7 @@ def test_a_tool_saved_while_the_embedder_failed_gets_its_vector_at_the_next_sele
     assert tools.indexed(container.store, [t.id for t in tools.list_tools(container.store, "ops")]) == set()
     embedder.fail_with = None
     got = select_tools(container.store, lambda: embedder, ToolSettings(), ["ops"], MESSAGE)
-    assert embedder.calls == [[MESSAGE, "refund — the refund tool | use refund"]]
+    assert embedder.calls == [[MESSAGE, "refund — the refund tool", "use refund"]]
     assert got.embedded_tools == 1 and [c.score for c in got.candidates] == [pytest.approx(1.0)]
     embedder.calls.clear()
     select_tools(container.store, lambda: embedder, ToolSettings(), ["ops"], MESSAGE)
@@ -143,21 +144,22 @@ def test_vectors_of_another_space_or_stale_text_are_rebuilt_never_compared(
         db.query(ToolVector).filter(ToolVector.tool_id == refund.id).update({"text_hash": "0" * 64})
     other.calls.clear()
     select_tools(ops.store, lambda: other, ToolSettings(), ["ops"], MESSAGE)
-    assert other.calls == [[MESSAGE, "refund — the refund tool | use refund"]]
+    assert other.calls == [[MESSAGE, "refund — the refund tool", "use refund"]]
 
 
 def test_changing_a_tools_text_rebuilds_its_vector_on_save(ops: Container, embedder: FakeEmbedder) -> None:
     status = next(t for t in tools.list_tools(ops.store, "ops") if t.name == "status")
-    embedder.pin("status — refunds for an order | use status", axis(1.0, 0.1))
-    tools.update(
-        ops.store, ToolSettings(), lambda: embedder, status.id, ToolChanges(description="refunds for an order")
-    )
+    embedder.pin("status — refunds for an order", axis(1.0, 0.0))
+    embedder.pin("refund an order", axis(1.0, 0.2))
+    changes = ToolChanges(description="refunds for an order", examples=["refund an order"])
+    tools.update(ops.store, ToolSettings(), lambda: embedder, status.id, changes)
     embedder.calls.clear()
     got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=2), ["ops"], MESSAGE)
     assert embedder.calls == [[MESSAGE]]
     assert names(got.chosen)[:2] == [("refund", "ranked"), ("status", "ranked")]
     stored = np.frombuffer(next(v.vector for v in _vectors(ops) if v.tool_id == status.id), dtype=np.float32)
-    assert stored == pytest.approx(embedder.pinned["status — refunds for an order | use status"])
+    mean = embedder.pinned["status — refunds for an order"] + embedder.pinned["refund an order"]
+    assert stored == pytest.approx(mean / np.linalg.norm(mean))  # the parts' average, normalised
 
 
 def _vectors(container: Container) -> list[ToolVector]:
