@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from referencing.exceptions import Unresolvable
 from sqlalchemy import func, select
 
 from app.db.database import Database
@@ -78,7 +79,11 @@ def check_arguments(tool: Tool, arguments: str | Mapping[str, Any]) -> dict[str,
         parsed = dict(arguments)
     if not isinstance(parsed, dict):
         raise ValidationError("arguments", f"must be a JSON object, not a {type(parsed).__name__}")
-    errors = sorted(Draft202012Validator(tool.input_schema).iter_errors(parsed), key=lambda e: list(e.absolute_path))
+    try:
+        found = list(Draft202012Validator(tool.input_schema).iter_errors(parsed))
+    except Unresolvable as exc:  # a reference inside the schema that leads nowhere (0011 refuses new ones)
+        raise ValidationError("arguments", f"the tool's schema cannot be applied: {exc}") from None
+    errors = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
     problems = [(".".join(["arguments", *map(str, e.absolute_path)]), e.message[:300]) for e in errors]
     if problems:
         (field, message), *more = problems

@@ -102,7 +102,25 @@ def check_schema(schema: Any) -> Problems:
         return [("inputSchema", f"not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message[:200]}")]
     if schema.get("type") != "object":
         return [("inputSchema", 'must describe an object ("type": "object"): a call\'s arguments are named')]
+    if outside := _outside_references(schema):
+        # Nothing is ever fetched to check a call (and a reference nobody can resolve fails every call).
+        return [("inputSchema", f"references only within the schema ('#/...'), not {outside[:100]!r}")]
     return []
+
+
+def _outside_references(value: Any) -> str | None:
+    """The first ``$ref``/``$dynamicRef`` that points outside the schema itself, if any."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(item, str) and not item.startswith("#"):
+                return item
+            if (found := _outside_references(item)) is not None:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            if (found := _outside_references(item)) is not None:
+                return found
+    return None
 
 
 def placeholders(template: str) -> list[str]:

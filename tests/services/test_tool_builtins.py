@@ -93,3 +93,19 @@ def test_arguments_are_checked_against_the_schema_before_anything_runs(rig: tupl
         run_builtin(context, search, "[1, 2]")
     with pytest.raises(ValidationError, match="'query' is a required property"):
         run_builtin(context, search, "{}")
+
+
+def test_schemas_reach_nothing_outside_themselves() -> None:
+    from app.db.models import Tool
+    from app.services.tool_definitions import check_schema
+
+    remote = {"type": "object", "properties": {"a": {"$ref": "https://evil.example/schema.json"}}}
+    assert check_schema(remote) == [
+        ("inputSchema", "references only within the schema ('#/...'), not 'https://evil.example/schema.json'")
+    ]
+    local = {"type": "object", "properties": {"a": {"$ref": "#/$defs/code"}}, "$defs": {"code": {"type": "string"}}}
+    assert check_schema(local) == []
+    assert check_arguments(Tool(name="t", input_schema=local), {"a": "x"}) == {"a": "x"}
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
+    with pytest.raises(ValidationError, match="the tool's schema cannot be applied"):
+        check_arguments(Tool(name="t", input_schema=dangling), {"a": 1})
