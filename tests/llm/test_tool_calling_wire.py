@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -309,3 +310,20 @@ async def test_the_scripted_model_calls_tools_through_the_same_interface() -> No
     assert second.text == "Paris: 18 C." and not second.calls
     assert model.offered == [["get_weather"], ["get_weather"]]
     assert model.history[1][-1] == Message("user", "18 C")  # the result, as the model read it
+
+
+async def test_the_scripted_provider_reads_tool_calls_from_its_script(tmp_path: Path) -> None:
+    from app.errors import SettingsError
+    from tests.providers import chat_providers, scripted_model
+
+    script = tmp_path / "script.json"
+    script.write_text('[{"calls": [{"name": "get_weather", "arguments": {"city": "Oslo"}}]}, "Oslo: 3 C."]')
+    model = scripted_model(script)
+    got = await collect(model.stream_tools(QUESTION, [WEATHER], GenerationOptions()))
+    assert got.calls == [ToolCalls((ToolCall("call_0_0", "get_weather", '{"city": "Oslo"}'),))]
+    assert (await collect(model.stream_tools(QUESTION, [WEATHER], GenerationOptions()))).text == "Oslo: 3 C."
+    [provider] = chat_providers(Settings(test_providers="tests.providers", llm={"script": script}))
+    assert provider.capabilities.tool_calling  # so browser tests can give a session tool groups
+    script.write_text('["hi", {"calls": [{"name": "get_weather"}]}]')
+    with pytest.raises(SettingsError, match="cannot call tools"):
+        scripted_model(script)
