@@ -7,6 +7,7 @@ from typing import Annotated
 
 import strawberry
 
+from app.errors import StorageError
 from app.graphql.context import Info
 from app.graphql.errors import parse_id
 from app.graphql.results import call
@@ -25,6 +26,8 @@ from app.graphql.tool_types import (
 )
 from app.services import tool_selection, tools
 
+# Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
+UNREADABLE = (StorageError,)
 _TOOL_ID = strawberry.argument(description="The tool.")
 _SESSION_ID = strawberry.argument(description="The chat session.")
 
@@ -38,13 +41,13 @@ class ToolQuery:
         group: Annotated[str | None, strawberry.argument(description="Only this group's tools.")] = None,
     ) -> list[Tool]:
         store = info.context.container.store
-        rows = await call(lambda: tools.list_tools(store, group))
+        rows = await call(lambda: tools.list_tools(store, group), raising=UNREADABLE)
         return [Tool.of(row) for row in rows]
 
     @strawberry.field(description="One tool.")
     async def tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> ToolResult:
         store = info.context.container.store
-        return await call(lambda: Tool.of(tools.get(store, parse_id(id, "id"))))
+        return await call(lambda: Tool.of(tools.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
     @strawberry.field(
         description="Which tools a chat session would offer its model for a message, stage by stage: its allowed "
@@ -62,7 +65,8 @@ class ToolQuery:
                 tool_selection.preview(
                     c.store, lambda: c.embedder, c.settings, parse_id(session_id, "sessionId"), message
                 )
-            )
+            ),
+            raising=UNREADABLE,
         )
 
 

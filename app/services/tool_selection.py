@@ -25,7 +25,7 @@ from sqlalchemy import delete, select
 
 from app.db.database import Database
 from app.db.models import Tool, ToolVector
-from app.errors import ValidationError
+from app.errors import StorageError, ValidationError
 from app.rag.sanitize import clean_message
 from app.services import sessions, tools
 from app.services.tools import EmbedderFactory, text_hash, tool_text, tool_vectors
@@ -119,12 +119,18 @@ def _current(vector: ToolVector | None, space: str, text: str) -> bool:
 
 
 def _store(store: Database, built: dict[int, tuple[str, np.ndarray]], space: str) -> None:
-    with store.write() as db:
-        existing = set(db.scalars(select(Tool.id).where(Tool.id.in_(built))))
-        db.execute(delete(ToolVector).where(ToolVector.tool_id.in_(existing)))
-        for tool_id in existing:  # a tool deleted meanwhile keeps no vector
-            text, vector = built[tool_id]
-            db.add(ToolVector(tool_id=tool_id, space=space, text_hash=text_hash(text), vector=vector.tobytes()))
+    """Keep the vectors built now. A refused write costs only their rebuilding next time: this
+    selection has them already, so it goes on (logged)."""
+    try:
+        with store.write() as db:
+            existing = set(db.scalars(select(Tool.id).where(Tool.id.in_(built))))
+            db.execute(delete(ToolVector).where(ToolVector.tool_id.in_(existing)))
+            for tool_id in existing:  # a tool deleted meanwhile keeps no vector
+                text, vector = built[tool_id]
+                db.add(ToolVector(tool_id=tool_id, space=space, text_hash=text_hash(text), vector=vector.tobytes()))
+    except StorageError as exc:
+        log.warning("%d tool vectors built but not stored (%s): they are rebuilt next time", len(built), exc)
+        return
     log.info("built %d tool vectors in %s", len(existing), space)
 
 
