@@ -6,6 +6,7 @@ Nothing is read at import time: build ``Settings()`` (or call :func:`load_settin
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -26,6 +27,7 @@ from app.rag.session_settings import RagSettings
 
 ENV_PREFIX = "RAGCHAT_"
 ENV_NESTED = "__"
+SECRET_NAME = re.compile(r"[a-z0-9_]{1,64}")
 
 # The providers a production server offers. Test providers (a scripted chat model for browser tests
 # and demos) exist only when RAGCHAT_TEST_PROVIDERS names the module that adds them (app/llm/registry.py).
@@ -131,6 +133,27 @@ class ChatSettings(BaseModel):
         return limits
 
 
+class ToolSettings(BaseModel):
+    """Tools a chat model may call (issue 19): how many the selection offers, and the secrets HTTP
+    tools' headers name (``RAGCHAT_TOOLS__SECRETS__CRM_TOKEN=...`` is the secret ``crm_token``)."""
+
+    # The selection offers a message's top_k allowed tools by similarity (plus its groups' core
+    # tools); recall@6 of that stage is in docs/BENCHMARKS.md (tool selection).
+    top_k: int = Field(6, ge=1, le=100)
+    # A ranked tool below this cosine similarity to the message is not offered; None: no minimum.
+    min_score: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
+    secrets: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, secrets: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        # Environment names arrive lower-cased; a JSON value may not, so names are compared lower-case.
+        lowered = {name.lower(): value for name, value in secrets.items()}
+        if bad := [name for name in lowered if not SECRET_NAME.fullmatch(name)]:
+            raise ValueError(f"secret names are letters, digits and underscores (at most 64): {bad}")
+        return lowered
+
+
 LogLevel = Literal["debug", "info", "warning", "error"]
 
 
@@ -185,6 +208,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
     @field_validator("embedder", "llm")

@@ -29,6 +29,7 @@ from app.llm.base import (
     Vectors,
 )
 from app.llm.tokenizers import EstimateTokenizer
+from app.llm.tool_calling import ToolCallDelta, ToolCalls, ToolSpec, ToolStreamEvent, Turn, as_messages
 
 _WORD = re.compile(r"\w+")
 _PIECE = re.compile(r"\S+\s*|\s+")
@@ -65,11 +66,16 @@ class FakeEmbedder:
 
 class FakeChatModel:
     """Streams scripted answers: the ``enqueue``d ones in turn, then ``default_answer``. An answer is
-    a string, streamed word by word (``<FAIL>`` in it fails the stream there with ``mid_stream``), or
-    an exception, raised before the first token. Records what it was sent (``history``).
+        a string, streamed word by word (``<FAIL>`` in it fails the stream there with ``mid_stream``), or
+        an exception, raised before the first token. Records what it was sent (``history``).
 
-    In-process tests use it directly; the ``scripted`` test provider (:mod:`tests.providers`) serves
-    one to a real server from a JSON script.
+    It also implements :class:`app.llm.tool_calling.ToolCallingModel` (``stream_tools``): a scripted
+    :class:`ToolCalls` is streamed as one delta per call, then the calls, then usage; ``offered``
+    records the tool names each ``stream_tools`` call was given. Whether a session may use that is its
+    ``capabilities.tool_calling``, as for real providers.
+
+        In-process tests use it directly; the ``scripted`` test provider (:mod:`tests.providers`) serves
+        one to a real server from a JSON script.
     """
 
     def __init__(
@@ -90,18 +96,37 @@ class FakeChatModel:
         self.token_delay = token_delay
         self.first_token_delay = 0.0
         self.mid_stream = mid_stream
-        self.script: list[str | Exception] = []
+        self.script: list[str | Exception | ToolCalls] = []
+        self.offered: list[list[str]] = []
         self.history: list[list[Message]] = []
         self.default_answer: str | Exception = "I could not find that in the documents."
 
-    def enqueue(self, *answers: str | Exception) -> None:
+    def enqueue(self, *answers: str | Exception | ToolCalls) -> None:
         self.script.extend(answers)
+
+    async def stream_tools(
+        self, turns: Sequence[Turn], tools: Sequence[ToolSpec], options: GenerationOptions
+    ) -> AsyncIterator[ToolStreamEvent]:
+        self.offered.append([tool.name for tool in tools])
+        if self.script and isinstance(self.script[0], ToolCalls):
+            calls = self.script.pop(0)
+            assert isinstance(calls, ToolCalls)
+            self.history.append(as_messages(turns))
+            for index, call in enumerate(calls.calls):
+                yield ToolCallDelta(index, call.id, call.name, call.arguments)
+            yield calls
+            yield Usage(self.count_message_tokens(as_messages(turns)), len(calls.calls))
+            return
+        async for event in self.stream(as_messages(turns), options):
+            yield event
 
     async def stream(self, messages: Sequence[Message], options: GenerationOptions) -> AsyncIterator[StreamEvent]:
         self.history.append(list(messages))
         answer = self.script.pop(0) if self.script else self.default_answer
         if isinstance(answer, Exception):
             raise answer
+        if isinstance(answer, ToolCalls):
+            raise AssertionError("a scripted tool call reached stream(): only stream_tools() may call tools")
         sent = 0
         await asyncio.sleep(self.first_token_delay)  # reading the prompt
         for piece in _PIECE.findall(answer):

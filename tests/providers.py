@@ -7,8 +7,10 @@ Loaded only when ``RAGCHAT_TEST_PROVIDERS=tests.providers`` (with the repository
 - ``scripted`` (chat): answers from the JSON file ``RAGCHAT_LLM__SCRIPT``, a list given in turn
   with the last one repeating. A string is streamed word by word, ``RAGCHAT_LLM__TOKEN_DELAY_MS``
   apart; ``<FAIL>`` inside it fails the stream at that point; ``{"fail": "message"}`` fails before
-  the first token. The model is :class:`tests.fakes.FakeChatModel`, so everything around it
-  (budget, citations, storage) is real. Without a script there is no ``scripted`` provider.
+  the first token; ``{"calls": [{"name": ..., "arguments": {...}}]}`` is a reply calling tools (to
+  a session with tool groups: the provider declares tool calling; never the last item). The model is
+  :class:`tests.fakes.FakeChatModel`, so everything around it (budget, citations, storage) is real.
+  Without a script there is no ``scripted`` provider.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from app.errors import ProviderUnavailableError, SettingsError
-from app.llm.base import ChatModel
+from app.llm.base import ChatModel, ModelCapabilities
 from app.llm.reachability import REACHABLE, Probe, Reachability
 from app.llm.registry import Provider
+from app.llm.tool_calling import ToolCall, ToolCalls
 from app.settings import Settings
 from tests.fakes import FakeChatModel
 
@@ -53,6 +57,7 @@ def chat_providers(settings: Settings) -> list[Provider[ChatModel]]:
             build=lambda model: scripted_model(script, token_delay=llm.token_delay_ms / 1000),
             models=(SCRIPTED,),
             probe=_readable(script),
+            capabilities=ModelCapabilities(tool_calling=True),
         )
     ]
 
@@ -66,13 +71,21 @@ def scripted_model(script: Path, *, token_delay: float = 0.0) -> FakeChatModel:
     if not isinstance(answers, list) or not answers:
         raise SettingsError("RAGCHAT_LLM__SCRIPT: expected a non-empty JSON list of answers")
     model = FakeChatModel(SCRIPTED, token_delay=token_delay, provider=SCRIPTED, mid_stream=ProviderUnavailableError)
-    *first, last = [_answer(each) for each in answers]
+    *first, last = [_answer(each, n) for n, each in enumerate(answers)]
+    if isinstance(last, ToolCalls):
+        raise SettingsError("RAGCHAT_LLM__SCRIPT: the last answer repeats, so it cannot call tools")
     model.enqueue(*first)
     model.default_answer = last
     return model
 
 
-def _answer(item: str | dict[str, str]) -> str | Exception:
+def _answer(item: str | dict[str, Any], n: int) -> str | Exception | ToolCalls:
+    if isinstance(item, dict) and "calls" in item:
+        calls = [
+            ToolCall(f"call_{n}_{i}", str(call["name"]), json.dumps(call.get("arguments", {})))
+            for i, call in enumerate(item["calls"])
+        ]
+        return ToolCalls(tuple(calls))
     if isinstance(item, dict):
         return ProviderUnavailableError(str(item.get("fail", "scripted failure")), provider=SCRIPTED)
     return item

@@ -38,3 +38,16 @@ class CitationKind(StrEnum):
     MODEL = "model"  # the model wrote the [n] marker
     ATTRIBUTED = "attributed"  # ragchat matched the sentence to the source
     EXTRACTED = "extracted"  # the sentence was quoted from the source (an extractive answer)
+
+
+class ToolKind(StrEnum):
+    BUILTIN = "builtin"  # runs inside ragchat (app/services/tool_builtins.py); seeded by migration 0011
+    HTTP = "http"  # an operator's endpoint, called with the arguments filled into its URL template
+
+
+class HttpMethod(StrEnum):
+    GET = "GET"
+    POST = "POST"
+    PUT = "PUT"
+    PATCH = "PATCH"
+    DELETE = "DELETE"

@@ -19,6 +19,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -27,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import JSON, TypeDecorator
 
-from app.db.enums import CitationKind, DocumentStatus, MessageStatus, Role, SpaceStatus
+from app.db.enums import CitationKind, DocumentStatus, HttpMethod, MessageStatus, Role, SpaceStatus, ToolKind
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -305,3 +306,61 @@ class Citation(Base):
     snippet: Mapped[str] = mapped_column(Text)
 
     message: Mapped[ChatMessage] = relationship(back_populates="citations")
+
+
+class Tool(Timestamps, Base):
+    """A tool a chat model may be offered (migration 0011). Secrets are never stored here: an HTTP
+    tool's ``header_secrets`` maps each header to the *name* of a secret in the server's settings
+    (RAGCHAT_TOOLS__SECRETS__<NAME>), read when the call is made."""
+
+    __tablename__ = "tools"
+    __table_args__ = (
+        CheckConstraint(one_of("kind", ToolKind), name="ck_tools_kind"),
+        CheckConstraint(f"http_method IS NULL OR {one_of('http_method', HttpMethod)}", name="ck_tools_http_method"),
+        CheckConstraint(
+            "(kind = 'http' AND http_method IS NOT NULL AND url_template IS NOT NULL) OR "
+            "(kind = 'builtin' AND http_method IS NULL AND url_template IS NULL)",
+            name="ck_tools_http_fields",
+        ),
+        CheckConstraint("timeout_seconds > 0 AND timeout_seconds <= 120", name="ck_tools_timeout"),
+        NEVER_REUSED_IDS,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(Text)
+    input_schema: Mapped[dict[str, object]] = mapped_column(JSON)
+    examples: Mapped[list[str]] = mapped_column(JSON)
+    tool_group: Mapped[str] = mapped_column(String(64), index=True)
+    core: Mapped[bool] = mapped_column(Boolean)
+    kind: Mapped[ToolKind] = mapped_column(StoredEnum(ToolKind))
+    http_method: Mapped[HttpMethod | None] = mapped_column(StoredEnum(HttpMethod))
+    url_template: Mapped[str | None] = mapped_column(Text)
+    header_secrets: Mapped[dict[str, str]] = mapped_column(JSON)
+    timeout_seconds: Mapped[float] = mapped_column(Float)
+    side_effects: Mapped[bool] = mapped_column(Boolean)
+    # An HTTP tool with side effects may name a request that only shows what it would do:
+    # {"method": ..., "url_template": ...}, run instead of it when previewing (issue 19, item 5).
+    dry_run: Mapped[dict[str, str] | None] = mapped_column(JSON)
+
+
+class ToolVector(Base):
+    """A tool's embedded text (``{name} — {description} | {example} | ...``) in one embedding space,
+    built when the tool is created or changed; ``text_hash`` says which text it was, so a stale or
+    other-space vector is rebuilt rather than compared."""
+
+    __tablename__ = "tool_vectors"
+
+    tool_id: Mapped[int] = mapped_column(ForeignKey("tools.id", ondelete="CASCADE"), primary_key=True)
+    space: Mapped[str] = mapped_column(String(300))
+    text_hash: Mapped[str] = mapped_column(String(64))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class SessionToolGroup(Base):
+    """A tool group a chat session may use (none by default: tools are opt-in per session)."""
+
+    __tablename__ = "chat_session_tool_groups"
+
+    session_id: Mapped[int] = mapped_column(ForeignKey("chat_sessions.id", ondelete="CASCADE"), primary_key=True)
+    tool_group: Mapped[str] = mapped_column(String(64), primary_key=True)

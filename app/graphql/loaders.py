@@ -14,7 +14,7 @@ import anyio.to_thread
 from strawberry.dataloader import DataLoader
 
 from app.container import Container
-from app.services import batches
+from app.services import batches, tools
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -38,3 +38,6 @@ class Loaders:
         self.message_pages = _loader(partial(batches.message_pages, store))
         self.last_message = _loader(partial(batches.last_messages, store))
         self.citations_by_message = _loader(partial(batches.citations_by_message, store))
+        self.tool_groups: DataLoader[int, list[str]] = _loader(
+            lambda ids: list(tools.session_groups(store, ids).values())
+        )

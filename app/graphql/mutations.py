@@ -28,6 +28,7 @@ from app.graphql.results import (
     call,
 )
 from app.graphql.subscriptions import CLIENT_MESSAGE_ID, QUESTION
+from app.graphql.tool_resolvers import ToolMutation
 from app.rag.ingest import FileStatus, IngestSummary
 from app.services import chat_turns, documents, projects, sessions
 
@@ -95,8 +96,10 @@ _DOCUMENT_ID = strawberry.argument(description="The document.")
 _SESSION_ID = strawberry.argument(description="The chat session.")
 
 
-@strawberry.type(description="Changes: knowledge bases, documents, chat sessions, and questions answered in one call.")
-class Mutation:
+@strawberry.type(
+    description="Changes: knowledge bases, documents, chat sessions, tools, and questions answered in one call."
+)
+class Mutation(ToolMutation):
     @strawberry.mutation(description="Create a knowledge base.")
     async def create_project(
         self,

@@ -25,6 +25,7 @@ from app.graphql.results import (
     call,
 )
 from app.graphql.search_types import search_results
+from app.graphql.tool_resolvers import ToolQuery
 from app.rag.parsing import KINDS_BY_EXTENSION
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE, RagSettings
 from app.services import documents, health, projects, records, search, sessions
@@ -86,8 +87,8 @@ class UploadLimits:
     extensions: list[str] = strawberry.field(description="File name endings a parser reads, like '.md'.")
 
 
-@strawberry.type(description="Reads: knowledge bases, documents, chat sessions, search, and the server's state.")
-class Query:
+@strawberry.type(description="Reads: knowledge bases, documents, chat sessions, search, tools, and the server's state.")
+class Query(ToolQuery):
     @strawberry.field(description="What a new chat session gets for the settings the client leaves out.")
     def session_defaults(self, info: Info) -> SessionDefaults:
         settings = info.context.container.settings

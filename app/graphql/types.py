@@ -343,6 +343,14 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
         )
 
     @strawberry.field(
+        description="The tool groups it may use, sorted (none by default: tools are opt-in per session); set them "
+        "with setChatSessionToolGroups."
+    )
+    async def tool_groups(self, info: Info) -> list[str]:
+        groups: list[str] = await info.context.loaders.tool_groups.load(int(self.id))
+        return groups
+
+    @strawberry.field(
         description="The chat's messages, oldest first. Without first or last: the newest 50. A chat view asks "
         "for `last: n` and loads older ones with `last: n, before: pageInfo.startCursor`; `first`/`after` "
         "read forward from the oldest."

@@ -115,6 +115,9 @@ class ModelCapabilities:
     # How many answers its provider writes at once without slowing each (app/services/slots.py);
     # None: the server's cap for in-process models (RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS).
     concurrency: int | None = None
+    # Can be offered tools (app/llm/tool_calling.py: the adapter implements ToolCallingModel). False
+    # unless the provider declares it: a session with tool groups needs a model that can.
+    tool_calling: bool = False
 
 
 @runtime_checkable

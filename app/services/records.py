@@ -8,8 +8,8 @@ Callers above the services (the GraphQL types) name these types from here, never
 
 from __future__ import annotations
 
-from app.db.enums import CitationKind, DocumentStatus, MessageStatus, Role
-from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, Project
+from app.db.enums import CitationKind, DocumentStatus, HttpMethod, MessageStatus, Role, ToolKind
+from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, Project, Tool
 
 __all__ = [
     "ChatMessage",
@@ -19,7 +19,10 @@ __all__ = [
     "CitationKind",
     "Document",
     "DocumentStatus",
+    "HttpMethod",
     "MessageStatus",
     "Project",
     "Role",
+    "Tool",
+    "ToolKind",
 ]

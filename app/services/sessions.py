@@ -16,7 +16,7 @@ from app.db.models import ChatMessage, ChatSession
 from app.errors import NotFoundError, ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
-from app.services import projects
+from app.services import projects, tools
 from app.services.pages import Order, Page, PageRequest, page, pages
 from app.settings import Settings
 
@@ -87,6 +87,7 @@ def update(store: Database, models: ChatModels, session_id: int, changes: Sessio
             raise NotFoundError("chat session", session_id)
         if changes.provider is not None or changes.model is not None:
             models.validate(changes.provider or row.provider, changes.model or row.model)
+            tools.check_model_change(db, models, row.id, changes.provider or row.provider, changes.model or row.model)
         for name, value in vars(changes).items():
             if value is not None:
                 setattr(row, name, value.strip() if name == "title" else value)

@@ -175,6 +175,7 @@ def test_fts_index_follows_chunk_inserts_updates_and_cascading_deletes(migrated)
 
 BEFORE_0008 = "0007"
 NEVER_REUSED = ("projects", "embedding_spaces", "documents", "chunks", "chat_sessions", "chat_messages", "citations")
+NEVER_REUSED_SINCE_0011 = ("tools",)
 
 
 def _fill_before_0008(url: str) -> None:
@@ -298,7 +299,7 @@ def test_tables_marked_never_reused_keep_autoincrement_at_head(migrated) -> None
     """Autogenerate does not compare AUTOINCREMENT, and a later batch rebuild drops it unless the
     revision passes ``table_kwargs={"sqlite_autoincrement": True}``: this is the check that sees it."""
     marked = {t.name for t in Base.metadata.sorted_tables if t.dialect_options["sqlite"]["autoincrement"]}
-    assert marked == set(NEVER_REUSED)
+    assert marked == set(NEVER_REUSED + NEVER_REUSED_SINCE_0011)
     schema = _schema(migrated.database_url)
     assert [t for t in sorted(marked) if "AUTOINCREMENT" not in schema[("table", t)]] == []
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Sequence
 
 from app.llm.base import Message, StreamEvent, Tokenizer
+from app.llm.tool_calling import ToolStreamEvent
 
 # What our adapters' stream() returns: an AsyncIterator (the Protocol) that also has aclose().
 EventStream = AsyncGenerator[StreamEvent, None]
+ToolEventStream = AsyncGenerator[ToolStreamEvent, None]
 
 
 def wire_messages(messages: Sequence[Message]) -> list[dict[str, str]]:

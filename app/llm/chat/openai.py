@@ -9,14 +9,26 @@ request (retries, errors, server-sent events); its chunks are read as the JSON t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import openai
 
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
-from app.llm.chat.common import EventStream, templated_token_count, wire_messages
+from app.llm.chat.common import EventStream, ToolEventStream, templated_token_count, wire_messages
 from app.llm.tokenizers import TiktokenTokenizer
-from app.llm.vendor_errors import OPENAI_BASE_URL, Vendor, from_openai
+from app.llm.tool_calling import (
+    AssistantToolCalls,
+    MalformedToolCall,
+    ToolCallAssembler,
+    ToolCallDelta,
+    ToolCalls,
+    ToolResult,
+    ToolSpec,
+    Turn,
+    as_messages,
+)
+from app.llm.vendor_errors import OPENAI_BASE_URL, Vendor, from_openai, stopped
 from app.settings import OpenAISettings
 
 # Sent when only a base_url is configured: the SDK insists on some key, and keyless servers ignore it.
@@ -78,12 +90,22 @@ class OpenAIChatModel:
     def count_message_tokens(self, messages: Sequence[Message]) -> int:
         return templated_token_count(self.tokenizer, messages, per_message=3, per_reply=3)
 
-    async def stream(self, messages: Sequence[Message], options: GenerationOptions) -> EventStream:
-        parts: list[str] = []
-        usage: Usage | None = None
+    def stream(self, messages: Sequence[Message], options: GenerationOptions) -> EventStream:
+        # No tools offered, so only text and usage come: the one loop serves both.
+        return cast(EventStream, self._events(self._body(wire_messages(messages), options), messages))
+
+    def stream_tools(
+        self, turns: Sequence[Turn], tools: Sequence[ToolSpec], options: GenerationOptions
+    ) -> ToolEventStream:
+        body = self._body(wire_turns(turns), options)
+        if tools:
+            body["tools"] = [tool.wire() for tool in tools]
+        return self._events(body, as_messages(turns))
+
+    def _body(self, messages: list[dict[str, Any]], options: GenerationOptions) -> dict[str, object]:
         body: dict[str, object] = {
             "model": self.model,
-            "messages": wire_messages(messages),
+            "messages": messages,
             "max_tokens": options.max_tokens,
             "temperature": options.temperature,
             "stream": True,
@@ -91,6 +113,13 @@ class OpenAIChatModel:
         }
         if options.stop:
             body["stop"] = list(options.stop)
+        return body
+
+    async def _events(self, body: dict[str, object], counted: Sequence[Message]) -> ToolEventStream:
+        parts: list[str] = []
+        usage: Usage | None = None
+        calls = ToolCallAssembler()
+        called = False
         try:
             # The SDK's request, retries, errors and server-sent events, but each chunk left as the
             # JSON it is: building its ChatCompletionChunk model cost ~0.1 ms of the event loop per
@@ -111,16 +140,63 @@ class OpenAIChatModel:
                         if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                             continue
                         delta = choice.get("delta")
-                        text = delta.get("content") if isinstance(delta, dict) else None
+                        if not isinstance(delta, dict):
+                            continue
+                        text = delta.get("content")
                         if isinstance(text, str) and text:
                             parts.append(text)
                             yield TextDelta(text)
+                        for piece in _call_deltas(delta.get("tool_calls")):
+                            called = True
+                            calls.feed(piece)
+                            yield piece
+            assembled = calls.calls() if called else ()
         except openai.APIError as exc:
             raise from_openai(exc, self._vendor, self.model) from exc
+        except MalformedToolCall as exc:
+            raise stopped(self._vendor, self.model, str(exc)) from exc
+        if assembled:
+            yield ToolCalls(assembled)
         if usage is None:
-            usage = Usage(self.count_message_tokens(messages), self.tokenizer.count("".join(parts)))
+            written = "".join(parts) + "".join(c.name + c.arguments for c in assembled)
+            usage = Usage(self.count_message_tokens(counted), self.tokenizer.count(written))
         yield usage
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""
         await self._client.close()
+
+
+def wire_turns(turns: Sequence[Turn]) -> list[dict[str, Any]]:
+    """Turns as OpenAI's messages: an assistant reply's calls under ``tool_calls``, a result as a
+    ``tool`` message answering its call's id."""
+    out: list[dict[str, Any]] = []
+    for turn in turns:
+        if isinstance(turn, Message):
+            out.append({"role": turn.role, "content": turn.content})
+        elif isinstance(turn, AssistantToolCalls):
+            calls = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in turn.calls
+            ]
+            out.append({"role": "assistant", "content": turn.content or None, "tool_calls": calls})
+        elif isinstance(turn, ToolResult):
+            out.append({"role": "tool", "tool_call_id": turn.call_id, "content": turn.content})
+    return out
+
+
+def _call_deltas(value: object) -> Iterator[ToolCallDelta]:
+    """``delta.tool_calls`` of a chunk: ``[{"index", "id"?, "type"?, "function": {"name"?, "arguments"?}}]``."""
+    for item in value if isinstance(value, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("index"), int):
+            continue
+        function = item.get("function")
+        if not isinstance(function, dict):
+            function = {}
+        name, arguments, ident = function.get("name"), function.get("arguments"), item.get("id")
+        yield ToolCallDelta(
+            index=item["index"],
+            id=ident if isinstance(ident, str) else None,
+            name=name if isinstance(name, str) else None,
+            arguments=arguments if isinstance(arguments, str) else "",
+        )

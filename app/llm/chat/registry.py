@@ -55,8 +55,9 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             unavailable=local_unavailable,
             probe=probe_model_files(shipped),
             # The shipped models are 135M-270M parameters: measured on benchmarks/answers, they loop,
-            # echo the prompt and invent details far too often to write answers unsupervised.
-            capabilities=ModelCapabilities(grounded_writing=False),
+            # echo the prompt and invent details far too often to write answers unsupervised; and
+            # they were not trained to call tools (the adapter does not implement ToolCallingModel).
+            capabilities=ModelCapabilities(grounded_writing=False, tool_calling=False),
         ),
         Provider[ChatModel](
             name="ollama",
@@ -66,7 +67,7 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             probe=probe_ollama(settings.ollama),
             # Ollama runs 4 requests in parallel by default (OLLAMA_NUM_PARALLEL) and queues the rest,
             # where a queued one would wait for its first token against our idle timeout instead.
-            capabilities=ModelCapabilities(concurrency=4),
+            capabilities=ModelCapabilities(concurrency=4, tool_calling=True),
         ),
         Provider[ChatModel](
             name="openai",
@@ -82,6 +83,6 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             # A remote service: each stream is mostly waiting on the network; its rate limits answer
             # 429 (ProviderRateLimitError) past this. 32 streams cost ~1 ms of this loop per token
             # batch (docs/BENCHMARKS.md, concurrency).
-            capabilities=ModelCapabilities(concurrency=32),
+            capabilities=ModelCapabilities(concurrency=32, tool_calling=True),
         ),
     ]
