@@ -33,6 +33,10 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         max_docs: int | None = typer.Option(None, help="Use a subset of the corpus (judged docs kept)."),
         max_queries: int | None = typer.Option(None, help="Use the first N judged queries."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+        cache: bool = typer.Option(True, help="Reuse (or keep) the ingested corpus in the bench cache (BENCH_CACHE)."),
+        rrf_k: int | None = typer.Option(None, min=1, help="RRF k (default: RAGCHAT_RAG__RRF_K's default, 60)."),
+        vector_weight: float | None = typer.Option(None, min=0.0, help="RRF weight of the vector ranking."),
+        keyword_weight: float | None = typer.Option(None, min=0.0, help="RRF weight of the keyword ranking."),
     ) -> None:
         """nDCG@10 and Recall@100 (trec_eval semantics, via ir-measures) on a BEIR dataset."""
         settings = settings_or_exit()  # type: ignore[operator]
@@ -41,7 +45,16 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         columns = (TextColumn("[bold]ingesting corpus"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("documents", total=len(data.corpus))
-            result = retrieval_bench.run(data, embedder, settings, mode, progress=lambda _: bar.advance(task))
+            chosen = {"rrf_k": rrf_k, "vector_weight": vector_weight, "keyword_weight": keyword_weight}
+            result = retrieval_bench.run(
+                data,
+                embedder,
+                settings,
+                mode,
+                progress=lambda _: bar.advance(task),
+                cache=cache,
+                params={k: v for k, v in chosen.items() if v is not None},
+            )
         if as_json:
             sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
             return

@@ -100,6 +100,42 @@ class IngestSettings(BaseModel):
         return self
 
 
+class RerankSettings(BaseModel):
+    """The operator's rerank endpoint (a cross-encoder served over HTTP: Cohere, Jina, vLLM,
+    llama.cpp's server speak ``cohere``; Hugging Face TEI speaks ``tei``), and the budget of the
+    chat model when it judges instead (app/llm/rerankers/)."""
+
+    url: str | None = None  # the endpoint itself, e.g. http://127.0.0.1:8080/v1/rerank; None: no endpoint
+    model: str | None = None  # sent as "model" (cohere wire); TEI serves one model and ignores it
+    api_key: SecretStr | None = None  # sent as a bearer token
+    protocol: Literal["cohere", "tei"] = "cohere"
+    timeout: float = Field(10.0, gt=0, le=600, allow_inf_nan=False)
+    # Candidates a reranker sees per question: the fused ranking's first N.
+    candidates: int = Field(20, ge=1, le=200)
+    # Weight of the reranker's order against the fused order when blending (1: the reranker's alone).
+    weight: float = Field(0.7, ge=0.0, le=1.0, allow_inf_nan=False)
+    # The chat model as judge: passages it reads (each cut to judge_chars), its timeout.
+    judge_candidates: int = Field(8, ge=1, le=50)
+    judge_chars: int = Field(600, ge=50, le=8000)
+    judge_timeout: float = Field(20.0, gt=0, le=600, allow_inf_nan=False)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value or None
+
+
+class ExpansionSettings(BaseModel):
+    """Multi-query expansion: the chat model proposes alternative phrasings of a question."""
+
+    phrasings: int = Field(3, ge=1, le=5)  # at most this many alternatives are searched
+    timeout: float = Field(15.0, gt=0, le=600, allow_inf_nan=False)
+    # RRF weight of each alternative's ranking; the original question's rankings weigh 1.
+    weight: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+
+
 class ChatSettings(BaseModel):
     max_message_chars: int = Field(8000, ge=1, le=1_000_000)
     history_turns: int = Field(10, ge=0, le=200)
@@ -184,6 +220,8 @@ class Settings(BaseSettings):
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 

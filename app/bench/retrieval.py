@@ -1,8 +1,10 @@
 """`ragchat bench retrieval`: nDCG@10 and Recall@100 on a BEIR dataset, through the real
-ingestion path into a scratch database, scored with ir-measures (trec_eval semantics)."""
+ingestion path into a scratch database (kept in the bench cache and reused by later runs with the
+same corpus, chunking and embedder), scored with ir-measures (trec_eval semantics)."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -13,11 +15,11 @@ from pathlib import Path
 import ir_measures
 from ir_measures import R, nDCG
 
-from app.bench.beir import BeirDataset, document_text
+from app.bench import scratch
+from app.bench.beir import BeirDataset
 from app.container import Container
-from app.db import migrate
 from app.llm.base import Embedder, Vectors
-from app.rag.ingest import FileResult, Ingestor, Source
+from app.rag.ingest import FileResult
 from app.rag.retrieval import RetrievalParams, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.services import projects
@@ -34,12 +36,14 @@ class BenchResult:
     docs: int = 0
     chunks: int = 0
     queries: int = 0
+    reused: bool = False  # the scratch database came from the cache
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "docs": self.docs,
             "chunks": self.chunks,
             "queries": self.queries,
+            "reused_cached_database": self.reused,
             "timings_s": self.timings,
             "calibration": self.calibration,
             "modes": self.metrics,
@@ -56,28 +60,30 @@ def run(
     modes: list[RetrievalMode],
     *,
     progress: Callable[[FileResult], None] | None = None,
+    cache: bool = True,
+    params: dict[str, object] | None = None,
 ) -> BenchResult:
+    """Ingest ``dataset`` (or reuse its cached scratch database: app/bench/scratch.py), then rank its
+    queries in each mode, with ``params`` overriding RetrievalParams' fields (fusion, feedback)."""
     result = BenchResult(docs=len(dataset.corpus), queries=len(dataset.queries))
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
-        scratch = settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'bench.db'}"})
-        migrate.upgrade(scratch.database_url)
-        container = Container.build(scratch)
+        started = time.perf_counter()
+        folder = None if cache else Path(tmp)
+        path, reused = scratch.ingested(dataset, embedder, settings, cache_dir=folder, progress=progress)
+        result.timings["ingest"] = time.perf_counter() - started
+        result.reused = reused
+        container = Container.build(settings.model_copy(update={"database_url": f"sqlite:///{path}"}))
         try:
-            pid = projects.create(container.store, "bench").id
-            sources = [
-                Source.from_bytes(f"{doc_id}.txt", document_text(*body).encode())
-                for doc_id, body in dataset.corpus.items()
-            ]
-            started = time.perf_counter()
-            summary = Ingestor(container.store, embedder, scratch.ingest).ingest(pid, sources, progress)
-            result.timings["ingest"] = time.perf_counter() - started
-            result.chunks = sum(f.chunks for f in summary.files)
+            project = projects.find(container.store, scratch.PROJECT)
+            assert project is not None
+            pid = project.id
+            result.chunks = _chunks(container, pid)
             started = time.perf_counter()
             vectors = {qid: embed_query(embedder, text) for qid, text in dataset.queries.items()}
             result.timings["embed_queries"] = time.perf_counter() - started
             for mode in modes:
                 started = time.perf_counter()
-                run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode)
+                run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode, params or {})
                 result.timings[f"search_{mode}"] = time.perf_counter() - started
                 result.metrics[mode] = _measure(dataset, run_)
                 if mode == RetrievalMode.VECTOR:
@@ -87,6 +93,12 @@ def run(
     return result
 
 
+def _chunks(container: Container, pid: int) -> int:
+    with container.store.read() as db:
+        count = db.connection().exec_driver_sql("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,)).scalar()
+        return int(count or 0)
+
+
 def _search(
     container: Container,
     embedder: Embedder,
@@ -94,8 +106,10 @@ def _search(
     dataset: BeirDataset,
     vectors: dict[str, Vectors],
     mode: RetrievalMode,
+    overrides: dict[str, object],
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    params = RetrievalParams(mode=mode, top_k=CANDIDATES * 2, threshold=-1.0, candidates=CANDIDATES)
+    base = RetrievalParams(mode=mode, top_k=CANDIDATES * 2, threshold=-1.0, candidates=CANDIDATES)
+    params = dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
     run_: dict[str, dict[str, float]] = {}
     best: dict[str, dict[str, float]] = {}
     for qid, text in dataset.queries.items():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -103,6 +103,7 @@ class Candidate:
     fused_rank: int
     fused_score: float
     fate: CandidateFate = CandidateFate.KEPT
+    rerank_score: float | None = None  # the reranker's, when one ranked this candidate (app/rag/rerank.py)
 
 
 @dataclass
@@ -114,6 +115,7 @@ class RetrievalResult:
     degraded: list[Degradation] = field(default_factory=list)
     timings_ms: dict[Stage, float] = field(default_factory=dict)
     space: str | None = None
+    alternatives: list[str] = field(default_factory=list)  # other phrasings searched with the query
 
     @property
     def kept(self) -> list[Candidate]:
@@ -141,15 +143,25 @@ def retrieve(
     params: RetrievalParams,
     *,
     query_vector: Vectors | None = None,
+    alternatives: Sequence[str] = (),
+    alternative_weight: float = 0.5,
 ) -> RetrievalResult:
     """Search one project. Embedding happens before any database connection is taken; errors of
     the embedder propagate (the caller decides how to degrade); a failing vector index degrades to
-    keyword-only and says so in ``degraded``."""
-    result = RetrievalResult(query=query, mode=params.mode, params=params)
+    keyword-only and says so in ``degraded``.
+
+    ``alternatives`` (other phrasings of the question: multi-query expansion) are each searched the
+    same way, and their rankings fused with the question's, each weighted ``alternative_weight``
+    (the question's weigh 1); scores stay the cosine to the question itself."""
+    result = RetrievalResult(query=query, mode=params.mode, params=params, alternatives=list(alternatives))
     t = result.timings_ms
-    if query_vector is None:
+    if query_vector is None or alternatives:
         with _timed(t, Stage.RETRIEVAL_EMBED):
-            query_vector = embed_query(embedder, query)
+            texts = ([] if query_vector is not None else [query]) + list(alternatives)
+            embedded = embedder.embed(texts)
+            if query_vector is None:
+                query_vector, embedded = embedded[0], embedded[1:]
+    alternative_vectors = list(embedded) if alternatives else []
     with store.read() as db:
         space = spaces.active_space(db, project_id)
         if space is None:  # nothing ingested yet
@@ -157,14 +169,20 @@ def retrieve(
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result)
+        extra: list[tuple[list[tuple[int, float]], float]] = []
+        for text, vector in zip(alternatives, alternative_vectors, strict=True):
+            alt_vector, alt_keyword = _rankings(db, space.table, project_id, text, vector, result)
+            extra += [(alt_vector, alternative_weight * params.vector_weight)]
+            extra += [(alt_keyword, alternative_weight * params.keyword_weight)]
         with _timed(t, Stage.RETRIEVAL_SCORE):
-            ids = list(dict.fromkeys([cid for cid, _ in vector_hits] + [cid for cid, _ in keyword_hits]))
+            every = [vector_hits, keyword_hits, *(hits for hits, _ in extra)]
+            ids = list(dict.fromkeys(cid for hits in every for cid, _ in hits))
             scores = _scores(db, space.table, query_vector, ids, dict(vector_hits), result)
         with _timed(t, Stage.RETRIEVAL_LOAD):
             rows = _load(db, project_id, ids)
     with _timed(t, Stage.RETRIEVAL_RANK):
-        result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result)
-        _apply_threshold_and_top_k(result.candidates, params)
+        result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result, extra)
+        apply_threshold_and_top_k(result.candidates, params)
     return result
 
 
@@ -284,6 +302,7 @@ def _rank(
     vector_hits: list[tuple[int, float]],
     keyword_hits: list[tuple[int, float]],
     result: RetrievalResult,
+    extra: Sequence[tuple[list[tuple[int, float]], float]] = (),
 ) -> list[Candidate]:
     params = result.params
     vector_ids = [cid for cid, _ in vector_hits if cid in rows]
@@ -291,8 +310,11 @@ def _rank(
     vector_rank = {cid: i for i, cid in enumerate(vector_ids, start=1)}
     keyword_rank = {cid: i for i, cid in enumerate(keyword_ids, start=1)}
     weights = [(vector_ids, params.vector_weight), (keyword_ids, params.keyword_weight)]
+    weights += [([cid for cid, _ in hits if cid in rows], weight) for hits, weight in extra]
     fused = fusion.rrf(weights, k=params.rrf_k)
-    if result.mode == RetrievalMode.VECTOR:
+    if extra:  # several phrasings: their fusion orders, whatever the mode
+        order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+    elif result.mode == RetrievalMode.VECTOR:
         order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))
     elif result.mode == RetrievalMode.KEYWORD:
         order = keyword_ids
@@ -318,7 +340,7 @@ def _rank(
     return candidates
 
 
-def _apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
+def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
     kept = 0
     for candidate in candidates:
         if candidate.score is not None and candidate.score < params.threshold:
