@@ -140,6 +140,8 @@ expose(
         Stage.RETRIEVAL_KEYWORD: "Keyword search (BM25 in the in-memory keyword index).",
         Stage.RETRIEVAL_SCORE: "Exact cosine similarity of every candidate, from its stored vector.",
         Stage.RETRIEVAL_LOAD: "Reading the candidates' text and location.",
+        Stage.RETRIEVAL_FEEDBACK: "Pseudo-relevance feedback: searching again with the question moved towards "
+        "its first results (vector and keywords).",
         Stage.RETRIEVAL_RANK: "Fusing the rankings and applying threshold and topK.",
         Stage.EXPANSION: "The chat model proposing alternative phrasings of the question (multi-query expansion).",
         Stage.RERANK: "A reranker scoring the first candidates (an HTTP rerank endpoint, or the chat model as judge).",

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
-from app.rag import fusion, keyword_index, spaces, vector_index, vector_store
+from app.rag import feedback, fusion, keyword_index, spaces, vector_index, vector_store
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
@@ -53,6 +53,14 @@ class RetrievalParams:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    # Pseudo-relevance feedback (app/rag/feedback.py): the first N chunks of the fused ranking move the
+    # question (0: off); the moved vector's and terms' rankings are fused with these weights (0: not run).
+    feedback_docs: int = 0
+    feedback_vector_weight: float = 0.5
+    feedback_keyword_weight: float = 0.5
+    feedback_beta: float = 0.75  # Rocchio: how far the vector moves towards the feedback chunks' mean
+    feedback_terms: int = 10  # RM3: new terms added
+    feedback_term_weight: float = 0.5  # RM3: the best new term's weight, relative to a question word
 
     @classmethod
     def for_session(
@@ -174,6 +182,11 @@ def retrieve(
             alt_vector, alt_keyword = _rankings(db, space.table, project_id, text, vector, result)
             extra += [(alt_vector, alternative_weight * params.vector_weight)]
             extra += [(alt_keyword, alternative_weight * params.keyword_weight)]
+        if params.feedback_docs > 0:
+            with _timed(t, Stage.RETRIEVAL_FEEDBACK):
+                extra += _feedback(
+                    db, space.table, project_id, query, query_vector, [vector_hits, keyword_hits], result
+                )
         with _timed(t, Stage.RETRIEVAL_SCORE):
             every = [vector_hits, keyword_hits, *(hits for hits, _ in extra)]
             ids = list(dict.fromkeys(cid for hits in every for cid, _ in hits))
@@ -240,6 +253,42 @@ def _rankings(
     keyword_hits, ms = keyword_search.result()
     timings[Stage.RETRIEVAL_KEYWORD] = timings.get(Stage.RETRIEVAL_KEYWORD, 0.0) + ms
     return vector_hits, keyword_hits
+
+
+def _feedback(
+    db: Session,
+    table: str,
+    project_id: int,
+    query: str,
+    query_vector: Vectors,
+    rankings: list[list[tuple[int, float]]],
+    result: RetrievalResult,
+) -> list[tuple[list[tuple[int, float]], float]]:
+    """Pseudo-relevance feedback: the rankings of the question moved towards the first chunks of
+    the fused ranking so far, each with its fusion weight."""
+    params = result.params
+    weights = [params.vector_weight, params.keyword_weight][: len(rankings)]
+    fused = fusion.rrf([([cid for cid, _ in hits], w) for hits, w in zip(rankings, weights, strict=True)], params.rrf_k)
+    top = sorted(fused, key=lambda c: (-fused[c], c))[: params.feedback_docs]
+    if not top:
+        return []
+    out: list[tuple[list[tuple[int, float]], float]] = []
+    candidates = int(params.candidates)
+    if params.feedback_vector_weight > 0 and result.mode != RetrievalMode.KEYWORD:
+        view, _ = vector_index.view_for(db, table, vector_store.space_row_id(table))
+        found = view.vectors(top)
+        moved = feedback.rocchio(query_vector, [found[c] for c in top if c in found], params.feedback_beta)
+        out.append((_vector_search(view, moved, candidates), params.feedback_vector_weight))
+    if params.feedback_keyword_weight > 0 and result.mode != RetrievalMode.VECTOR:
+        question = keyword_index.tokenizer().question(query)
+        if question:
+            view_k = keyword_index.view_for(db, project_id)
+            texts = [str(row[3]) for row in _load(db, project_id, top).values()]
+            terms = feedback.expanded_terms(
+                question, texts, view_k, terms=params.feedback_terms, term_weight=params.feedback_term_weight
+            )
+            out.append((view_k.search(terms, candidates), params.feedback_keyword_weight))  # type: ignore[arg-type]
+    return out
 
 
 def _vector_search(view: vector_index.View, query_vector: Vectors, candidates: int) -> list[tuple[int, float]]:
