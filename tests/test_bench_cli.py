@@ -59,7 +59,9 @@ def test_the_ingested_corpus_is_reused_across_query_time_variants(tmp_path: Path
     first = json.loads(_bench(dataset, "--mode", "hybrid", "--json").stdout)
     assert first["reused_cached_database"] is False and first["ndcg@10"] == 1.0
     (cached,) = (tmp_path / "cache").glob("beir-4-c200-*.db")
-    second = _bench(dataset, "--mode", "hybrid", "--json", "--rrf-k", "5", "--keyword-weight", "0")
+    second = _bench(
+        dataset, "--mode", "hybrid", "--json", "--rrf-k", "5", "--keyword-weight", "0", "--feedback-docs", "1"
+    )
     assert second.returncode == 0, second.stderr
     again = json.loads(second.stdout)
     assert again["reused_cached_database"] is True and again["chunks"] == first["chunks"]

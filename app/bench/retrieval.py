@@ -4,6 +4,7 @@ same corpus, chunking and embedder), scored with ir-measures (trec_eval semantic
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import statistics
 import tempfile
@@ -18,9 +19,10 @@ from ir_measures import R, nDCG
 from app.bench import scratch
 from app.bench.beir import BeirDataset
 from app.container import Container
-from app.llm.base import Embedder, Vectors
+from app.llm.base import ChatModel, Embedder, Reranker, Vectors
+from app.rag import expansion, rerank
 from app.rag.ingest import FileResult
-from app.rag.retrieval import RetrievalParams, embed_query, retrieve
+from app.rag.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.services import projects
 from app.settings import Settings
@@ -53,6 +55,23 @@ class BenchResult:
         return out
 
 
+@dataclass(frozen=True)
+class Stages:
+    """The model stages to run after (expansion: before) each search, as a chat turn does."""
+
+    expansion: ChatModel | None = None  # proposes phrasings
+    phrasings: int = 3
+    expansion_weight: float = 0.5
+    reranker: Reranker | None = None
+    window: int = 20
+    weight: float = 0.7
+    seconds: float = 60.0  # each model call's timeout
+
+    @property
+    def any(self) -> bool:
+        return self.expansion is not None or self.reranker is not None
+
+
 def run(
     dataset: BeirDataset,
     embedder: Embedder,
@@ -62,6 +81,7 @@ def run(
     progress: Callable[[FileResult], None] | None = None,
     cache: bool = True,
     params: dict[str, object] | None = None,
+    stages: Stages = Stages(),
 ) -> BenchResult:
     """Ingest ``dataset`` (or reuse its cached scratch database: app/bench/scratch.py), then rank its
     queries in each mode, with ``params`` overriding RetrievalParams' fields (fusion, feedback)."""
@@ -83,7 +103,7 @@ def run(
             result.timings["embed_queries"] = time.perf_counter() - started
             for mode in modes:
                 started = time.perf_counter()
-                run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode, params or {})
+                run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode, params or {}, stages)
                 result.timings[f"search_{mode}"] = time.perf_counter() - started
                 result.metrics[mode] = _measure(dataset, run_)
                 if mode == RetrievalMode.VECTOR:
@@ -107,13 +127,17 @@ def _search(
     vectors: dict[str, Vectors],
     mode: RetrievalMode,
     overrides: dict[str, object],
+    stages: Stages = Stages(),
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     base = RetrievalParams(mode=mode, top_k=CANDIDATES * 2, threshold=-1.0, candidates=CANDIDATES)
     params = dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
     run_: dict[str, dict[str, float]] = {}
     best: dict[str, dict[str, float]] = {}
     for qid, text in dataset.queries.items():
-        found = retrieve(container.store, embedder, pid, text, params, query_vector=vectors[qid])
+        if stages.any:
+            found = asyncio.run(_staged(container, embedder, pid, text, params, vectors[qid], stages))
+        else:
+            found = retrieve(container.store, embedder, pid, text, params, query_vector=vectors[qid])
         docs: dict[str, float] = {}
         scores: dict[str, float] = {}
         for position, cand in enumerate(found.candidates):
@@ -124,6 +148,35 @@ def _search(
         run_[qid] = dict(list(docs.items())[:100])
         best[qid] = scores
     return run_, best
+
+
+async def _staged(
+    container: Container,
+    embedder: Embedder,
+    pid: int,
+    text: str,
+    params: RetrievalParams,
+    vector: Vectors,
+    stages: Stages,
+) -> RetrievalResult:
+    phrasings: list[str] = []
+    if stages.expansion is not None:
+        phrasings = (
+            await expansion.expand(stages.expansion, text, count=stages.phrasings, seconds=stages.seconds)
+        ).phrasings
+    found = retrieve(
+        container.store,
+        embedder,
+        pid,
+        text,
+        params,
+        query_vector=vector,
+        alternatives=phrasings,
+        alternative_weight=stages.expansion_weight,
+    )
+    if stages.reranker is not None:
+        await rerank.rerank(found, stages.reranker, window=stages.window, weight=stages.weight)
+    return found
 
 
 def _measure(dataset: BeirDataset, run_: dict[str, dict[str, float]]) -> dict[str, float]:
