@@ -44,6 +44,8 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         feedback_docs: int | None = typer.Option(
             None, min=0, help="Pseudo-relevance feedback from the first N chunks."
         ),
+        fusion: str | None = typer.Option(None, help="Hybrid fusion: rrf or convex (default: RAGCHAT_RAG__FUSION)."),
+        convex_alpha: float | None = typer.Option(None, min=0.0, max=1.0, help="Convex fusion's weight of cosine."),
         expand: bool = typer.Option(False, "--expansion", help="Search the chat model's alternative phrasings too."),
         rerank: RerankMode = typer.Option(RerankMode.OFF, help="Rerank with the endpoint or the chat model (judge)."),
         provider: str | None = typer.Option(
@@ -58,11 +60,15 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         columns = (TextColumn("[bold]ingesting corpus"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("documents", total=len(data.corpus))
+            if fusion not in (None, "rrf", "convex"):
+                raise typer.BadParameter(f"{fusion!r} is not rrf or convex", param_hint="--fusion")
             chosen = {
                 "rrf_k": rrf_k,
                 "vector_weight": vector_weight,
                 "keyword_weight": keyword_weight,
                 "feedback_docs": feedback_docs,
+                "fusion": fusion or settings.rag.fusion,
+                "convex_alpha": convex_alpha if convex_alpha is not None else settings.rag.convex_alpha,
             }
             stages = _stages(settings, expand, rerank, provider, model)
             result = retrieval_bench.run(

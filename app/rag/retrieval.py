@@ -53,6 +53,10 @@ class RetrievalParams:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    # Hybrid: "rrf" (ranks, weighted above) or "convex" (scores: convex_alpha x cosine + the rest x BM25,
+    # each min-max normalised over the candidates). Several phrasings or feedback are always fused by RRF.
+    fusion: str = "rrf"
+    convex_alpha: float = 0.75
     # Pseudo-relevance feedback (app/rag/feedback.py): the first N chunks of the fused ranking move the
     # question (0: off); the moved vector's and terms' rankings are fused with these weights (0: not run).
     feedback_docs: int = 0
@@ -76,6 +80,8 @@ class RetrievalParams:
             rrf_k=rag.rrf_k,
             vector_weight=rag.vector_weight,
             keyword_weight=rag.keyword_weight,
+            fusion=rag.fusion,
+            convex_alpha=rag.convex_alpha,
         )
 
 
@@ -361,7 +367,13 @@ def _rank(
     weights = [(vector_ids, params.vector_weight), (keyword_ids, params.keyword_weight)]
     weights += [([cid for cid, _ in hits if cid in rows], weight) for hits, weight in extra]
     fused = fusion.rrf(weights, k=params.rrf_k)
-    if extra:  # several phrasings: their fusion orders, whatever the mode
+    if params.fusion == "convex" and result.mode == RetrievalMode.HYBRID and not extra:
+        similarity = {cid: s for cid in rows if (s := scores.get(cid)) is not None}
+        bm25 = {cid: -value for cid, value in keyword_hits if cid in rows}  # FTS5's bm25: lower is better
+        fused = fusion.convex(similarity, bm25, params.convex_alpha)
+        fused.update({cid: 0.0 for cid in rows if cid not in fused})  # no score at all: last
+        order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+    elif extra:  # several phrasings: their fusion orders, whatever the mode
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
     elif result.mode == RetrievalMode.VECTOR:
         order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))

@@ -37,3 +37,24 @@ def test_feedback_terms_find_what_the_question_alone_misses(container: Container
     assert Stage.RETRIEVAL_FEEDBACK in found.timings_ms
     if mode == "keyword":
         assert "b.txt" not in [c.document_name for c in alone.candidates]
+
+
+def test_convex_fusion_arithmetic() -> None:
+    from app.rag import fusion
+
+    fused = fusion.convex({1: 0.9, 2: 0.5, 3: 0.1}, {2: 10.0, 3: 4.0}, alpha=0.75)
+    assert fused == pytest.approx({1: 0.75, 2: 0.75 * 0.5 + 0.25, 3: 0.0})
+    assert fusion.convex({1: 0.4}, {}, 0.5) == {1: 0.5}  # one candidate: normalised to 1
+
+
+def test_convex_fusion_ranks_by_scores_not_ranks(container: Container) -> None:
+    embedder = FakeEmbedder()
+    files = {"a.txt": "penguins penguins penguins penguins", "b.txt": "penguins owls", "c.txt": "tea"}
+    pid = _ingest(container, embedder, "cv", files)
+    keyword_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=0.0)
+    found = retrieve(container.store, embedder, pid, "penguins", keyword_only)
+    assert [c.document_name for c in found.candidates][:2] == ["a.txt", "b.txt"]  # BM25 alone decides
+    assert found.candidates[0].fused_score == 1.0
+    vector_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=1.0)
+    by_cosine = retrieve(container.store, embedder, pid, "penguins", vector_only).candidates
+    assert [c.score for c in by_cosine] == sorted((c.score for c in by_cosine), reverse=True)
