@@ -15,8 +15,12 @@ from app.bench import answers as answers_bench
 from app.bench import beir
 from app.bench import retrieval as retrieval_bench
 from app.container import Container
+from app.llm.base import Reranker
 from app.rag.answer_mode import AnswerMode
+from app.rag.judge import ChatJudge
+from app.rag.ranking_modes import RerankMode
 from app.rag.retrieval_mode import RetrievalMode
+from app.settings import Settings
 
 bench = typer.Typer(help="Benchmarks (see docs/BENCHMARKS.md).", no_args_is_help=True)
 console = Console(stderr=True)
@@ -33,6 +37,21 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         max_docs: int | None = typer.Option(None, help="Use a subset of the corpus (judged docs kept)."),
         max_queries: int | None = typer.Option(None, help="Use the first N judged queries."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+        cache: bool = typer.Option(True, help="Reuse (or keep) the ingested corpus in the bench cache (BENCH_CACHE)."),
+        rrf_k: int | None = typer.Option(None, min=1, help="RRF k (default: RAGCHAT_RAG__RRF_K's default, 60)."),
+        vector_weight: float | None = typer.Option(None, min=0.0, help="RRF weight of the vector ranking."),
+        keyword_weight: float | None = typer.Option(None, min=0.0, help="RRF weight of the keyword ranking."),
+        feedback_docs: int | None = typer.Option(
+            None, min=0, help="Pseudo-relevance feedback from the first N chunks."
+        ),
+        fusion: str | None = typer.Option(None, help="Hybrid fusion: rrf or convex (default: RAGCHAT_RAG__FUSION)."),
+        convex_alpha: float | None = typer.Option(None, min=0.0, max=1.0, help="Convex fusion's weight of cosine."),
+        expand: bool = typer.Option(False, "--expansion", help="Search the chat model's alternative phrasings too."),
+        rerank: RerankMode = typer.Option(RerankMode.OFF, help="Rerank with the endpoint or the chat model (judge)."),
+        provider: str | None = typer.Option(
+            None, help="Chat provider for expansion/judge (default: RAGCHAT_LLM__PROVIDER)."
+        ),
+        model: str | None = typer.Option(None, help="Chat model for expansion/judge (default: RAGCHAT_LLM__MODEL)."),
     ) -> None:
         """nDCG@10 and Recall@100 (trec_eval semantics, via ir-measures) on a BEIR dataset."""
         settings = settings_or_exit()  # type: ignore[operator]
@@ -41,7 +60,27 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         columns = (TextColumn("[bold]ingesting corpus"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as bar:
             task = bar.add_task("documents", total=len(data.corpus))
-            result = retrieval_bench.run(data, embedder, settings, mode, progress=lambda _: bar.advance(task))
+            if fusion not in (None, "rrf", "convex"):
+                raise typer.BadParameter(f"{fusion!r} is not rrf or convex", param_hint="--fusion")
+            chosen = {
+                "rrf_k": rrf_k,
+                "vector_weight": vector_weight,
+                "keyword_weight": keyword_weight,
+                "feedback_docs": feedback_docs,
+                "fusion": fusion or settings.rag.fusion,
+                "convex_alpha": convex_alpha if convex_alpha is not None else settings.rag.convex_alpha,
+            }
+            stages = _stages(settings, expand, rerank, provider, model)
+            result = retrieval_bench.run(
+                data,
+                embedder,
+                settings,
+                mode,
+                progress=lambda _: bar.advance(task),
+                cache=cache,
+                params={k: v for k, v in chosen.items() if v is not None},
+                stages=stages,
+            )
         if as_json:
             sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
             return
@@ -105,6 +144,34 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             "document; unsupported: sentences no cited source supports, in N answers; medians of time to first token "
             "and to the whole answer"
         )
+
+
+def _stages(
+    settings: Settings, expand: bool, rerank: RerankMode, provider: str | None, model: str | None
+) -> retrieval_bench.Stages:
+    """The model stages a run asks for, built as the server builds them."""
+    if not expand and rerank is RerankMode.OFF:
+        return retrieval_bench.Stages()
+    container = Container.build(settings)
+    chat = container.chat_models.get(provider or settings.llm.provider, model or settings.llm.model)
+    reranker: Reranker | None = None
+    window = settings.rerank.candidates
+    if rerank is RerankMode.JUDGE:
+        cfg = settings.rerank
+        reranker = ChatJudge(chat, candidates=cfg.judge_candidates, chars=cfg.judge_chars, timeout=cfg.judge_timeout)
+        window = cfg.judge_candidates
+    elif rerank in (RerankMode.ENDPOINT, RerankMode.AUTO):
+        if container.reranker is None:
+            raise typer.BadParameter("no rerank endpoint: set RAGCHAT_RERANK__URL", param_hint="--rerank")
+        reranker = container.reranker
+    return retrieval_bench.Stages(
+        expansion=chat if expand else None,
+        phrasings=settings.expansion.phrasings,
+        expansion_weight=settings.expansion.weight,
+        reranker=reranker,
+        window=window,
+        weight=settings.rerank.weight,
+    )
 
 
 def _answers_table(report: answers_bench.Report, asked: int) -> Table:

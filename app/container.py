@@ -11,11 +11,12 @@ import threading
 from typing import TYPE_CHECKING
 
 from app.db.database import Database
-from app.llm.base import Embedder
+from app.llm.base import Embedder, Reranker
 from app.settings import Settings
 
 if TYPE_CHECKING:
     from app.llm.base import ChatModels
+    from app.llm.rerankers.http import HttpReranker
     from app.services.chat import ChatService
 
 
@@ -33,6 +34,7 @@ class Container:
         self._embedder = embedder
         self._chat_models = chat_models
         self._chat: ChatService | None = None
+        self._reranker: HttpReranker | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -57,8 +59,20 @@ class Container:
             if self._chat is None:
                 from app.services.chat import ChatService
 
-                self._chat = ChatService(self.store, self.settings, lambda: self.embedder, self.chat_models)
+                self._chat = ChatService(
+                    self.store, self.settings, lambda: self.embedder, self.chat_models, reranker=self.reranker
+                )
             return self._chat
+
+    @property
+    def reranker(self) -> Reranker | None:
+        """The operator's rerank endpoint (RAGCHAT_RERANK__URL), or None when there is none."""
+        with self._lock:
+            if self._reranker is None and self.settings.rerank.url is not None:
+                from app.llm.rerankers.http import HttpReranker
+
+                self._reranker = HttpReranker(self.settings.rerank)
+            return self._reranker
 
     @property
     def embedder(self) -> Embedder:
@@ -81,4 +95,6 @@ class Container:
         aclose = getattr(self._chat_models, "aclose", None)
         if aclose is not None:
             await aclose()
+        if self._reranker is not None:
+            await self._reranker.aclose()
         self.close()

@@ -42,6 +42,10 @@ class RagDefaults(RagSettings):
     rrf_k: int = Field(60, ge=1, le=1000)
     vector_weight: float = Field(1.0, ge=0.0, le=10.0)
     keyword_weight: float = Field(1.0, ge=0.0, le=10.0)
+    # Hybrid fusion: rrf (by rank, the weights above) or convex (by score: convex_alpha x cosine +
+    # (1 - convex_alpha) x BM25, each min-max normalised over the candidates). docs/BENCHMARKS.md.
+    fusion: Literal["rrf", "convex"] = "rrf"
+    convex_alpha: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class EmbedderSettings(BaseModel):
@@ -100,6 +104,42 @@ class IngestSettings(BaseModel):
                 f"chunk_tokens ({self.chunk_tokens}), or ordinary prose would be cut by length"
             )
         return self
+
+
+class RerankSettings(BaseModel):
+    """The operator's rerank endpoint (a cross-encoder served over HTTP: Cohere, Jina, vLLM,
+    llama.cpp's server speak ``cohere``; Hugging Face TEI speaks ``tei``), and the budget of the
+    chat model when it judges instead (app/llm/rerankers/)."""
+
+    url: str | None = None  # the endpoint itself, e.g. http://127.0.0.1:8080/v1/rerank; None: no endpoint
+    model: str | None = None  # sent as "model" (cohere wire); TEI serves one model and ignores it
+    api_key: SecretStr | None = None  # sent as a bearer token
+    protocol: Literal["cohere", "tei"] = "cohere"
+    timeout: float = Field(10.0, gt=0, le=600, allow_inf_nan=False)
+    # Candidates a reranker sees per question: the fused ranking's first N.
+    candidates: int = Field(20, ge=1, le=200)
+    # Weight of the reranker's order against the fused order when blending (1: the reranker's alone).
+    weight: float = Field(0.7, ge=0.0, le=1.0, allow_inf_nan=False)
+    # The chat model as judge: passages it reads (each cut to judge_chars), its timeout.
+    judge_candidates: int = Field(8, ge=1, le=50)
+    judge_chars: int = Field(600, ge=50, le=8000)
+    judge_timeout: float = Field(20.0, gt=0, le=600, allow_inf_nan=False)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"{value!r} is not an http:// or https:// URL")
+        return value or None
+
+
+class ExpansionSettings(BaseModel):
+    """Multi-query expansion: the chat model proposes alternative phrasings of a question."""
+
+    phrasings: int = Field(3, ge=1, le=5)  # at most this many alternatives are searched
+    timeout: float = Field(15.0, gt=0, le=600, allow_inf_nan=False)
+    # RRF weight of each alternative's ranking; the original question's rankings weigh 1.
+    weight: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class ChatSettings(BaseModel):
@@ -207,6 +247,8 @@ class Settings(BaseSettings):
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     log: LogSettings = Field(default_factory=LogSettings)

@@ -33,7 +33,7 @@ def _dataset(root: Path) -> Path:
 def _bench(dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app", "bench", "retrieval", "--dataset", str(dataset), "--split", "test", *args],
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "BENCH_CACHE": str(dataset.parent / "cache")},
         capture_output=True,
         text=True,
         timeout=240,
@@ -52,6 +52,23 @@ def test_json_reports_trec_metrics_for_each_mode(tmp_path: Path) -> None:
     table = _bench(dataset, "--mode", "vector", "--mode", "hybrid")
     assert table.returncode == 0, table.stderr
     assert "nDCG@10" in table.stdout and "vector" in table.stdout and "hybrid" in table.stdout
+
+
+def test_the_ingested_corpus_is_reused_across_query_time_variants(tmp_path: Path) -> None:
+    dataset = _dataset(tmp_path / "beir")
+    first = json.loads(_bench(dataset, "--mode", "hybrid", "--json").stdout)
+    assert first["reused_cached_database"] is False and first["ndcg@10"] == 1.0
+    (cached,) = (tmp_path / "cache").glob("beir-4-c200-*.db")
+    second = _bench(
+        dataset, "--mode", "hybrid", "--json", "--rrf-k", "5", "--keyword-weight", "0", "--feedback-docs", "1"
+    )
+    assert second.returncode == 0, second.stderr
+    again = json.loads(second.stdout)
+    assert again["reused_cached_database"] is True and again["chunks"] == first["chunks"]
+    assert "ingesting corpus" in second.stderr and cached.exists()
+    other = json.loads(_bench(dataset, "--mode", "keyword", "--json", "--no-cache").stdout)
+    assert other["reused_cached_database"] is False
+    assert len(list((tmp_path / "cache").glob("*.db"))) == 1  # --no-cache left the cache alone
 
 
 def test_a_folder_that_is_not_beir_is_refused(tmp_path: Path) -> None:

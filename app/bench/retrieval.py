@@ -1,8 +1,11 @@
 """`ragchat bench retrieval`: nDCG@10 and Recall@100 on a BEIR dataset, through the real
-ingestion path into a scratch database, scored with ir-measures (trec_eval semantics)."""
+ingestion path into a scratch database (kept in the bench cache and reused by later runs with the
+same corpus, chunking and embedder), scored with ir-measures (trec_eval semantics)."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import statistics
 import tempfile
 import time
@@ -13,12 +16,13 @@ from pathlib import Path
 import ir_measures
 from ir_measures import R, nDCG
 
-from app.bench.beir import BeirDataset, document_text
+from app.bench import scratch
+from app.bench.beir import BeirDataset
 from app.container import Container
-from app.db import migrate
-from app.llm.base import Embedder, Vectors
-from app.rag.ingest import FileResult, Ingestor, Source
-from app.rag.retrieval import RetrievalParams, embed_query, retrieve
+from app.llm.base import ChatModel, Embedder, Reranker, Vectors
+from app.rag import expansion, rerank
+from app.rag.ingest import FileResult
+from app.rag.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.services import projects
 from app.settings import Settings
@@ -34,12 +38,14 @@ class BenchResult:
     docs: int = 0
     chunks: int = 0
     queries: int = 0
+    reused: bool = False  # the scratch database came from the cache
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {
             "docs": self.docs,
             "chunks": self.chunks,
             "queries": self.queries,
+            "reused_cached_database": self.reused,
             "timings_s": self.timings,
             "calibration": self.calibration,
             "modes": self.metrics,
@@ -49,6 +55,23 @@ class BenchResult:
         return out
 
 
+@dataclass(frozen=True)
+class Stages:
+    """The model stages to run after (expansion: before) each search, as a chat turn does."""
+
+    expansion: ChatModel | None = None  # proposes phrasings
+    phrasings: int = 3
+    expansion_weight: float = 0.5
+    reranker: Reranker | None = None
+    window: int = 20
+    weight: float = 0.7
+    seconds: float = 60.0  # each model call's timeout
+
+    @property
+    def any(self) -> bool:
+        return self.expansion is not None or self.reranker is not None
+
+
 def run(
     dataset: BeirDataset,
     embedder: Embedder,
@@ -56,28 +79,31 @@ def run(
     modes: list[RetrievalMode],
     *,
     progress: Callable[[FileResult], None] | None = None,
+    cache: bool = True,
+    params: dict[str, object] | None = None,
+    stages: Stages = Stages(),
 ) -> BenchResult:
+    """Ingest ``dataset`` (or reuse its cached scratch database: app/bench/scratch.py), then rank its
+    queries in each mode, with ``params`` overriding RetrievalParams' fields (fusion, feedback)."""
     result = BenchResult(docs=len(dataset.corpus), queries=len(dataset.queries))
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
-        scratch = settings.model_copy(update={"database_url": f"sqlite:///{Path(tmp) / 'bench.db'}"})
-        migrate.upgrade(scratch.database_url)
-        container = Container.build(scratch)
+        started = time.perf_counter()
+        folder = None if cache else Path(tmp)
+        path, reused = scratch.ingested(dataset, embedder, settings, cache_dir=folder, progress=progress)
+        result.timings["ingest"] = time.perf_counter() - started
+        result.reused = reused
+        container = Container.build(settings.model_copy(update={"database_url": f"sqlite:///{path}"}))
         try:
-            pid = projects.create(container.store, "bench").id
-            sources = [
-                Source.from_bytes(f"{doc_id}.txt", document_text(*body).encode())
-                for doc_id, body in dataset.corpus.items()
-            ]
-            started = time.perf_counter()
-            summary = Ingestor(container.store, embedder, scratch.ingest).ingest(pid, sources, progress)
-            result.timings["ingest"] = time.perf_counter() - started
-            result.chunks = sum(f.chunks for f in summary.files)
+            project = projects.find(container.store, scratch.PROJECT)
+            assert project is not None
+            pid = project.id
+            result.chunks = _chunks(container, pid)
             started = time.perf_counter()
             vectors = {qid: embed_query(embedder, text) for qid, text in dataset.queries.items()}
             result.timings["embed_queries"] = time.perf_counter() - started
             for mode in modes:
                 started = time.perf_counter()
-                run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode)
+                run_, best_scores = _search(container, embedder, pid, dataset, vectors, mode, params or {}, stages)
                 result.timings[f"search_{mode}"] = time.perf_counter() - started
                 result.metrics[mode] = _measure(dataset, run_)
                 if mode == RetrievalMode.VECTOR:
@@ -87,6 +113,12 @@ def run(
     return result
 
 
+def _chunks(container: Container, pid: int) -> int:
+    with container.store.read() as db:
+        count = db.connection().exec_driver_sql("SELECT count(*) FROM chunks WHERE project_id = ?", (pid,)).scalar()
+        return int(count or 0)
+
+
 def _search(
     container: Container,
     embedder: Embedder,
@@ -94,12 +126,18 @@ def _search(
     dataset: BeirDataset,
     vectors: dict[str, Vectors],
     mode: RetrievalMode,
+    overrides: dict[str, object],
+    stages: Stages = Stages(),
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
-    params = RetrievalParams(mode=mode, top_k=CANDIDATES * 2, threshold=-1.0, candidates=CANDIDATES)
+    base = RetrievalParams(mode=mode, top_k=CANDIDATES * 2, threshold=-1.0, candidates=CANDIDATES)
+    params = dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
     run_: dict[str, dict[str, float]] = {}
     best: dict[str, dict[str, float]] = {}
     for qid, text in dataset.queries.items():
-        found = retrieve(container.store, embedder, pid, text, params, query_vector=vectors[qid])
+        if stages.any:
+            found = asyncio.run(_staged(container, embedder, pid, text, params, vectors[qid], stages))
+        else:
+            found = retrieve(container.store, embedder, pid, text, params, query_vector=vectors[qid])
         docs: dict[str, float] = {}
         scores: dict[str, float] = {}
         for position, cand in enumerate(found.candidates):
@@ -110,6 +148,35 @@ def _search(
         run_[qid] = dict(list(docs.items())[:100])
         best[qid] = scores
     return run_, best
+
+
+async def _staged(
+    container: Container,
+    embedder: Embedder,
+    pid: int,
+    text: str,
+    params: RetrievalParams,
+    vector: Vectors,
+    stages: Stages,
+) -> RetrievalResult:
+    phrasings: list[str] = []
+    if stages.expansion is not None:
+        phrasings = (
+            await expansion.expand(stages.expansion, text, count=stages.phrasings, seconds=stages.seconds)
+        ).phrasings
+    found = retrieve(
+        container.store,
+        embedder,
+        pid,
+        text,
+        params,
+        query_vector=vector,
+        alternatives=phrasings,
+        alternative_weight=stages.expansion_weight,
+    )
+    if stages.reranker is not None:
+        await rerank.rerank(found, stages.reranker, window=stages.window, weight=stages.weight)
+    return found
 
 
 def _measure(dataset: BeirDataset, run_: dict[str, dict[str, float]]) -> dict[str, float]:

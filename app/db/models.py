@@ -221,6 +221,8 @@ class ChatSession(Timestamps, Base):
         CheckConstraint("top_k BETWEEN 1 AND 50", name="ck_chat_sessions_top_k"),
         CheckConstraint("threshold >= 0 AND threshold <= 1", name="ck_chat_sessions_threshold"),
         CheckConstraint("answer_mode IN ('generative', 'extractive', 'auto')", name="ck_chat_sessions_answer_mode"),
+        CheckConstraint("rerank IN ('off', 'auto', 'endpoint', 'judge')", name="ck_chat_sessions_rerank"),
+        CheckConstraint("expansion IN ('off', 'on', 'auto')", name="ck_chat_sessions_expansion"),
         NEVER_REUSED_IDS,
     )
 
@@ -235,6 +237,8 @@ class ChatSession(Timestamps, Base):
     threshold: Mapped[float] = mapped_column(Float)
     include_citations: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
     answer_mode: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
+    rerank: Mapped[str] = mapped_column(String(10), server_default=text("'auto'"))
+    expansion: Mapped[str] = mapped_column(String(10), server_default=text("'off'"))
 
     messages: Mapped[list[ChatMessage]] = relationship(
         back_populates="chat",

@@ -17,6 +17,7 @@ from app.rag.answer_mode import AnswerMode
 from app.rag.degradation import DegradationReason
 from app.rag.guard import Decision as GuardDecision
 from app.rag.ingest import FileStatus
+from app.rag.ranking_modes import ExpansionMode, RerankMode
 from app.rag.retrieval import CandidateFate
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
@@ -46,6 +47,27 @@ expose(
         "cited to its exact span. It can only say what the documents say.",
         AnswerMode.AUTO: "GENERATIVE when the session's chat model writes grounded answers reliably (its "
         "provider says so), else EXTRACTIVE. The trace's `answer.mode` says which ran.",
+    },
+)
+expose(
+    RerankMode,
+    "Whether and how a session reranks the first candidates of each retrieval.",
+    {
+        RerankMode.OFF: "No reranking: the fused order.",
+        RerankMode.AUTO: "The server's rerank endpoint when one is configured, else none.",
+        RerankMode.ENDPOINT: "The server's rerank endpoint (a cross-encoder over HTTP); none when it has none.",
+        RerankMode.JUDGE: "The session's chat model rates the first candidates (one extra model call per question).",
+    },
+)
+expose(
+    ExpansionMode,
+    "Whether a session searches alternative phrasings of each question (multi-query expansion).",
+    {
+        ExpansionMode.OFF: "The question alone.",
+        ExpansionMode.ON: "The session's chat model proposes alternative phrasings, searched beside the question "
+        "(one extra model call per question).",
+        ExpansionMode.AUTO: "ON when the session's chat model follows instructions reliably (its provider says "
+        "so), else OFF.",
     },
 )
 expose(
@@ -118,7 +140,11 @@ expose(
         Stage.RETRIEVAL_KEYWORD: "Keyword search (BM25 in the in-memory keyword index).",
         Stage.RETRIEVAL_SCORE: "Exact cosine similarity of every candidate, from its stored vector.",
         Stage.RETRIEVAL_LOAD: "Reading the candidates' text and location.",
+        Stage.RETRIEVAL_FEEDBACK: "Pseudo-relevance feedback: searching again with the question moved towards "
+        "its first results (vector and keywords).",
         Stage.RETRIEVAL_RANK: "Fusing the rankings and applying threshold and topK.",
+        Stage.EXPANSION: "The chat model proposing alternative phrasings of the question (multi-query expansion).",
+        Stage.RERANK: "A reranker scoring the first candidates (an HTTP rerank endpoint, or the chat model as judge).",
         Stage.EXTRACT: "Choosing the sentences to quote (extractive answers).",
         Stage.BUDGET: "Building the prompt to fit the model's context window (tokenizing).",
         Stage.FIRST_TOKEN: "From calling the chat model to its first token (included in GENERATE).",
@@ -137,6 +163,9 @@ expose(
         "index's, and chunks found by keyword alone have none (null) and skip the threshold.",
         DegradationReason.RETRIEVAL_FAILED: "Retrieval failed altogether (the embedder or the database): the "
         "answer was written without sources.",
+        DegradationReason.RERANK_FAILED: "The reranker failed or timed out: the fused order was kept.",
+        DegradationReason.EXPANSION_FAILED: "The chat model proposed no alternative phrasings (failed, timed out "
+        "or said nothing usable): the question alone was searched.",
     },
 )
 expose(
@@ -198,9 +227,11 @@ __all__ = [
     "DocumentKind",
     "DocumentStatus",
     "ErrorCode",
+    "ExpansionMode",
     "FileStatus",
     "GuardDecision",
     "MessageStatus",
+    "RerankMode",
     "RetrievalMode",
     "Role",
     "Stage",

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.enums import AnswerMode
+from app.graphql.enums import AnswerMode, ExpansionMode, RerankMode
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE
 
 _TOP_K = "How many sources an answer is written from at most, {}-{}.".format(*TOP_K_RANGE)
 _THRESHOLD = (
     "The cosine similarity to the question a chunk needs to be a source, {:g}-{:g} (higher keeps fewer)."
 ).format(*THRESHOLD_RANGE)
+_RERANK = "Whether and how the first candidates are reranked (the trace shows each one's rerank score)."
+_EXPANSION = "Whether alternative phrasings of the question are searched too (the trace lists them)."
 _UNSET = " Omitted or null: the server's default (sessionDefaults) when creating, unchanged when updating."
 
 
@@ -29,6 +31,8 @@ class RagSettingsFields:
     threshold: float = strawberry.field(description=_THRESHOLD)
     include_citations: bool = strawberry.field(description="Ask the model to cite its sources with [n] markers.")
     answer_mode: AnswerMode = strawberry.field(description="How answers are written.")
+    rerank: RerankMode = strawberry.field(description=_RERANK)
+    expansion: ExpansionMode = strawberry.field(description=_EXPANSION)
 
 
 @strawberry.input
@@ -42,3 +46,5 @@ class RagSettingsInput:
         default=None, description="Ask the model to cite its sources with [n] markers." + _UNSET
     )
     answer_mode: AnswerMode | None = strawberry.field(default=None, description="How answers are written." + _UNSET)
+    rerank: RerankMode | None = strawberry.field(default=None, description=_RERANK + _UNSET)
+    expansion: ExpansionMode | None = strawberry.field(default=None, description=_EXPANSION + _UNSET)

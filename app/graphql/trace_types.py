@@ -69,6 +69,24 @@ class TraceCandidate:
     )
     fate: CandidateFate = strawberry.field(description="What the settings did with it.")
     location: Location = strawberry.field(description="Where it sits in its document.")
+    rerank_score: float | None = strawberry.field(
+        default=None,
+        description="The reranker's score (its own scale, only comparable within one question); null when no "
+        "reranker scored it. Reranked candidates are ordered by this blended with their fused rank.",
+    )
+
+
+@strawberry.type(description="The ranking stages a turn ran: multi-query expansion and reranking.")
+class TraceRanking:
+    expansions: list[str] = strawberry.field(description="Alternative phrasings searched beside the question.")
+    expansion_failed: str | None = strawberry.field(
+        description="Why expansion, though on, searched the question alone; null when it worked or was off."
+    )
+    reranker: str | None = strawberry.field(
+        description='The reranker that ran ("http:MODEL" or "judge:PROVIDER/MODEL"); null when none did.'
+    )
+    reranked: int = strawberry.field(description="How many of the first candidates it scored.")
+    rerank_failed: str | None = strawberry.field(description="Why the fused order was kept; null when it was not.")
 
 
 @strawberry.type(description="How long one stage took.")
@@ -165,6 +183,9 @@ class RetrievalTrace:
         description="How citations were checked; null when the answer did not get that far."
     )
     answer: TraceAnswer | None = strawberry.field(description="Answer mode and guard (absent in older traces).")
+    ranking: TraceRanking | None = strawberry.field(
+        default=None, description="Expansion and reranking; null when neither was on (and in older traces)."
+    )
 
 
 def _answer(answer: trace_model.TraceAnswer | None) -> TraceAnswer | None:
@@ -202,6 +223,7 @@ def _candidate(c: trace_model.TraceCandidate) -> TraceCandidate:
         fused_score=c.fused_score,
         fate=c.fate,
         location=c.location,
+        rerank_score=c.rerank_score,
     )
 
 
@@ -217,6 +239,7 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
         no_context=trace.no_context,
         degraded=list(trace.degraded),
         candidates=[_candidate(c) for c in trace.candidates],
+        ranking=TraceRanking(**trace.ranking.model_dump()) if trace.ranking is not None else None,
         timings=[StageTiming(stage=k, ms=v) for k, v in trace.timings_ms.items()],
         tokens=TraceTokens(
             prompt=tokens.prompt,

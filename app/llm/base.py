@@ -171,3 +171,16 @@ class ChatModels(Protocol):
     async def list_models(self) -> Sequence[ProviderModels]:
         """Every provider, whether it can be used and answers now, and its known model names."""
         ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores how relevant each passage is to a query (a cross-encoder behind an HTTP ``rerank``
+    endpoint, or a chat model as judge). Scores are comparable within one call only: callers use
+    their order, never their scale."""
+
+    name: str  # shown in the trace, e.g. "http:bge-reranker-v2-m3" or "judge:openai/gpt-4o-mini"
+
+    async def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """One score per passage, in input order, higher is more relevant. Raises ``ProviderError``."""
+        ...

@@ -16,6 +16,8 @@ class DegradationReason(StrEnum):
     VECTOR_SEARCH_FAILED = "vector_search_failed"  # the vector index failed: keyword search only
     SCORES_UNAVAILABLE = "scores_unavailable"  # stored vectors unreadable: index scores, or none
     RETRIEVAL_FAILED = "retrieval_failed"  # no search at all (embedder or database): no sources
+    RERANK_FAILED = "rerank_failed"  # the reranker failed or timed out: the fused order was kept
+    EXPANSION_FAILED = "expansion_failed"  # no alternative phrasings: the question alone was searched
 
 
 # The start of each reason's message, as every version of its producer wrote it.

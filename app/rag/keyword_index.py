@@ -299,6 +299,15 @@ class View:
         order = np.lexsort((ids, -scores[hits]))
         return [(int(ids[j]), -float(scores[hits[j]])) for j in order]
 
+    def idf(self, terms: Sequence[int]) -> dict[int, float]:
+        """Each term's idf in the project (FTS5's formula and floor); terms no live chunk has are left out."""
+        found: dict[int, float] = {}
+        for term in dict.fromkeys(int(t) for t in terms):
+            lists = self._postings({term: 1})
+            if lists:
+                found[term] = lists[0][0]
+        return found
+
     def _postings(self, weights: dict[int, int]) -> list[tuple[float, list[tuple[np.ndarray, np.ndarray]]]]:
         """Each question term in the project as ``(idf x weight, [(rows, tf) per segment])``."""
         n = self.size

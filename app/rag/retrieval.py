@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
-from app.rag import fusion, keyword_index, spaces, vector_index, vector_store
+from app.rag import feedback, fusion, keyword_index, spaces, vector_index, vector_store
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
@@ -53,6 +53,18 @@ class RetrievalParams:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    # Hybrid: "rrf" (ranks, weighted above) or "convex" (scores: convex_alpha x cosine + the rest x BM25,
+    # each min-max normalised over the candidates). Several phrasings or feedback are always fused by RRF.
+    fusion: str = "rrf"
+    convex_alpha: float = 0.75
+    # Pseudo-relevance feedback (app/rag/feedback.py): the first N chunks of the fused ranking move the
+    # question (0: off); the moved vector's and terms' rankings are fused with these weights (0: not run).
+    feedback_docs: int = 0
+    feedback_vector_weight: float = 0.5
+    feedback_keyword_weight: float = 0.5
+    feedback_beta: float = 0.75  # Rocchio: how far the vector moves towards the feedback chunks' mean
+    feedback_terms: int = 10  # RM3: new terms added
+    feedback_term_weight: float = 0.5  # RM3: the best new term's weight, relative to a question word
 
     @classmethod
     def for_session(
@@ -68,6 +80,8 @@ class RetrievalParams:
             rrf_k=rag.rrf_k,
             vector_weight=rag.vector_weight,
             keyword_weight=rag.keyword_weight,
+            fusion=rag.fusion,
+            convex_alpha=rag.convex_alpha,
         )
 
 
@@ -103,6 +117,7 @@ class Candidate:
     fused_rank: int
     fused_score: float
     fate: CandidateFate = CandidateFate.KEPT
+    rerank_score: float | None = None  # the reranker's, when one ranked this candidate (app/rag/rerank.py)
 
 
 @dataclass
@@ -114,6 +129,7 @@ class RetrievalResult:
     degraded: list[Degradation] = field(default_factory=list)
     timings_ms: dict[Stage, float] = field(default_factory=dict)
     space: str | None = None
+    alternatives: list[str] = field(default_factory=list)  # other phrasings searched with the query
 
     @property
     def kept(self) -> list[Candidate]:
@@ -141,15 +157,25 @@ def retrieve(
     params: RetrievalParams,
     *,
     query_vector: Vectors | None = None,
+    alternatives: Sequence[str] = (),
+    alternative_weight: float = 0.5,
 ) -> RetrievalResult:
     """Search one project. Embedding happens before any database connection is taken; errors of
     the embedder propagate (the caller decides how to degrade); a failing vector index degrades to
-    keyword-only and says so in ``degraded``."""
-    result = RetrievalResult(query=query, mode=params.mode, params=params)
+    keyword-only and says so in ``degraded``.
+
+    ``alternatives`` (other phrasings of the question: multi-query expansion) are each searched the
+    same way, and their rankings fused with the question's, each weighted ``alternative_weight``
+    (the question's weigh 1); scores stay the cosine to the question itself."""
+    result = RetrievalResult(query=query, mode=params.mode, params=params, alternatives=list(alternatives))
     t = result.timings_ms
-    if query_vector is None:
+    if query_vector is None or alternatives:
         with _timed(t, Stage.RETRIEVAL_EMBED):
-            query_vector = embed_query(embedder, query)
+            texts = ([] if query_vector is not None else [query]) + list(alternatives)
+            embedded = embedder.embed(texts)
+            if query_vector is None:
+                query_vector, embedded = embedded[0], embedded[1:]
+    alternative_vectors = list(embedded) if alternatives else []
     with store.read() as db:
         space = spaces.active_space(db, project_id)
         if space is None:  # nothing ingested yet
@@ -157,14 +183,25 @@ def retrieve(
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result)
+        extra: list[tuple[list[tuple[int, float]], float]] = []
+        for text, vector in zip(alternatives, alternative_vectors, strict=True):
+            alt_vector, alt_keyword = _rankings(db, space.table, project_id, text, vector, result)
+            extra += [(alt_vector, alternative_weight * params.vector_weight)]
+            extra += [(alt_keyword, alternative_weight * params.keyword_weight)]
+        if params.feedback_docs > 0:
+            with _timed(t, Stage.RETRIEVAL_FEEDBACK):
+                extra += _feedback(
+                    db, space.table, project_id, query, query_vector, [vector_hits, keyword_hits], result
+                )
         with _timed(t, Stage.RETRIEVAL_SCORE):
-            ids = list(dict.fromkeys([cid for cid, _ in vector_hits] + [cid for cid, _ in keyword_hits]))
+            every = [vector_hits, keyword_hits, *(hits for hits, _ in extra)]
+            ids = list(dict.fromkeys(cid for hits in every for cid, _ in hits))
             scores = _scores(db, space.table, query_vector, ids, dict(vector_hits), result)
         with _timed(t, Stage.RETRIEVAL_LOAD):
             rows = _load(db, project_id, ids)
     with _timed(t, Stage.RETRIEVAL_RANK):
-        result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result)
-        _apply_threshold_and_top_k(result.candidates, params)
+        result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result, extra)
+        apply_threshold_and_top_k(result.candidates, params)
     return result
 
 
@@ -222,6 +259,42 @@ def _rankings(
     keyword_hits, ms = keyword_search.result()
     timings[Stage.RETRIEVAL_KEYWORD] = timings.get(Stage.RETRIEVAL_KEYWORD, 0.0) + ms
     return vector_hits, keyword_hits
+
+
+def _feedback(
+    db: Session,
+    table: str,
+    project_id: int,
+    query: str,
+    query_vector: Vectors,
+    rankings: list[list[tuple[int, float]]],
+    result: RetrievalResult,
+) -> list[tuple[list[tuple[int, float]], float]]:
+    """Pseudo-relevance feedback: the rankings of the question moved towards the first chunks of
+    the fused ranking so far, each with its fusion weight."""
+    params = result.params
+    weights = [params.vector_weight, params.keyword_weight][: len(rankings)]
+    fused = fusion.rrf([([cid for cid, _ in hits], w) for hits, w in zip(rankings, weights, strict=True)], params.rrf_k)
+    top = sorted(fused, key=lambda c: (-fused[c], c))[: params.feedback_docs]
+    if not top:
+        return []
+    out: list[tuple[list[tuple[int, float]], float]] = []
+    candidates = int(params.candidates)
+    if params.feedback_vector_weight > 0 and result.mode != RetrievalMode.KEYWORD:
+        view, _ = vector_index.view_for(db, table, vector_store.space_row_id(table))
+        found = view.vectors(top)
+        moved = feedback.rocchio(query_vector, [found[c] for c in top if c in found], params.feedback_beta)
+        out.append((_vector_search(view, moved, candidates), params.feedback_vector_weight))
+    if params.feedback_keyword_weight > 0 and result.mode != RetrievalMode.VECTOR:
+        question = keyword_index.tokenizer().question(query)
+        if question:
+            view_k = keyword_index.view_for(db, project_id)
+            texts = [str(row[3]) for row in _load(db, project_id, top).values()]
+            terms = feedback.expanded_terms(
+                question, texts, view_k, terms=params.feedback_terms, term_weight=params.feedback_term_weight
+            )
+            out.append((view_k.search(terms, candidates), params.feedback_keyword_weight))  # type: ignore[arg-type]
+    return out
 
 
 def _vector_search(view: vector_index.View, query_vector: Vectors, candidates: int) -> list[tuple[int, float]]:
@@ -284,6 +357,7 @@ def _rank(
     vector_hits: list[tuple[int, float]],
     keyword_hits: list[tuple[int, float]],
     result: RetrievalResult,
+    extra: Sequence[tuple[list[tuple[int, float]], float]] = (),
 ) -> list[Candidate]:
     params = result.params
     vector_ids = [cid for cid, _ in vector_hits if cid in rows]
@@ -291,8 +365,17 @@ def _rank(
     vector_rank = {cid: i for i, cid in enumerate(vector_ids, start=1)}
     keyword_rank = {cid: i for i, cid in enumerate(keyword_ids, start=1)}
     weights = [(vector_ids, params.vector_weight), (keyword_ids, params.keyword_weight)]
+    weights += [([cid for cid, _ in hits if cid in rows], weight) for hits, weight in extra]
     fused = fusion.rrf(weights, k=params.rrf_k)
-    if result.mode == RetrievalMode.VECTOR:
+    if params.fusion == "convex" and result.mode == RetrievalMode.HYBRID and not extra:
+        similarity = {cid: s for cid in rows if (s := scores.get(cid)) is not None}
+        bm25 = {cid: -value for cid, value in keyword_hits if cid in rows}  # FTS5's bm25: lower is better
+        fused = fusion.convex(similarity, bm25, params.convex_alpha)
+        fused.update({cid: 0.0 for cid in rows if cid not in fused})  # no score at all: last
+        order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+    elif extra:  # several phrasings: their fusion orders, whatever the mode
+        order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+    elif result.mode == RetrievalMode.VECTOR:
         order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))
     elif result.mode == RetrievalMode.KEYWORD:
         order = keyword_ids
@@ -318,7 +401,7 @@ def _rank(
     return candidates
 
 
-def _apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
+def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
     kept = 0
     for candidate in candidates:
         if candidate.score is not None and candidate.score < params.threshold:

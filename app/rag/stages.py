@@ -14,7 +14,10 @@ class Stage(StrEnum):
     RETRIEVAL_KEYWORD = "retrieval_keyword"  # BM25 search in the in-memory keyword index
     RETRIEVAL_SCORE = "retrieval_score"  # exact cosine of every candidate from its stored vector
     RETRIEVAL_LOAD = "retrieval_load"  # reading the candidates' text and location
+    RETRIEVAL_FEEDBACK = "retrieval_feedback"  # pseudo-relevance feedback: the moved question's searches
     RETRIEVAL_RANK = "retrieval_rank"  # fusion, threshold and top-k
+    EXPANSION = "expansion"  # the chat model proposing alternative phrasings of the question
+    RERANK = "rerank"  # a reranker scoring the first candidates
     EXTRACT = "extract"  # quoting sentences for an extractive answer
     BUDGET = "budget"  # building the prompt within the model's context window
     FIRST_TOKEN = "first_token"  # from the model's call to its first token

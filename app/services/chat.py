@@ -35,14 +35,24 @@ from app.errors import (
     StorageError,
     UnusableAnswerError,
 )
-from app.llm.base import ChatModel, ChatModels, Embedder, GenerationOptions, TextDelta, Usage
+from app.llm.base import (
+    ChatModel,
+    ChatModels,
+    Embedder,
+    GenerationOptions,
+    ModelCapabilities,
+    Reranker,
+    TextDelta,
+    Usage,
+)
 from app.rag import answer_mode, budget, citations, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
 from app.rag.degradation import DegradationReason
-from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult, retrieve
+from app.rag.ranking_modes import ExpansionMode, RerankMode
+from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_store
+from app.services import chat_answer, chat_store, ranking
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
 from app.services.chat_live import LiveTurns
 from app.services.chat_log import TurnLog
@@ -58,9 +68,16 @@ CANCELLED = "cancelled: the client disconnected before the answer finished"
 
 class ChatService:
     def __init__(
-        self, store: Database, settings: Settings, embedder: Callable[[], Embedder], models: ChatModels
+        self,
+        store: Database,
+        settings: Settings,
+        embedder: Callable[[], Embedder],
+        models: ChatModels,
+        *,
+        reranker: Reranker | None = None,
     ) -> None:
         self.store = store
+        self.reranker = reranker  # the operator's rerank endpoint (RAGCHAT_RERANK__URL), if any
         self.settings = settings
         self.embedder = embedder
         self.models = models
@@ -319,19 +336,36 @@ class ChatService:
         if not chat.rag.enable_rag:
             return None
         params = RetrievalParams.for_session(self.settings.rag, top_k=chat.rag.top_k, threshold=chat.rag.threshold)
-
-        def search() -> RetrievalResult:
-            return retrieve(self.store, self.embedder(), chat.project_id, turn.question, params)
-
+        model, capabilities = self._helper_model(chat)
         try:
-            result = await anyio.to_thread.run_sync(search)
+            ranked = await ranking.retrieve_ranked(
+                self.store,
+                self.embedder(),
+                self.settings,
+                chat.project_id,
+                turn.question,
+                params,
+                chat.rag,
+                model=model,
+                capabilities=capabilities,
+                endpoint=self.reranker,
+            )
         except (RagchatError, DBAPIError) as exc:
             reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
             log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
             trace.degrade(DegradationReason.RETRIEVAL_FAILED, f"no context: {reason}")
             return None
+        result = ranked.result
         trace.set_retrieval(result)
+        if ranked.ranking is not None:
+            trace.set_ranking(ranked.ranking)
         return result
+
+    def _helper_model(self, chat: SessionSnapshot) -> tuple[ChatModel | None, ModelCapabilities]:
+        """The session's chat model when a ranking stage may call it (expansion, the judge), else None."""
+        if chat.rag.expansion is ExpansionMode.OFF and chat.rag.rerank is not RerankMode.JUDGE:
+            return None, ModelCapabilities()
+        return self.models.get(chat.provider, chat.model), self.models.capabilities(chat.provider, chat.model)
 
     def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:
         sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]

@@ -24,6 +24,7 @@ from app.services.trace_model import (
     TraceBudget,
     TraceCandidate,
     TraceCitations,
+    TraceRanking,
     TraceSettings,
     TraceTokens,
 )
@@ -77,6 +78,10 @@ class TraceBuilder:
             self.timing(stage, ms)
         self._trace.embedding_space = result.space
         self._trace.effective_mode = result.mode
+
+    def set_ranking(self, ranking: TraceRanking) -> None:
+        """What expansion and reranking did (app/services/ranking.py)."""
+        self._trace.ranking = ranking
 
     def set_budget(self, report: BudgetReport) -> None:
         self._trace.tokens = TraceTokens(

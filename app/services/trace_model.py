@@ -64,6 +64,17 @@ class TraceCandidate(_Camel):
     fused_score: float
     fate: CandidateFate
     location: Location  # stored with its snake_case field names
+    rerank_score: float | None = None  # absent in traces from before reranking
+
+
+class TraceRanking(_Camel):
+    """The ranking stages a turn ran (app/services/ranking.py); absent in older traces."""
+
+    expansions: list[str] = Field(default_factory=list)  # the alternative phrasings searched
+    expansion_failed: str | None = None  # why expansion, though on, searched the question alone
+    reranker: str | None = None  # the reranker that ran, e.g. "http:bge-reranker-v2-m3"
+    reranked: int = 0  # candidates it scored
+    rerank_failed: str | None = None  # why the fused order was kept
 
 
 class TraceTokens(_Camel):
@@ -129,6 +140,7 @@ class RetrievalTrace(_Camel):
     source_chunk_ids: list[int] | None = None
     answer: TraceAnswer | None = None
     citations: TraceCitations | None = None
+    ranking: TraceRanking | None = None
     degraded: list[StoredDegradation] = Field(default_factory=list)
     timings_ms: dict[Stage, float] = Field(default_factory=dict)
     candidates: list[TraceCandidate] = Field(default_factory=list)

@@ -9,7 +9,7 @@ import { TracePanel } from "./TracePanel";
 const where = { page: null, lineStart: 1, lineEnd: 5, headingPath: "" };
 
 function candidate(n: number, fate: TraceFieldsFragment["candidates"][number]["fate"], score: number | null) {
-  return { chunkId: String(n), documentId: "1", documentName: `doc-${n}.md`, score, vectorRank: score === null ? null : n, keywordRank: n + 1, fusedRank: n, fusedScore: 0.03, fate, location: where };
+  return { chunkId: String(n), documentId: "1", documentName: `doc-${n}.md`, score, vectorRank: score === null ? null : n, keywordRank: n + 1, fusedRank: n, fusedScore: 0.03, rerankScore: null, fate, location: where };
 }
 
 const trace: TraceFieldsFragment = {
@@ -30,6 +30,7 @@ const trace: TraceFieldsFragment = {
   budget: { chunksOverBudget: [2], historyDropped: 1 },
   citations: { valid: 1, invalidRemoved: 2, attributed: false },
   answer: null,
+  ranking: null,
 };
 
 function renderPanel(onClose = vi.fn()) {
@@ -53,6 +54,28 @@ describe("TracePanel", () => {
     expect(within(rows[4]!).getAllByText("—")).toHaveLength(2);
     expect(within(panel).getByTestId("fate-count-BELOW_THRESHOLD")).toHaveTextContent("2");
     expect(within(panel).getByTestId("fate-count-KEPT")).toHaveTextContent("1");
+  });
+
+  it("shows the ranking stages: the phrasings searched, the reranker and each candidate's rerank score", () => {
+    const ranked = {
+      ...trace,
+      candidates: [{ ...candidate(2, "KEPT", 0.7), rerankScore: 3 }, { ...candidate(1, "BEYOND_TOP_K", 0.8), rerankScore: 0 }, candidate(3, "BEYOND_TOP_K", 0.6)],
+      ranking: { expansions: ["install from source", "setup steps"], expansionFailed: null, reranker: "judge:scripted/scripted", reranked: 2, rerankFailed: null },
+    };
+    render(<TracePanel trace={ranked} open onClose={vi.fn()} />);
+    const ranking = screen.getByTestId("trace-ranking");
+    expect(within(ranking).getAllByRole("listitem").map((li) => li.textContent)).toEqual(["install from source", "setup steps"]);
+    expect(ranking).toHaveTextContent("judge:scripted/scripted: scored the first 2");
+    const rows = screen.getAllByTestId("trace-candidate");
+    expect(rows[0]).toHaveTextContent("3.000");
+    expect(within(rows[2]!).getAllByText("—").length).toBeGreaterThan(0);
+    expect(screen.getByRole("columnheader", { name: "Rerank" })).toBeInTheDocument();
+  });
+
+  it("shows no rerank column and no ranking section when no stage ran", () => {
+    const panel = renderPanel();
+    expect(within(panel).queryByTestId("trace-ranking")).toBeNull();
+    expect(within(panel).queryByRole("columnheader", { name: "Rerank" })).toBeNull();
   });
 
   it("shows the settings used, the degradation, timings and token counts", () => {

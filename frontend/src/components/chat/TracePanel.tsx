@@ -32,6 +32,7 @@ export function TracePanel({ trace, messageId = null, open, onClose }: TracePane
 
 export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragment; messageId?: string | null }) {
   const counts = fateCounts(trace.candidates);
+  const reranked = trace.candidates.some((c) => c.rerankScore != null);
   return (
     <div className={styles.trace}>
       {trace.degraded.length > 0 && (
@@ -79,6 +80,8 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
         </dl>
       </TraceSection>
 
+      {trace.ranking && <RankingSection ranking={trace.ranking} />}
+
       <TraceSection
         id="trace-candidates"
         title={
@@ -106,6 +109,11 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
                   <th scope="col" className={numeric} title="Rank after reciprocal rank fusion">
                     Fused
                   </th>
+                  {reranked && (
+                    <th scope="col" className={numeric} title="The reranker's score (its own scale); the order blends it with the fused rank">
+                      Rerank
+                    </th>
+                  )}
                   <th scope="col">Fate</th>
                 </tr>
               </thead>
@@ -125,6 +133,7 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
                     <td className={cx(numeric, "mono")}>{c.vectorRank ?? "—"}</td>
                     <td className={cx(numeric, "mono")}>{c.keywordRank ?? "—"}</td>
                     <td className={cx(numeric, "mono")}>{c.fusedRank}</td>
+                    {reranked && <td className={cx(numeric, "mono")}>{c.rerankScore != null ? c.rerankScore.toFixed(3) : "—"}</td>}
                     <td>
                       <FateBadge fate={c.fate} />
                       <span className={styles.reason}>{fateReason(c.fate, c, trace.settings)}</span>
@@ -152,6 +161,34 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
         </TraceSection>
       )}
     </div>
+  );
+}
+
+type Ranking = NonNullable<TraceFieldsFragment["ranking"]>;
+
+/** What multi-query expansion and reranking did: the phrasings searched, the reranker, and why a stage fell back. */
+function RankingSection({ ranking }: { ranking: Ranking }) {
+  return (
+    <TraceSection id="trace-ranking" title="Ranking">
+      <dl className={styles.kv} data-testid="trace-ranking">
+        <dt>Also searched</dt>
+        <dd>
+          {ranking.expansions.length > 0 ? (
+            <ul aria-label="Alternative phrasings">
+              {ranking.expansions.map((e) => (
+                <li key={e}>{e}</li>
+              ))}
+            </ul>
+          ) : (
+            (ranking.expansionFailed ?? "no other phrasing (expansion off)")
+          )}
+        </dd>
+        <dt>Reranker</dt>
+        <dd className="mono">
+          {ranking.reranker ? `${ranking.reranker}: ${ranking.rerankFailed ?? `scored the first ${ranking.reranked}`}` : "none"}
+        </dd>
+      </dl>
+    </TraceSection>
   );
 }
 

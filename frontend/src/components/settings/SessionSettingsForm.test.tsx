@@ -16,6 +16,8 @@ const session: SessionFieldsFragment = {
   threshold: 0.25,
   includeCitations: true,
   answerMode: "AUTO",
+  rerank: "AUTO",
+  expansion: "OFF",
   createdAt: "2025-01-01T10:00:00",
   updatedAt: "2025-01-01T10:00:00",
 };
@@ -135,6 +137,17 @@ describe("SessionSettingsForm", () => {
     expect(within(group).getByRole("radio", { name: "Auto" })).not.toBeChecked();
     await user.click(screen.getByRole("button", { name: "Save" }));
     expect(onSubmit).toHaveBeenCalledExactlyOnceWith({ answerMode: "EXTRACTIVE" });
+  });
+
+  it("offers reranking and query expansion and sends only what changed", async () => {
+    const { user, onSubmit } = setup();
+    const rerank = screen.getByLabelText("Reranking");
+    expect(rerank).toHaveValue("AUTO");
+    expect(screen.getByLabelText("Query expansion")).toHaveValue("OFF");
+    await user.selectOptions(rerank, "JUDGE");
+    await user.selectOptions(screen.getByLabelText("Query expansion"), "ON");
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenCalledExactlyOnceWith({ rerank: "JUDGE", expansion: "ON" });
   });
 
   it("shows the chat's own answer mode, and sends nothing when it is chosen again", async () => {

@@ -1,9 +1,9 @@
 import { type FormEvent, type ReactNode, useEffect, useState } from "react";
-import type { ProvidersQuery, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
+import type { ExpansionMode, ProvidersQuery, RerankMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
-import { type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
+import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
 import styles from "./SessionSettingsForm.module.css";
 
 type Provider = ProvidersQuery["providers"][number];
@@ -132,6 +132,26 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
           hint="Ask for [n] markers and keep the cited passages with the answer."
           disabled={!draft.enableRag}
         />
+        <FieldRow>
+          <Field label="Reranking" hint="Reorders the first candidates; the trace shows each one's rerank score.">
+            <Select value={draft.rerank} disabled={!draft.enableRag} onChange={(e) => set("rerank", e.target.value as RerankMode)} data-testid="rerank">
+              {RERANK_MODES.map((r) => (
+                <option key={r.mode} value={r.mode}>
+                  {r.label}
+                </option>
+              ))}
+            </Select>
+          </Field>
+          <Field label="Query expansion" hint="Searches alternative phrasings too; the trace lists them.">
+            <Select value={draft.expansion} disabled={!draft.enableRag} onChange={(e) => set("expansion", e.target.value as ExpansionMode)} data-testid="expansion">
+              {EXPANSION_MODES.map((x) => (
+                <option key={x.mode} value={x.mode}>
+                  {x.label}
+                </option>
+              ))}
+            </Select>
+          </Field>
+        </FieldRow>
         {retrievalExtra}
       </Fieldset>
 

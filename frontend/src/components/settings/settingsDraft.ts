@@ -1,4 +1,4 @@
-import type { AnswerMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
+import type { AnswerMode, ExpansionMode, RerankMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -12,6 +12,8 @@ export interface SettingsDraft {
   threshold: string;
   includeCitations: boolean;
   answerMode: AnswerMode;
+  rerank: RerankMode;
+  expansion: ExpansionMode;
 }
 
 export const TOP_K_RANGE = [1, 50] as const;
@@ -21,6 +23,19 @@ export const ANSWER_MODES: readonly { mode: AnswerMode; label: string; help: str
   { mode: "AUTO", label: "Auto", help: "The model writes when it is a reliable writer; otherwise answers are quoted from your documents." },
   { mode: "GENERATIVE", label: "Generative", help: "The model writes every answer; ragchat checks it and quotes your documents instead when it fails." },
   { mode: "EXTRACTIVE", label: "Extractive", help: "Answers are sentences quoted from your documents, each cited to its lines; no model writes." },
+];
+
+/** The ranking stages' choices, in the order the form offers them. */
+export const RERANK_MODES: readonly { mode: RerankMode; label: string }[] = [
+  { mode: "AUTO", label: "Auto: the server's rerank endpoint, if it has one" },
+  { mode: "OFF", label: "Off" },
+  { mode: "ENDPOINT", label: "Rerank endpoint (cross-encoder)" },
+  { mode: "JUDGE", label: "The chat model judges (one more model call)" },
+];
+export const EXPANSION_MODES: readonly { mode: ExpansionMode; label: string }[] = [
+  { mode: "OFF", label: "Off: search the question alone" },
+  { mode: "ON", label: "On: the model proposes other phrasings (one more model call)" },
+  { mode: "AUTO", label: "Auto: on for models that follow instructions reliably" },
 ];
 
 export function draftOf(session: SessionFieldsFragment): SettingsDraft {
@@ -34,6 +49,8 @@ export function draftOf(session: SessionFieldsFragment): SettingsDraft {
     threshold: String(session.threshold),
     includeCitations: session.includeCitations,
     answerMode: session.answerMode,
+    rerank: session.rerank,
+    expansion: session.expansion,
   };
 }
 
@@ -77,5 +94,7 @@ export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft):
   if (threshold !== null && threshold !== session.threshold) input.threshold = threshold;
   if (draft.includeCitations !== session.includeCitations) input.includeCitations = draft.includeCitations;
   if (draft.answerMode !== session.answerMode) input.answerMode = draft.answerMode;
+  if (draft.rerank !== session.rerank) input.rerank = draft.rerank;
+  if (draft.expansion !== session.expansion) input.expansion = draft.expansion;
   return input;
 }
