@@ -17,6 +17,7 @@ from app.settings import Settings
 if TYPE_CHECKING:
     from app.llm.base import ChatModels
     from app.services.chat import ChatService
+    from app.services.job_worker import JobWorker
 
 
 class Container:
@@ -33,6 +34,7 @@ class Container:
         self._embedder = embedder
         self._chat_models = chat_models
         self._chat: ChatService | None = None
+        self._jobs: JobWorker | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -59,6 +61,18 @@ class Container:
 
                 self._chat = ChatService(self.store, self.settings, lambda: self.embedder, self.chat_models)
             return self._chat
+
+    @property
+    def jobs(self) -> JobWorker:
+        """The ingestion worker and its progress events; one per process (the lifespan starts it)."""
+        with self._lock:
+            if self._jobs is None:
+                from app.services.job_worker import JobEvents, JobWorker
+                from app.services.jobs import spool_dir
+
+                s = self.settings
+                self._jobs = JobWorker(self.store, lambda: self.embedder, s.ingest, s.jobs, spool_dir(s), JobEvents())
+            return self._jobs
 
     @property
     def embedder(self) -> Embedder:

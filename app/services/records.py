@@ -8,8 +8,8 @@ Callers above the services (the GraphQL types) name these types from here, never
 
 from __future__ import annotations
 
-from app.db.enums import CitationKind, DocumentStatus, MessageStatus, Role
-from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, Project
+from app.db.enums import CitationKind, DocumentStatus, ItemState, JobOrigin, MessageStatus, Role
+from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, IngestionItem, IngestionJob, Project
 
 __all__ = [
     "ChatMessage",
@@ -19,6 +19,10 @@ __all__ = [
     "CitationKind",
     "Document",
     "DocumentStatus",
+    "IngestionItem",
+    "IngestionJob",
+    "ItemState",
+    "JobOrigin",
     "MessageStatus",
     "Project",
     "Role",
