@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
 from sqlalchemy import text
 
 from app.container import Container
@@ -203,5 +204,20 @@ def test_spool_folders_no_job_needs_are_swept_at_start(migrated, tmp_path: Path)
     try:
         with live_api(container):
             assert not orphan.exists()
+    finally:
+        container.close()
+
+
+def test_a_job_records_which_api_key_sent_it(migrated) -> None:  # type: ignore[no-untyped-def]
+    migrated.api.api_keys = [SecretStr("first-key"), SecretStr("second-key")]
+    container = Container.build(migrated, embedder=FakeEmbedder())
+    try:
+        with live_api(container, headers={"Authorization": "Bearer second-key"}) as api:
+            pid = _project(api)
+            job = _upload(api, pid, [("a.txt", b"alpha")], wait=True)
+            found = api.run(
+                "query($id: ID!) { ingestionJob(id: $id) { ... on IngestionJob { apiKeyId } } }", id=job["id"]
+            )
+            assert found["ingestionJob"]["apiKeyId"] == 2
     finally:
         container.close()
