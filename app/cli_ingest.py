@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import typer
@@ -11,10 +13,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from app.container import Container
-from app.rag.ingest import FileResult, FileStatus, IngestSummary, Source
+from app.errors import ConflictError
+from app.rag.ingest import FileResult, FileStatus, IngestSummary
 from app.rag.parsing import KINDS_BY_EXTENSION
+from app.rag.sanitize import clean_name
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
-from app.services import documents, projects
+from app.services import jobs, projects
+from app.services.job_worker import ItemRunner
+from app.services.records import IngestionItem, JobOrigin
 
 console = Console(stderr=True)
 DEMO_PROJECT = "ragchat docs"
@@ -46,22 +52,38 @@ def ingest_paths(container: Container, project: str, paths: list[Path]) -> Inges
                 return str(path.relative_to(root))
         return path.name
 
-    sources = [Source(name_of(f), f.read_bytes) for f in files]
+    intakes = [jobs.Intake(clean_name(name_of(f)), f.stat().st_size, f) for f in files]
+    job = jobs.create(container.store, container.settings.jobs, project_row.id, JobOrigin.CLI, intakes)
+    summary = IngestSummary()
+    started = time.perf_counter()
+    items = jobs.items_of(container.store, [job.id])[0]
+    runner = ItemRunner(container.store, container.embedder, container.settings.ingest, lambda row: None)
     with Progress(
         TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as bar:
-        task = bar.add_task("files", total=len(sources))
-
-        def advance(result: FileResult) -> None:
-            bar.advance(task)
-            if result.status == FileStatus.FAILED:
-                bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
-
-        summary = documents.ingest(
-            container.store, container.embedder, container.settings.ingest, project_row.id, sources, advance
-        )
+        task = bar.add_task("files", total=len(items))
+        try:
+            for queued in items:
+                row = jobs.start(container.store, queued.id)
+                ended = runner.run(row, owned=False) if row is not None else jobs.item(container.store, queued.id)
+                result = _result(ended or queued)
+                summary.files.append(result)
+                bar.advance(task)
+                if result.status == FileStatus.FAILED:
+                    bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
+        finally:
+            runner.close()
+            with suppress(ConflictError):  # interrupted (Ctrl+C): what did not end is cancelled, retryable
+                jobs.cancel(container.store, job.id)
+    summary.seconds = time.perf_counter() - started
     print_summary(summary)
     return summary
+
+
+def _result(row: IngestionItem) -> FileResult:
+    """A job item's end as the summary counts it (a file that did not end counts as failed)."""
+    status = FileStatus(row.outcome) if row.outcome else FileStatus.FAILED
+    return FileResult(row.name, status, row.document_id, row.chunks_total, row.chunks_done, error=row.error)
 
 
 def print_summary(summary: IngestSummary) -> None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from app.llm.base import ChatModels
     from app.llm.rerankers.http import HttpReranker
     from app.services.chat import ChatService
+    from app.services.job_worker import JobWorker
 
 
 class Container:
@@ -35,6 +36,7 @@ class Container:
         self._chat_models = chat_models
         self._chat: ChatService | None = None
         self._reranker: HttpReranker | None = None
+        self._jobs: JobWorker | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -73,6 +75,18 @@ class Container:
 
                 self._reranker = HttpReranker(self.settings.rerank)
             return self._reranker
+
+    @property
+    def jobs(self) -> JobWorker:
+        """The ingestion worker and its progress events; one per process (the lifespan starts it)."""
+        with self._lock:
+            if self._jobs is None:
+                from app.services.job_worker import JobEvents, JobWorker
+                from app.services.jobs import spool_dir
+
+                s = self.settings
+                self._jobs = JobWorker(self.store, lambda: self.embedder, s.ingest, s.jobs, spool_dir(s), JobEvents())
+            return self._jobs
 
     @property
     def embedder(self) -> Embedder:

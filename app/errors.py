@@ -6,6 +6,7 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── ValidationError               bad input; ``field`` names the offending field
 ├── ConflictError                 the request contradicts stored state (duplicate name, mixed spaces)
 ├── BusyError                     every generation slot stayed taken while the caller waited; retry later
+├── LimitExceededError            an upload would put more files or bytes in a queue than allowed
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
 ├── StorageError                  the database refused a write (disk full, read-only)
 └── ProviderError                 an embedder or chat model failed (translated from vendor errors)
@@ -33,6 +34,7 @@ class ErrorCode(StrEnum):
     VALIDATION = "validation"
     CONFLICT = "conflict"
     BUSY = "busy"
+    LIMIT_EXCEEDED = "limit_exceeded"
     INGEST = "ingest"
     STORAGE = "storage"
     PROVIDER = "provider"
@@ -94,6 +96,20 @@ class BusyError(RagchatError):
         super().__init__(message)
         self.retry_after = retry_after
         self.position = position
+
+
+class LimitExceededError(RagchatError):
+    """An upload would put more than ``limit`` (``what``: "files" or "bytes") in a knowledge base's
+    ingestion queue, which already holds ``queued``; nothing was stored."""
+
+    code = ErrorCode.LIMIT_EXCEEDED
+
+    def __init__(self, message: str, *, what: str, limit: int, queued: int, requested: int) -> None:
+        super().__init__(message)
+        self.what = what
+        self.limit = limit
+        self.queued = queued
+        self.requested = requested
 
 
 class IngestError(RagchatError):

@@ -79,6 +79,15 @@ def key_matches(given: str, keys: list[str]) -> bool:
     return bool(given) and ok
 
 
+def key_number(given: str, keys: list[str]) -> int | None:
+    """Which of ``keys`` ``given`` is, counting from 1 (a job records who sent it); None for none."""
+    found = None
+    for number, key in enumerate(keys, 1):
+        if hmac.compare_digest(given.encode(), key.encode()) and given:
+            found = number
+    return found
+
+
 def host_name(host: str) -> str | None:
     """The name in a Host header (``name``, ``name:port``, ``[v6]:port``), lower case, without the
     port or a trailing dot; None when it is not a host."""

@@ -142,6 +142,19 @@ class ExpansionSettings(BaseModel):
     weight: float = Field(0.5, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
+class JobSettings(BaseModel):
+    """Ingestion jobs (app/services/jobs.py): the server's worker and what may wait for it."""
+
+    # Files ingested at once by the server's worker; each one parses in its own process and embeds
+    # off the event loop. 1 leaves the second core to chat on a 2-core machine.
+    workers: int = Field(1, ge=1, le=64)
+    # What may wait in one knowledge base's queue at once (queued or being ingested).
+    max_queued_files: int = Field(2000, ge=1, le=1_000_000)
+    max_queued_bytes: int = Field(2 * 1024**3, ge=1024, le=1024**4)
+    # Where uploads wait for the worker; by default "uploads" beside the database file.
+    spool_dir: Path | None = None
+
+
 class ChatSettings(BaseModel):
     max_message_chars: int = Field(8000, ge=1, le=1_000_000)
     history_turns: int = Field(10, ge=0, le=200)
@@ -246,6 +259,7 @@ class Settings(BaseSettings):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+    jobs: JobSettings = Field(default_factory=JobSettings)
     chat: ChatSettings = Field(default_factory=ChatSettings)
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)

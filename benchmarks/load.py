@@ -254,8 +254,9 @@ CHAT = """subscription($s: ID!, $c: String!) { chat(sessionId: $s, content: $c) 
   ... on ChatError { code message failedMessageId } } }"""
 ADD_DOC = """mutation($p: ID!, $n: String!, $t: String!) { addDocument(projectId: $p, name: $n, text: $t) {
   __typename ... on UploadReport { files { status document { id } } } ... on Error { message } } }"""
+# Returns the queued ingestion job: its documents appear as the server's worker ingests them.
 UPLOAD = """mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) {
-  __typename ... on UploadReport { files { status document { id } } } ... on Error { message } } }"""
+  __typename ... on IngestionJob { items { state document { id } } } ... on Error { message } } }"""
 DELETE_DOC = "mutation($id: ID!) { deleteDocument(id: $id) { __typename ... on Error { message } } }"
 CREATE_PROJECT = "mutation($n: String!) { createProject(input: {name: $n}) { __typename ... on Project { id } } }"
 CREATE_SESSION = """mutation($p: ID!) { createChatSession(projectId: $p,
@@ -396,7 +397,8 @@ async def ingest_client(run: Run, number: int) -> None:
             else:
                 name = f"note-{number}-{turn % 7}.md"  # names repeat, so some adds are updates
                 data = await gql(run, http, "addDocument", ADD_DOC, p=project, n=name, t=run.text(rng.randint(8, 60)))
-            found = [f["document"]["id"] for f in (data or {}).get("files", []) if f["document"]]
+            listed = (data or {}).get("files") or (data or {}).get("items") or []
+            found = [f["document"]["id"] for f in listed if f["document"]]
             run.documents += [doc for doc in found if doc not in run.documents]
             if turn % 4 == 0 and run.documents:
                 await gql(

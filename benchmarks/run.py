@@ -25,6 +25,7 @@ from benchmarks import (
     hybrid,
     ingestion,
     provider_concurrency,
+    upload_jobs,
     vector_options,
     vector_search,
 )
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "first_token": first_token.run,
     "concurrency": concurrency.run,
     "provider_concurrency": provider_concurrency.run,
+    "upload_jobs": upload_jobs.run,
 }
 DOC = common.ROOT / "docs" / "BENCHMARKS.md"
 START = "<!-- benchmarks:results:start (written by `make bench`; edit benchmarks/run.py instead) -->"
@@ -138,6 +140,18 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
                 ]
             )
     rows += _provider_rows(results.get("provider_concurrency"))
+    if "upload_jobs" in results:
+        r = results["upload_jobs"]
+        worst = max(m["upload_s"] for m in r["rounds"])
+        complete = all(m["files_with_events"] == r["files"] and m["unaccounted"] == 0 for m in r["rounds"])
+        rows.append(
+            [
+                f"8. upload of {r['files']} files returns (slowest round; ÷ no-op mutation), every file reported",
+                f"{worst:.2f} s; {r['ratio_upload_to_noop']['median']:.1f}x; {'yes' if complete else 'no'}",
+                "< 1 s, every file ready or failed with a reason",
+                common.goal(worst < upload_jobs.GOAL_SECONDS and complete),
+            ]
+        )
     return common.table("Summary", ["measurement", "result", "goal", "reached"], rows)
 
 

@@ -25,9 +25,9 @@ mutation Create($name: String!) {
 }""")
 UPLOAD = gql("""
 mutation Upload($projectId: ID!, $files: [Upload!]!) {
-  uploadDocuments(projectId: $projectId, files: $files) {
+  uploadDocuments(projectId: $projectId, files: $files, wait: true) {
     __typename
-    ... on UploadReport { added failed files { name status chunks error } }
+    ... on IngestionJob { id items { name state outcome chunksDone error } }
     ... on Error { message }
   }
 }""")
@@ -86,13 +86,16 @@ def main() -> None:
         try:
             uploads = [FileVar(h, filename=p.name) for h, p in zip(handles, files, strict=True)]
             result = call(client, UPLOAD, upload=True, projectId=project["id"], files=uploads)
-            report = expect(result, "uploadDocuments", "UploadReport")
+            # The files are ingested as a background job; wait: true returns once every file has ended
+            # (without it the job comes back at once: follow it with the ingestionProgress subscription).
+            report = expect(result, "uploadDocuments", "IngestionJob")
         finally:
             for handle in handles:
                 handle.close()
-        for f in report["files"]:
+        for f in report["items"]:
             error = "  " + f["error"] if f["error"] else ""
-            print(f"  {f['status'].lower():>9}  {f['name']}  ({f['chunks']} chunks){error}")
+            status = (f["outcome"] or f["state"]).lower()
+            print(f"  {status:>9}  {f['name']}  ({f['chunksDone']} chunks embedded){error}")
 
         settings = {"title": "Quickstart", "topK": 3, "threshold": 0.2, "includeCitations": True}
         if args.provider:

@@ -22,7 +22,7 @@ out=$(gql 'mutation($n: String!) { createProject(input: {name: $n}) { __typename
 project=$(field "$out" 'd["data"]["createProject"]["id"]')
 echo "knowledge base $name (id $project)"
 
-ops=$(python3 -c 'import json,sys; print(json.dumps({"query": "mutation($p: ID!, $f: [Upload!]!) { uploadDocuments(projectId: $p, files: $f) { __typename ... on UploadReport { added failed } ... on Error { message } } }", "variables": {"p": sys.argv[1], "f": [None]}}))' "$project")
+ops=$(python3 -c 'import json,sys; print(json.dumps({"query": "mutation($p: ID!, $f: [Upload!]!) { uploadDocuments(projectId: $p, files: $f, wait: true) { __typename ... on IngestionJob { id progress { ready failed } } ... on Error { message } } }", "variables": {"p": sys.argv[1], "f": [None]}}))' "$project")
 out=$(curl -sS --fail-with-body "${AUTH[@]}" -H 'Apollo-Require-Preflight: true' \
   -F "operations=$ops" -F 'map={"0": ["variables.f.0"]}' -F "0=@$DOC" "$URL")
 echo "upload: $(field "$out" 'd["data"]["uploadDocuments"]')"

@@ -11,6 +11,9 @@ Loaded only when ``RAGCHAT_TEST_PROVIDERS=tests.providers`` (with the repository
   a session with tool groups: the provider declares tool calling; never the last item). The model is
   :class:`tests.fakes.FakeChatModel`, so everything around it (budget, citations, storage) is real.
   Without a script there is no ``scripted`` provider.
+- ``fake`` (embedder): :class:`tests.fakes.FakeEmbedder` (hashed words, 64 dimensions), model
+  ``hash-words``, or ``hash-words-<n>ms`` to take n milliseconds per text, as a slow embedder would
+  (the ingestion crash test and benchmark use it to have a job under way for a while).
 """
 
 from __future__ import annotations
@@ -18,16 +21,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from app.errors import ProviderUnavailableError, SettingsError
-from app.llm.base import ChatModel, ModelCapabilities
+from app.llm.base import ChatModel, Embedder, ModelCapabilities, Vectors
 from app.llm.reachability import REACHABLE, Probe, Reachability
 from app.llm.registry import Provider
 from app.llm.tool_calling import ToolCall, ToolCalls
 from app.settings import Settings
-from tests.fakes import FakeChatModel
+from tests.fakes import FakeChatModel, FakeEmbedder
 
 SCRIPTED = "scripted"  # the provider's name, and its one model's
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -100,3 +105,24 @@ def _readable(path: Path) -> Probe:
         return Reachability(False, f"{path} does not exist (set by RAGCHAT_LLM__SCRIPT)")
 
     return lambda: asyncio.to_thread(check)
+
+
+class SlowFakeEmbedder(FakeEmbedder):
+    """The fake embedder, ``delay`` seconds per text."""
+
+    def __init__(self, model: str, delay: float) -> None:
+        super().__init__(model=model)
+        self.delay = delay
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        time.sleep(self.delay * len(texts))
+        return super().embed(texts)
+
+
+def embedder_providers(settings: Settings) -> list[Provider[Embedder]]:
+    def build(model: str) -> Embedder:
+        delay = model.removeprefix("hash-words").removeprefix("-").removesuffix("ms")
+        return SlowFakeEmbedder(model, int(delay) / 1000 if delay else 0.0)
+
+    models = tuple(f"hash-words-{n}ms" for n in (0, 5, 20, 50, 200))
+    return [Provider[Embedder](name="fake", build=build, models=("hash-words", *models))]

@@ -51,3 +51,28 @@ class HttpMethod(StrEnum):
     PUT = "PUT"
     PATCH = "PATCH"
     DELETE = "DELETE"
+
+
+class JobOrigin(StrEnum):
+    """What started an ingestion job."""
+
+    UPLOAD = "upload"  # uploadDocuments: files spooled under the data directory
+    CLI = "cli"  # `ragchat ingest`: files read from their paths, in the foreground
+    URL = "url"  # a document fetched from an address
+
+
+class ItemState(StrEnum):
+    """Where one file of an ingestion job is. The first three are unfinished (the worker resumes
+    them after a restart, from the start); the others are final."""
+
+    QUEUED = "queued"
+    PARSING = "parsing"
+    EMBEDDING = "embedding"
+    READY = "ready"  # its document is stored (or was already, unchanged)
+    FAILED = "failed"  # ``error`` says why; retryable
+    CANCELLED = "cancelled"  # retryable
+    SKIPPED = "skipped"  # deliberately not ingested; ``error`` says why
+
+
+UNFINISHED_ITEM_STATES = (ItemState.QUEUED, ItemState.PARSING, ItemState.EMBEDDING)
+RETRYABLE_ITEM_STATES = (ItemState.FAILED, ItemState.CANCELLED)

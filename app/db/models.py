@@ -28,7 +28,17 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import JSON, TypeDecorator
 
-from app.db.enums import CitationKind, DocumentStatus, HttpMethod, MessageStatus, Role, SpaceStatus, ToolKind
+from app.db.enums import (
+    CitationKind,
+    DocumentStatus,
+    HttpMethod,
+    ItemState,
+    JobOrigin,
+    MessageStatus,
+    Role,
+    SpaceStatus,
+    ToolKind,
+)
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -368,3 +378,60 @@ class SessionToolGroup(Base):
 
     session_id: Mapped[int] = mapped_column(ForeignKey("chat_sessions.id", ondelete="CASCADE"), primary_key=True)
     tool_group: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
+class IngestionJob(Base):
+    """One upload batch, CLI call or fetched address: the files it brought, as ``IngestionItem``s.
+    Its progress is its items'; it only records where it came from and when (0013)."""
+
+    __tablename__ = "ingestion_jobs"
+    __table_args__ = (
+        CheckConstraint(one_of("origin", JobOrigin), name="ck_ingestion_jobs_origin"),
+        Index("ix_ingestion_jobs_project_id_id", "project_id", "id"),
+        NEVER_REUSED_IDS,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    origin: Mapped[JobOrigin] = mapped_column(StoredEnum(JobOrigin))
+    # Which configured API key sent it (its position in RAGCHAT_API__API_KEYS, from 1); null without keys.
+    api_key_id: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+    items: Mapped[list[IngestionItem]] = relationship(
+        back_populates="job", cascade="all, delete-orphan", passive_deletes=True, order_by="IngestionItem.id"
+    )
+
+
+class IngestionItem(Base):
+    """One file of a job, where it is (``ItemState``), its chunks embedded of those to embed, and the
+    bytes waiting for the worker: a spooled upload under the data directory or a CLI path."""
+
+    __tablename__ = "ingestion_items"
+    __table_args__ = (
+        CheckConstraint(one_of("state", ItemState), name="ck_ingestion_items_state"),
+        CheckConstraint("chunks_done >= 0 AND chunks_total >= 0", name="ck_ingestion_items_chunks"),
+        Index("ix_ingestion_items_job_id_id", "job_id", "id"),
+        # The worker's queue and the per-project limits read unfinished items by state.
+        Index("ix_ingestion_items_state_id", "state", "id"),
+        NEVER_REUSED_IDS,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("ingestion_jobs.id", ondelete="CASCADE"))
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(1000))
+    size_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    source_path: Mapped[str] = mapped_column(Text)
+    state: Mapped[ItemState] = mapped_column(StoredEnum(ItemState), default=ItemState.QUEUED)
+    outcome: Mapped[str | None] = mapped_column(String(20))  # FileStatus once it ended in READY or FAILED
+    error: Mapped[str | None] = mapped_column(Text)
+    document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"))
+    chunks_done: Mapped[int] = mapped_column(Integer, default=0)
+    chunks_total: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    job: Mapped[IngestionJob] = relationship(back_populates="items")

@@ -22,7 +22,7 @@ from app.rag.retrieval import CandidateFate
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
 from app.rag.types import DocumentKind
-from app.services.records import CitationKind, DocumentStatus, MessageStatus, Role
+from app.services.records import CitationKind, DocumentStatus, ItemState, JobOrigin, MessageStatus, Role
 
 
 def expose(enum: type[Enum], description: str, values: Mapping[Enum, str], *, name: str | None = None) -> None:
@@ -179,6 +179,8 @@ expose(
         ErrorCode.CONFLICT: "The request contradicts stored state (a duplicate name, mixed embedding spaces, "
         "a clientMessageId used for another question).",
         ErrorCode.BUSY: "Too many answers are being generated: retry shortly.",
+        ErrorCode.LIMIT_EXCEEDED: "An upload would put more files or bytes in the knowledge base's ingestion "
+        "queue than the server allows (RAGCHAT_JOBS__MAX_QUEUED_FILES / __MAX_QUEUED_BYTES).",
         ErrorCode.INGEST: "A file could not be parsed or stored.",
         ErrorCode.STORAGE: "The database refused a write (disk full, read-only).",
         ErrorCode.PROVIDER: "The embedder or chat model failed, or is not configured.",
@@ -218,6 +220,28 @@ expose(
         "`location` is its span.",
     },
 )
+expose(
+    JobOrigin,
+    "What started an ingestion job.",
+    {
+        JobOrigin.UPLOAD: "uploadDocuments.",
+        JobOrigin.CLI: "`ragchat ingest`, in the foreground of its own process.",
+        JobOrigin.URL: "A document fetched from an address.",
+    },
+)
+expose(
+    ItemState,
+    "Where one file of an ingestion job is.",
+    {
+        ItemState.QUEUED: "Waiting for the worker (after a restart, unfinished files start again from here).",
+        ItemState.PARSING: "Being read and split into chunks.",
+        ItemState.EMBEDDING: "Its chunks being embedded: `chunksDone` of `chunksTotal`.",
+        ItemState.READY: "Stored and searchable (`outcome` says added, updated or unchanged).",
+        ItemState.FAILED: "Not ingested; `error` says why. retryIngestionJob tries it again.",
+        ItemState.CANCELLED: "Cancelled before it was stored. retryIngestionJob queues it again.",
+        ItemState.SKIPPED: "Deliberately not ingested; `error` says why.",
+    },
+)
 
 __all__ = [
     "AnswerMode",
@@ -230,6 +254,8 @@ __all__ = [
     "ExpansionMode",
     "FileStatus",
     "GuardDecision",
+    "ItemState",
+    "JobOrigin",
     "MessageStatus",
     "RerankMode",
     "RetrievalMode",

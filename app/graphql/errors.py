@@ -25,7 +25,10 @@ class Error:
 
 @strawberry.type(description="The thing asked for does not exist (or no longer does).")
 class NotFoundError(Error):
-    kind: str = strawberry.field(description='What was looked for: "project", "document", "chat session" or "message".')
+    kind: str = strawberry.field(
+        description='What was looked for: "project", "document", "chat session", "message", "ingestion job" or '
+        '"ingestion item".'
+    )
     id: strawberry.ID = strawberry.field(description="The id that was looked for, as sent.")
 
 
@@ -63,6 +66,18 @@ class BusyError(Error):
     )
 
 
+@strawberry.type(
+    description="An upload would put more files or bytes in the knowledge base's ingestion queue than the server "
+    "allows (RAGCHAT_JOBS__MAX_QUEUED_FILES / __MAX_QUEUED_BYTES); nothing was stored. Wait for queued files to "
+    "finish, or send fewer."
+)
+class LimitExceededError(Error):
+    what: str = strawberry.field(description='Which limit: "files" or "bytes".')
+    limit: float = strawberry.field(description="The limit (a count of files, or bytes).")
+    queued: float = strawberry.field(description="What the queue held already.")
+    requested: float = strawberry.field(description="What the upload would have added.")
+
+
 @strawberry.type(description="An embedder or chat model failed or is not configured.")
 class ProviderError(Error):
     code: ErrorCode = strawberry.field(
@@ -77,7 +92,9 @@ class StorageError(Error):
     pass
 
 
-ErrorType = NotFoundError | ValidationError | ConflictError | BusyError | ProviderError | StorageError
+ErrorType = (
+    NotFoundError | ValidationError | ConflictError | BusyError | LimitExceededError | ProviderError | StorageError
+)
 
 
 def to_graphql(exc: errors.RagchatError) -> ErrorType:
@@ -97,6 +114,10 @@ def _translate(exc: errors.RagchatError) -> ErrorType:
         return ConflictError(message=exc.message)
     if isinstance(exc, errors.BusyError):
         return BusyError(message=exc.message, retry_after_seconds=exc.retry_after, position=exc.position)
+    if isinstance(exc, errors.LimitExceededError):
+        return LimitExceededError(
+            message=exc.message, what=exc.what, limit=exc.limit, queued=exc.queued, requested=exc.requested
+        )
     if isinstance(exc, errors.ProviderError):
         return ProviderError(message=exc.message, code=exc.code, provider=exc.provider)
     if isinstance(exc, errors.StorageError | errors.IngestError):

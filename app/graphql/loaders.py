@@ -37,6 +37,9 @@ class Loaders:
         self.chunk_pages = _loader(partial(batches.chunk_pages, store))
         self.message_pages = _loader(partial(batches.message_pages, store))
         self.last_message = _loader(partial(batches.last_messages, store))
+        self.job_pages = _loader(partial(batches.job_pages, store))
+        self.job_items = _loader(partial(batches.job_items, store))
+        self.document = _loader(partial(batches.documents_by_id, store))
         self.citations_by_message = _loader(partial(batches.citations_by_message, store))
         self.tool_groups: DataLoader[int, list[str]] = _loader(
             lambda ids: list(tools.session_groups(store, ids).values())

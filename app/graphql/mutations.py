@@ -7,8 +7,8 @@ from typing import Annotated
 import strawberry
 from strawberry.file_uploads import Upload
 
-from app.errors import RagchatError, ValidationError
-from app.graphql import types
+from app.errors import RagchatError
+from app.graphql import job_resolvers, types
 from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.inputs import CreateChatSessionInput, CreateProjectInput, UpdateChatSessionInput, UpdateProjectInput
@@ -20,9 +20,11 @@ from app.graphql.results import (
     DeleteProjectResult,
     DocumentDeleted,
     FileOutcome,
+    JobChangeResult,
     MessageResult,
     ProjectDeleted,
     ProjectMutationResult,
+    UploadJobResult,
     UploadReport,
     UploadResult,
     call,
@@ -54,23 +56,6 @@ def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadRe
     )
 
 
-async def _read_uploads(files: list[Upload], limit: int) -> list[tuple[str, bytes]]:
-    read: list[tuple[str, bytes]] = []
-    try:
-        for i, upload in enumerate(files):
-            if not callable(getattr(upload, "read", None)):  # a string or number written where a file goes
-                raise ValidationError(f"files[{i}]", "must be a file sent as a part of a multipart request")
-            data = await upload.read(limit + 1)  # type: ignore[attr-defined]
-            if len(data) > limit:
-                raise ValidationError(f"files[{i}]", f"the upload limit is {limit} bytes")
-            read.append((getattr(upload, "filename", None) or f"upload-{i}", data))
-    finally:
-        for upload in files:  # spooled temporary files: release them now, not at garbage collection
-            if callable(getattr(upload, "close", None)):
-                await upload.close()  # type: ignore[attr-defined]
-    return read
-
-
 async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, bytes]]) -> UploadResult:
     container = info.context.container
 
@@ -94,6 +79,8 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
 _PROJECT_ID = strawberry.argument(description="The knowledge base.")
 _DOCUMENT_ID = strawberry.argument(description="The document.")
 _SESSION_ID = strawberry.argument(description="The chat session.")
+_JOB_ID = strawberry.argument(description="The ingestion job.")
+_ITEM_IDS = strawberry.argument(description="Some of its items (IngestionItem ids); null: all of them.")
 
 
 @strawberry.type(
@@ -137,8 +124,10 @@ class Mutation(ToolMutation):
         return await call(run)
 
     @strawberry.mutation(
-        description="Upload one or more files (GraphQL multipart request). A file that cannot be parsed is "
-        "reported in the result and the others go on; too large or unsupported files reject the request."
+        description="Upload one or more files (GraphQL multipart request): they are stored on the server and the "
+        "job that ingests them is returned at once; follow it with the ingestionProgress subscription (or "
+        "ingestionJob). A file that cannot be parsed fails in the job and the others go on; too large or "
+        "unsupported files, or a full queue (LimitExceededError), reject the request with nothing stored."
     )
     async def upload_documents(
         self,
@@ -151,13 +140,39 @@ class Mutation(ToolMutation):
                 "lists. A file with a stored document's name updates that document."
             ),
         ],
-    ) -> UploadResult:
-        container = info.context.container
-        try:
-            read = await _read_uploads(files, container.settings.api.max_upload_bytes)
-        except RagchatError as exc:
-            return to_graphql(exc)  # type: ignore[return-value]
-        return await _ingest(info, project_id, read)
+        wait: Annotated[
+            bool,
+            strawberry.argument(
+                description="Return only once every file has ended (READY, FAILED, ...), for scripts that want "
+                "the outcome in the response; the request stays open that long."
+            ),
+        ] = False,
+    ) -> UploadJobResult:
+        return await job_resolvers.upload(info, project_id, files, wait)
+
+    @strawberry.mutation(
+        description="Cancel an ingestion job's unfinished files (all, or those of itemIds): queued ones never "
+        "start, one being ingested stops before its document is stored. ConflictError when none is unfinished."
+    )
+    async def cancel_ingestion_job(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _JOB_ID],
+        item_ids: Annotated[list[strawberry.ID] | None, _ITEM_IDS] = None,
+    ) -> JobChangeResult:
+        return await job_resolvers.change(info, id, item_ids, retry=False)
+
+    @strawberry.mutation(
+        description="Queue an ingestion job's FAILED and CANCELLED files again (all, or those of itemIds). "
+        "ConflictError when none of them failed or was cancelled."
+    )
+    async def retry_ingestion_job(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _JOB_ID],
+        item_ids: Annotated[list[strawberry.ID] | None, _ITEM_IDS] = None,
+    ) -> JobChangeResult:
+        return await job_resolvers.change(info, id, item_ids, retry=True)
 
     @strawberry.mutation(description="Add (or update) a document from text.")
     async def add_document(

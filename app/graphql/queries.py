@@ -8,7 +8,7 @@ import anyio.to_thread
 import strawberry
 
 from app.errors import RagchatError, StorageError
-from app.graphql import types
+from app.graphql import job_resolvers, types
 from app.graphql.connections import After, Before, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import RetrievalMode
@@ -18,6 +18,7 @@ from app.graphql.results import (
     ChatSessionConnectionResult,
     ChatSessionResult,
     DocumentResult,
+    IngestionJobResult,
     MessageResult,
     ProjectConnectionResult,
     ProjectResult,
@@ -146,6 +147,12 @@ class Query(ToolQuery):
     ) -> DocumentResult:
         store = info.context.container.store
         return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
+
+    @strawberry.field(description="An ingestion job (uploadDocuments returns one), with its files' progress.")
+    async def ingestion_job(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The ingestion job.")]
+    ) -> IngestionJobResult:
+        return await job_resolvers.get(info, id)
 
     @strawberry.field(
         description="Chat sessions, most recently active first (a session that changes moves to the front); "

@@ -15,12 +15,14 @@ from app.graphql.enums import FileStatus
 from app.graphql.errors import (
     BusyError,
     ConflictError,
+    LimitExceededError,
     NotFoundError,
     ProviderError,
     StorageError,
     ValidationError,
     to_graphql,
 )
+from app.graphql.job_types import IngestionJob
 from app.graphql.search_types import SearchResults
 
 T = TypeVar("T")
@@ -106,6 +108,25 @@ UploadResult = Annotated[
     strawberry.union(
         "UploadResult",
         description="What happened to each file, or why the upload was refused as a whole (nothing written).",
+    ),
+]
+UploadJobResult = Annotated[
+    IngestionJob | NotFoundError | ValidationError | LimitExceededError | StorageError,
+    strawberry.union(
+        "UploadJobResult",
+        description="The job that ingests the files, queued (or ended, with wait), or why the upload was refused "
+        "as a whole (nothing stored).",
+    ),
+]
+IngestionJobResult = Annotated[
+    IngestionJob | NotFoundError | ValidationError,
+    strawberry.union("IngestionJobResult", description="An ingestion job, or why not."),
+]
+JobChangeResult = Annotated[
+    IngestionJob | NotFoundError | ValidationError | ConflictError | StorageError,
+    strawberry.union(
+        "JobChangeResult",
+        description="The job after the change, or why nothing changed (ConflictError: no chosen file could be).",
     ),
 ]
 ChatSessionResult = Annotated[

@@ -24,10 +24,12 @@ import strawberry
 from starlette.websockets import WebSocket, WebSocketState
 
 from app.errors import BusyError, NotFoundError, RagchatError
-from app.graphql import types
+from app.graphql import job_resolvers, types
 from app.graphql.context import Info
 from app.graphql.enums import ErrorCode
-from app.graphql.errors import Error, parse_id
+from app.graphql.errors import Error, ValidationError, parse_id
+from app.graphql.errors import NotFoundError as NotFoundErrorType
+from app.graphql.job_types import IngestionItem
 from app.graphql.trace_types import SCORE, Degradation, Location
 from app.services import sessions
 from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
@@ -101,6 +103,14 @@ class ChatError(Error):
 ChatEventType = Annotated[
     ChatQueued | ChatRetrieval | ChatToken | ChatDone | ChatError,
     strawberry.union("ChatEvent", description="One event of a streamed answer."),
+]
+
+
+IngestionEventType = Annotated[
+    IngestionItem | NotFoundErrorType | ValidationError,
+    strawberry.union(
+        "IngestionEvent", description="A file of an ingestion job as it is now, or why the subscription cannot run."
+    ),
 ]
 
 
@@ -260,5 +270,21 @@ class Subscription:
             return await live.regenerate(mid, client_message_id, lost=connection_lost(info), queued=queued)
 
         async with aclosing(_events(info, start)) as events:
+            async for event in events:
+                yield event
+
+    @strawberry.subscription(
+        description="Follow ingestion: first each file as stored now (a client that reloads picks up where things "
+        "are), then each file every time it changes state or embeds more chunks. With jobId: that job's files, "
+        "ending once all have ended. With projectId: the files of the knowledge base's jobs that are unfinished "
+        "now, and of every job queued later, until the client stops."
+    )
+    async def ingestion_progress(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID | None, strawberry.argument(description="A knowledge base.")] = None,
+        job_id: Annotated[strawberry.ID | None, strawberry.argument(description="An ingestion job.")] = None,
+    ) -> AsyncGenerator[IngestionEventType, None]:
+        async with aclosing(job_resolvers.progress(info, project_id, job_id)) as events:
             async for event in events:
                 yield event

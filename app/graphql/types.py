@@ -13,6 +13,7 @@ from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, 
 from app.graphql.context import Info
 from app.graphql.enums import AnswerMode, CitationKind, DocumentKind, DocumentStatus, MessageStatus, Role
 from app.graphql.errors import ValidationError
+from app.graphql.job_types import JOB_CURSOR, IngestionJob, IngestionJobConnection, IngestionJobConnectionResult
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, trace_from_json
 from app.rag.parsing import stored_kind
@@ -187,6 +188,23 @@ class Project:
             DOCUMENT_CURSOR,
             lambda request: load((int(self.id), request)),
             Document.of,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+
+    @strawberry.field(description="Its ingestion jobs, newest first; the first 50 unless asked otherwise.")
+    async def ingestion_jobs(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> IngestionJobConnectionResult:
+        load = info.context.loaders.job_pages.load
+        return await paged(
+            info,
+            IngestionJobConnection,
+            JOB_CURSOR,
+            lambda request: load((int(self.id), request)),
+            IngestionJob.of,
             first=first,
             after=after,
             last=last,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
 
+import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
@@ -44,6 +45,12 @@ class FileStatus(StrEnum):
 
 BATCH_FILES = 64
 BATCH_NEW_CHUNKS = 1024
+# One file's new chunks are embedded this many at a time, its progress reported after each slice.
+EMBED_SLICE = 32
+
+# Called inside the transaction that stores a file's outcome (its document, or the record of its
+# failure), so a caller's own bookkeeping (an ingestion job's item) commits with it or not at all.
+Finish = Callable[[Session, "FileResult"], None]
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,7 @@ class Ingestor:
                 result = FileResult(plan.source.name, FileStatus.FAILED, error=exc.message)
             self._record(summary, result, progress)
 
-    def _write(self, project_id: int, plan: _Plan, vectors: object) -> FileResult:
+    def _write(self, project_id: int, plan: _Plan, vectors: object, finish: Finish | None = None) -> FileResult:
         with self.store.write() as db:
             _project_still_there(db, project_id)
             space = spaces.ensure_space(db, project_id, self.embedder.space)
@@ -242,16 +249,27 @@ class Ingestor:
                 if plan.existing is None or plan.existing.status is not DocumentStatus.READY
                 else FileStatus.UPDATED
             )
-            return FileResult(
+            result = FileResult(
                 plan.source.name, status, doc.id, len(plan.specs), embedded=len(new_rows), removed=len(plan.vanished)
             )
+            if finish is not None:
+                finish(db, result)
+            return result
 
     def _fail(
-        self, project_id: int, name: str, data: bytes, reason: str, existing: Document | None = None
+        self,
+        project_id: int,
+        name: str,
+        data: bytes,
+        reason: str,
+        existing: Document | None = None,
+        finish: Finish | None = None,
     ) -> FileResult:
         """Record why a file failed. A document that was ingested before keeps its last good version."""
         if existing is not None and existing.status is DocumentStatus.READY:
-            return FileResult(name, FileStatus.FAILED, existing.id, existing.chunk_count, error=reason)
+            return self._finish(
+                FileResult(name, FileStatus.FAILED, existing.id, existing.chunk_count, error=reason), finish
+            )
         with self.store.write() as db:
             _project_still_there(db, project_id)
             doc = _document(db, project_id, name)
@@ -261,7 +279,48 @@ class Ingestor:
             doc.kind, doc.size_bytes, doc.content_hash = kind_by_name(name), len(data), sha256(data)
             doc.status, doc.error, doc.ingested_at = DocumentStatus.FAILED, reason, utcnow()
             db.flush()
-            return FileResult(name, FileStatus.FAILED, doc.id, error=reason)
+            result = FileResult(name, FileStatus.FAILED, doc.id, error=reason)
+            if finish is not None:
+                finish(db, result)
+            return result
+
+    def _finish(self, result: FileResult, finish: Finish | None) -> FileResult:
+        """Record an outcome that writes no document (unchanged, or failed before anything was stored)."""
+        if finish is not None:
+            with self.store.write() as db:
+                finish(db, result)
+        return result
+
+    def ingest_one(
+        self,
+        project_id: int,
+        given: Source,
+        parser: ParseWorker,
+        embedded: Callable[[int, int], None],
+        finish: Finish,
+    ) -> FileResult:
+        """One file, its progress reported: ``embedded(done, total)`` before embedding and after each
+        slice of its new chunks (it may raise to stop the file: nothing is written then), and its
+        outcome stored with ``finish`` in the same transaction as its document. A job's worker
+        ingests file by file this way; :meth:`ingest` batches small files into one embedder call."""
+        source = Source(clean_name(given.name), given.read)
+        outcome = self._plan(project_id, source, parser)
+        if isinstance(outcome, FileResult):
+            return self._finish(outcome, finish)
+        if not isinstance(outcome, _Plan):  # a partial of _fail: record the failure with the outcome
+            failure: FileResult = outcome(finish=finish)  # type: ignore[call-arg]
+            return failure
+        texts = [spec.text for spec in outcome.new]
+        embedded(0, len(texts))
+        parts = []
+        for start in range(0, len(texts), EMBED_SLICE):
+            parts.append(self.embedder.embed(texts[start : start + EMBED_SLICE]))
+            embedded(min(start + EMBED_SLICE, len(texts)), len(texts))
+        vectors = np.concatenate(parts) if parts else None
+        try:
+            return self._write(project_id, outcome, vectors, finish)
+        except IngestError as exc:
+            return self._finish(FileResult(outcome.source.name, FileStatus.FAILED, error=exc.message), finish)
 
 
 def _project_still_there(db: Session, project_id: int) -> None:

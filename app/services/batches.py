@@ -17,8 +17,8 @@ from typing import TypeVar
 from sqlalchemy import func, select
 
 from app.db.database import Database
-from app.db.models import ChatMessage, Chunk, Citation, Document, Project
-from app.services import documents, projects, sessions
+from app.db.models import ChatMessage, Chunk, Citation, Document, IngestionItem, IngestionJob, Project
+from app.services import documents, jobs, projects, sessions
 from app.services.pages import Page, PageRequest
 from app.services.projects import ProjectStats
 
@@ -64,6 +64,20 @@ def _paged(read: Callable[[list[int], PageRequest], list[Page[R]]], keys: list[P
 def document_pages(store: Database, keys: list[Paged]) -> list[Page[Document]]:
     """A page of each project's documents, by name."""
     return _paged(lambda ids, request: documents.pages_for(store, ids, request), keys)
+
+
+def job_pages(store: Database, keys: list[Paged]) -> list[Page[IngestionJob]]:
+    """A page of each project's ingestion jobs, newest first."""
+    return _paged(lambda ids, request: jobs.pages_for(store, ids, request), keys)
+
+
+def job_items(store: Database, job_ids: list[int]) -> list[list[IngestionItem]]:
+    """Each ingestion job's items, in the order they were sent."""
+    return jobs.items_of(store, job_ids)
+
+
+def documents_by_id(store: Database, ids: list[int]) -> list[Document | None]:
+    return _one_each(documents.get_many(store, ids), lambda d: d.id, ids)
 
 
 def chunk_pages(store: Database, keys: list[Paged]) -> list[Page[Chunk]]:

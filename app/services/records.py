@@ -8,8 +8,18 @@ Callers above the services (the GraphQL types) name these types from here, never
 
 from __future__ import annotations
 
-from app.db.enums import CitationKind, DocumentStatus, HttpMethod, MessageStatus, Role, ToolKind
-from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, Project, Tool
+from app.db.enums import CitationKind, DocumentStatus, HttpMethod, ItemState, JobOrigin, MessageStatus, Role, ToolKind
+from app.db.models import (
+    ChatMessage,
+    ChatSession,
+    Chunk,
+    Citation,
+    Document,
+    IngestionItem,
+    IngestionJob,
+    Project,
+    Tool,
+)
 
 __all__ = [
     "ChatMessage",
@@ -20,6 +30,10 @@ __all__ = [
     "Document",
     "DocumentStatus",
     "HttpMethod",
+    "IngestionItem",
+    "IngestionJob",
+    "ItemState",
+    "JobOrigin",
     "MessageStatus",
     "Project",
     "Role",

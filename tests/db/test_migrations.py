@@ -175,7 +175,7 @@ def test_fts_index_follows_chunk_inserts_updates_and_cascading_deletes(migrated)
 
 BEFORE_0008 = "0007"
 NEVER_REUSED = ("projects", "embedding_spaces", "documents", "chunks", "chat_sessions", "chat_messages", "citations")
-NEVER_REUSED_SINCE_0011 = ("tools",)
+NEVER_REUSED_SINCE_0011 = ("tools", "ingestion_jobs", "ingestion_items")  # 0011 tools, 0013 jobs
 
 
 def _fill_before_0008(url: str) -> None:
@@ -375,3 +375,47 @@ def test_0010_journals_existing_projects_and_every_chunk_change(database_url: st
             assert keyword_index.search(db, 1, "swimming penguins", 10) == []
     finally:
         store.dispose()
+
+
+# -- 0013: ingestion jobs ------------------------------------------------------------------------
+
+
+def test_0013_keeps_documents_checks_item_states_and_downgrades_without_touching_documents(database_url: str) -> None:
+    import pytest
+    from sqlalchemy.exc import IntegrityError
+
+    migrate.upgrade(database_url, BEFORE_0008)
+    _fill_before_0008(database_url)
+    migrate.upgrade(database_url, "0012")
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        before = conn.exec_driver_sql("SELECT id, name, status, chunk_count FROM documents ORDER BY id").all()
+    engine.dispose()
+    migrate.upgrade(database_url, "0013")
+    engine = make_engine(database_url)
+    item = (
+        "INSERT INTO ingestion_items(job_id, project_id, name, size_bytes, source_path, state, chunks_done, "
+        "chunks_total, attempts, created_at) VALUES (1, 1, 'a.md', 3, '/x', ?, 0, 0, 0, '2026-11-25')"
+    )
+    with engine.begin() as conn:
+        assert conn.exec_driver_sql("SELECT id, name, status, chunk_count FROM documents ORDER BY id").all() == before
+        conn.exec_driver_sql(
+            "INSERT INTO ingestion_jobs(project_id, origin, created_at) VALUES (1, 'upload', '2026-11-25')"
+        )
+        conn.exec_driver_sql(item, ("queued",))
+    with pytest.raises(IntegrityError, match="CHECK"), engine.begin() as conn:
+        conn.exec_driver_sql(item, ("half-done",))
+    with pytest.raises(IntegrityError, match="CHECK"), engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO ingestion_jobs(project_id, origin, created_at) VALUES (1, 'ftp', '2026-11-25')"
+        )
+    engine.dispose()
+    assert "AUTOINCREMENT" in _schema(database_url)[("table", "ingestion_items")]
+
+    migrate.downgrade(database_url, "0012")
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        assert conn.exec_driver_sql("SELECT id, name, status, chunk_count FROM documents ORDER BY id").all() == before
+        tables = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    engine.dispose()
+    assert not {"ingestion_jobs", "ingestion_items"} & tables

@@ -16,9 +16,29 @@ ADD_DOC = """mutation($p: ID!, $name: String!, $text: String!) { addDocument(pro
   __typename ... on UploadReport { added updated unchanged failed files { name status chunks error document { id } } }
   ... on Error { message } } }"""
 
-UPLOAD = """mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) {
-  __typename ... on UploadReport { added failed files { name status error chunks document { id name kind status } } }
-  ... on Error { message } ... on ValidationError { fields { field message } } } }"""
+JOB_FIELDS = """id projectId origin finished
+  progress { total unfinished ready failed cancelled skipped chunksDone chunksTotal }
+  items { id name state outcome error chunksDone chunksTotal attempts document { id name kind status chunkCount } }"""
+
+# Waits for the job to end (wait: true), so a test can read what it did in the response.
+UPLOAD = f"""mutation($p: ID!, $files: [Upload!]!, $wait: Boolean! = true) {{
+  uploadDocuments(projectId: $p, files: $files, wait: $wait) {{
+  __typename ... on IngestionJob {{ {JOB_FIELDS} }}
+  ... on Error {{ message }} ... on ValidationError {{ fields {{ field message }} }}
+  ... on LimitExceededError {{ what limit queued requested }} }} }}"""
+
+JOB = f"""query($id: ID!) {{ ingestionJob(id: $id) {{ __typename ... on IngestionJob {{ {JOB_FIELDS} }}
+  ... on Error {{ message }} }} }}"""
+
+CANCEL_JOB = f"""mutation($id: ID!, $items: [ID!]) {{ cancelIngestionJob(id: $id, itemIds: $items) {{
+  __typename ... on IngestionJob {{ {JOB_FIELDS} }} ... on Error {{ message }} }} }}"""
+
+RETRY_JOB = f"""mutation($id: ID!, $items: [ID!]) {{ retryIngestionJob(id: $id, itemIds: $items) {{
+  __typename ... on IngestionJob {{ {JOB_FIELDS} }} ... on Error {{ message }} }} }}"""
+
+PROGRESS = """subscription($p: ID, $j: ID) { ingestionProgress(projectId: $p, jobId: $j) {
+  __typename ... on IngestionItem { id jobId name state outcome error chunksDone chunksTotal }
+  ... on Error { message } } }"""
 
 CREATE_SESSION = """mutation($p: ID!, $input: CreateChatSessionInput) { createChatSession(projectId: $p, input: $input) {
   __typename ... on ChatSession { id title provider model enableRag topK threshold includeCitations }

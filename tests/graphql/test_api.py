@@ -63,9 +63,10 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
         {"variables.files.0": ("a.txt", b"alpha beta gamma"), "variables.files.1": ("bad.txt", b"\x00\x01\x02binary")},
         {"p": pid},
     )["data"]["uploadDocuments"]
-    assert report["__typename"] == "UploadReport" and (report["added"], report["failed"]) == (1, 1)
-    assert sorted(f["status"] for f in report["files"]) == ["ADDED", "FAILED"]
-    failed = next(f for f in report["files"] if f["status"] == "FAILED")
+    assert report["__typename"] == "IngestionJob" and report["finished"]
+    assert (report["progress"]["ready"], report["progress"]["failed"]) == (1, 1)
+    assert sorted(f["outcome"] for f in report["items"]) == ["ADDED", "FAILED"]
+    failed = next(f for f in report["items"] if f["state"] == "FAILED")
     assert failed["name"] == "bad.txt" and failed["error"] and failed["document"]["status"] == "FAILED"
     assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it
 

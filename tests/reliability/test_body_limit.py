@@ -134,4 +134,4 @@ def test_a_json_body_over_the_limit_is_refused(api: Api, small_limit: Container)
 def test_an_upload_within_the_limit_still_works(api: Api, small_limit: Container) -> None:
     pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
     result = api.upload(UPLOAD, {"variables.files.0": ("notes.txt", b"penguins " * 100_000)}, {"p": pid})
-    assert result["data"]["uploadDocuments"]["__typename"] == "UploadReport", result
+    assert result["data"]["uploadDocuments"]["__typename"] == "IngestionJob", result

@@ -12,7 +12,7 @@ from app.container import Container
 from app.errors import ProviderUnavailableError
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.graphql.client import Api
-from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
+from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, JOB, RETRY_JOB, SEND, UPLOAD
 from tests.reliability.helpers import row_counts
 from tests.waiting import wait_until
 
@@ -79,7 +79,7 @@ def test_model_failing_mid_stream_keeps_what_streamed_and_can_be_regenerated(
     assert rig.chat.generations_in_flight == 0
 
 
-def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
+def test_embedder_failing_fails_uploaded_files_retryably_and_degrades_chat(
     api: Api, model: FakeChatModel, embedder: FakeEmbedder, rig: Container
 ) -> None:
     pid, sid = _session(api)
@@ -89,16 +89,22 @@ def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
     added = api.run(ADD_DOC, p=pid, name="owls.md", text="Barn owls hunt at night.")["addDocument"]
     assert added == {"__typename": "ProviderError", "message": "the embedding server is unreachable"}
     uploaded = api.upload(
-        "mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) { __typename } }",
+        UPLOAD,
         {
             "variables.files.0": ("tea.md", b"Green tea is steamed."),
             "variables.files.1": ("broken.pdf", b"%PDF-1.7 junk"),
         },
         {"p": pid},
-    )
-    assert uploaded["data"]["uploadDocuments"]["__typename"] == "ProviderError"
+    )["data"]["uploadDocuments"]
+    # The upload is a job: each file fails on its own, with the reason, and can be retried.
+    items = {i["name"]: i for i in uploaded["items"]}
+    assert (items["tea.md"]["state"], items["tea.md"]["error"]) == ("FAILED", "the embedding server is unreachable")
+    assert items["tea.md"]["document"] is None
+    assert items["broken.pdf"]["state"] == "FAILED" and items["broken.pdf"]["document"]["status"] == "FAILED"
+    after = row_counts(rig.store)
+    assert after == before | {"documents": before["documents"] + 1}  # only the unreadable file's failure record
     assert api.run(SEARCH, p=pid)["search"]["code"] == "PROVIDER_UNAVAILABLE"
-    assert row_counts(rig.store) == before  # nothing half-ingested, not even the unparseable file's record
+    assert row_counts(rig.store) == after  # nothing half-ingested
 
     # Chat still answers, without context, and says why.
     model.enqueue("I cannot see your documents right now.")
@@ -111,6 +117,9 @@ def test_embedder_failing_refuses_ingestion_whole_and_degrades_chat(
 
     embedder.fail_with = None
     assert api.run(ADD_DOC, p=pid, name="owls.md", text="Barn owls hunt at night.")["addDocument"]["added"] == 1
+    retried = api.run(RETRY_JOB, id=uploaded["id"], items=[items["tea.md"]["id"]])["retryIngestionJob"]
+    assert retried["__typename"] == "IngestionJob"
+    wait_until(lambda: api.run(JOB, id=uploaded["id"])["ingestionJob"]["items"][0]["state"] == "READY", 20, "the retry")
 
 
 @pytest.mark.parametrize("leave", ["close_after_retrieval", "complete_after_a_token", "close_at_once"])

@@ -49,7 +49,7 @@ def test_uploaded_file_names_lose_control_and_bidi_characters(api: Api, rig: Con
     pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
     name = "notes\x7f\u202etxt.md\u2066.txt"  # what a multipart filename can carry
     result = api.upload(UPLOAD, {"variables.files.0": (name, b"alpha beta")}, {"p": pid})
-    assert result["data"]["uploadDocuments"]["files"][0]["name"] == "notestxt.md.txt", result
+    assert result["data"]["uploadDocuments"]["items"][0]["name"] == "notestxt.md.txt", result
     assert _names(rig) == ["notestxt.md.txt"]
 
 

@@ -30,7 +30,12 @@ from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEN
 from tests.reliability.helpers import fake_container, row_counts
 from tests.waiting import wait_until
 
-UPLOAD = "mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) { __typename ... on Error { message } } }"
+UPLOAD = (
+    "mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) { "
+    "__typename ... on IngestionJob { id } ... on Error { message } } }"
+)
+JOB_STATES = "query($id: ID!) { ingestionJob(id: $id) { ... on IngestionJob { items { state error } } } }"
+
 READS = [
     "{ projects { __typename } }",
     '{ project(id: "1") { __typename } }',
@@ -74,7 +79,18 @@ def _refused_writes(api: Api, pid: str, sid: str, reason: str) -> None:
     added = api.run(ADD_DOC, p=pid, name="big.md", text=BIG_TEXT)["addDocument"]
     assert added["__typename"] == "StorageError" and reason in added["message"], added
     uploaded = api.upload(UPLOAD, {"variables.files.0": ("big.txt", BIG_TEXT.encode())}, {"p": pid})
-    assert uploaded["data"]["uploadDocuments"]["__typename"] == "StorageError"
+    # Refused at once, or queued (a job's rows are small) and then failed by the worker, with the reason.
+    job = uploaded["data"]["uploadDocuments"]
+    if job["__typename"] == "IngestionJob":
+        wait_until(
+            lambda: api.run(JOB_STATES, id=job["id"])["ingestionJob"]["items"][0]["state"] == "FAILED",
+            20,
+            "the worker to fail the file",
+        )
+        (item,) = api.run(JOB_STATES, id=job["id"])["ingestionJob"]["items"]
+        assert reason in item["error"], item
+    else:
+        assert job["__typename"] == "StorageError" and reason in job["message"], job
     sent = api.run(SEND, s=sid, c="penguins? " + "x" * 7000)["sendMessage"]
     assert sent["__typename"] == "StorageError" and reason in sent["message"], sent
     with api.websocket() as ws:

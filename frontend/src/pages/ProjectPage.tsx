@@ -98,7 +98,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
 
             <Section id="documents-title" title="Documents">
               <Dropzone onFiles={uploads.add} />
-              <UploadList items={uploads.items} onClear={uploads.clearFinished} />
+              <UploadList items={uploads.items} onClear={uploads.clearFinished} onCancel={uploads.cancel} onRetry={uploads.retry} />
               {documents.length > 0 ? (
                 <>
                   <DocumentTable documents={documents} />

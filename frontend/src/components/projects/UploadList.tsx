@@ -21,25 +21,42 @@ function statusText(item: UploadItem): string {
     case "uploading":
       return `Uploading ${Math.round(item.progress * 100)}%`;
     case "processing":
-      return "Reading and embedding…";
+      switch (item.state) {
+        case "QUEUED":
+          return "Queued";
+        case "PARSING":
+          return "Reading…";
+        case "EMBEDDING":
+          return `Embedding ${item.chunks}/${item.chunksTotal ?? 0} chunks`;
+        default:
+          return "Sent; waiting for the server…";
+      }
     case "done":
       return item.outcome === "UNCHANGED"
         ? "Unchanged: already up to date"
         : `${item.outcome ? OUTCOME_LABELS[item.outcome] : "Done"} · ${formatCount(item.chunks, "chunk")}`;
     case "failed":
       return "Failed";
+    case "cancelled":
+      return "Cancelled";
   }
 }
 
 export interface UploadListProps {
   items: readonly UploadItem[];
   onClear?: () => void;
+  /** Cancel a file the server has not finished (by the row's id). */
+  onCancel?: (id: string) => void;
+  /** Queue a failed or cancelled file again. */
+  onRetry?: (id: string) => void;
 }
 
-/** One row per file: a progress bar while it uploads, then what the server did with it. */
-export function UploadList({ items, onClear }: UploadListProps) {
+const ENDED = new Set(["done", "failed", "cancelled"]);
+
+/** One row per file: a progress bar while it uploads and while the server ingests it, then what the server did with it. */
+export function UploadList({ items, onClear, onCancel, onRetry }: UploadListProps) {
   if (items.length === 0) return null;
-  const finished = items.filter((i) => i.phase === "done" || i.phase === "failed").length;
+  const finished = items.filter((i) => ENDED.has(i.phase)).length;
   return (
     <section className={styles.list} aria-label="Uploads">
       <div className={styles.head}>
@@ -69,11 +86,11 @@ export function UploadList({ items, onClear }: UploadListProps) {
                 <div
                   className={styles.progress}
                   role="progressbar"
-                  aria-label={`Uploading ${item.name}`}
+                  aria-label={item.phase === "processing" ? `Ingesting ${item.name}` : `Uploading ${item.name}`}
                   aria-valuemin={0}
                   aria-valuemax={100}
                   aria-valuenow={Math.round(item.progress * 100)}
-                  data-indeterminate={item.phase === "processing" || undefined}
+                  data-indeterminate={(item.phase === "processing" && item.state !== "EMBEDDING") || undefined}
                 >
                   <span className={styles.bar} style={{ width: `${Math.round(item.progress * 100)}%` }} />
                 </div>
@@ -83,6 +100,16 @@ export function UploadList({ items, onClear }: UploadListProps) {
               </p>
               {item.error && <p className={styles.error}>{item.error}</p>}
             </div>
+            {onCancel && item.itemId && item.phase === "processing" && (
+              <Button variant="ghost" size="small" onClick={() => onCancel(item.id)} aria-label={`Cancel ${item.name}`}>
+                Cancel
+              </Button>
+            )}
+            {onRetry && item.itemId && (item.phase === "failed" || item.phase === "cancelled") && (
+              <Button variant="ghost" size="small" onClick={() => onRetry(item.id)} aria-label={`Retry ${item.name}`}>
+                Retry
+              </Button>
+            )}
           </li>
         ))}
       </ul>

@@ -1,0 +1,209 @@
+"""The ingestion worker: takes queued items and ingests them, reporting each step.
+
+:class:`ItemRunner` ingests one item (synchronously: parsing in its own process, embedding and
+writing in the calling thread); the server's :class:`JobWorker` runs ``RAGCHAT_JOBS__WORKERS`` of
+them in worker threads, started and stopped with the app's lifespan, and the CLI runs one in the
+foreground. Every change of an item is published on :class:`JobEvents` for the
+``ingestionProgress`` subscription. At start-up, items a stopped server left half-way go back to
+the queue and start again from scratch: a document commits with its item's end, so nothing of
+theirs is visible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import anyio.to_thread
+
+from app.db.database import Database
+from app.db.enums import ItemState
+from app.db.models import IngestionItem
+from app.errors import RagchatError
+from app.llm.base import Embedder
+from app.rag.ingest import Ingestor, Source
+from app.rag.parse_worker import ParseWorker
+from app.rag.parsing import ParseLimits
+from app.services import jobs
+from app.settings import IngestSettings, JobSettings
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[IngestionItem], None]
+IDLE_POLL = 5.0  # seconds an idle worker waits before looking for items another process queued
+
+
+class JobEvents:
+    """Item changes, fanned out to subscribers in this process (any thread may publish)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Queue[IngestionItem]]] = {}
+        self._lock = threading.Lock()
+
+    def publish(self, row: IngestionItem) -> None:
+        with self._lock:
+            targets = list(self._queues.values())
+        for loop, queue in targets:
+            with suppress(RuntimeError):  # that subscriber's loop has closed
+                loop.call_soon_threadsafe(queue.put_nowait, row)
+
+    @contextmanager
+    def subscribe(self) -> Iterator[asyncio.Queue[IngestionItem]]:
+        """Every item change from now on, until the block ends (call from the event loop)."""
+        queue: asyncio.Queue[IngestionItem] = asyncio.Queue()
+        key = id(queue)
+        with self._lock:
+            self._queues[key] = (asyncio.get_running_loop(), queue)
+        try:
+            yield queue
+        finally:
+            with self._lock:
+                del self._queues[key]
+
+
+class Stopping(Exception):
+    """The worker is stopping: the item is left as it is and resumes at the next start."""
+
+
+class ItemRunner:
+    """Ingests items one at a time with one warm parser process. Not thread-safe: one per thread."""
+
+    def __init__(
+        self,
+        store: Database,
+        embedder: Embedder,
+        settings: IngestSettings,
+        publish: Listener,
+        stopping: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.store = store
+        self.ingestor = Ingestor(store, embedder, settings)
+        limits = ParseLimits(settings.max_pages, settings.max_chars_per_page, settings.max_chars_per_file)
+        self.parser = ParseWorker(limits, settings.parse_timeout)
+        self.publish = publish
+        self.stopping = stopping
+
+    def run(self, row: IngestionItem, *, owned: bool) -> IngestionItem | None:
+        """Ingest a started item (PARSING); its file is removed once it is ready when ``owned`` (a
+        spooled copy). Returns the item as it ended (None: the worker is stopping, or it is gone)."""
+        self.publish(row)
+        path = Path(row.source_path)
+
+        def embedded(done: int, total: int) -> None:
+            if self.stopping():
+                raise Stopping
+            changed = jobs.embedding(self.store, row.id, done, total)
+            if changed is None:
+                raise jobs.ItemCancelled(row.id)
+            self.publish(changed)
+
+        try:
+            self.ingestor.ingest_one(
+                row.project_id,
+                Source(row.name, path.read_bytes),
+                self.parser,
+                embedded,
+                lambda db, outcome: jobs.finish_in(db, row.id, outcome),
+            )
+        except Stopping:
+            jobs.requeue(self.store, row.id)
+            return None
+        except jobs.ItemCancelled:
+            pass
+        except RagchatError as exc:  # the embedder failed, the database refused, the project is gone
+            jobs.fail(self.store, row.id, exc.message)
+        except Exception:
+            log.exception("ingesting %s (item %s) failed unexpectedly", row.name, row.id)
+            jobs.fail(self.store, row.id, "an unexpected error stopped it (logged on the server); retry it")
+        final = jobs.item(self.store, row.id)
+        if final is not None:
+            self.publish(final)
+            if owned and final.state is ItemState.READY:
+                path.unlink(missing_ok=True)
+        return final
+
+    def close(self) -> None:
+        self.parser.close()
+
+
+class JobWorker:
+    """The server's worker: ``settings.workers`` loops, each taking the oldest queued item of a
+    spooled job and ingesting it in a worker thread. :meth:`wake` after queueing items."""
+
+    def __init__(
+        self,
+        store: Database,
+        embedder: Callable[[], Embedder],
+        ingest: IngestSettings,
+        settings: JobSettings,
+        spool: Path,
+        events: JobEvents,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.ingest = ingest
+        self.settings = settings
+        self.spool = spool
+        self.events = events
+        self._stopping = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        recovered = await anyio.to_thread.run_sync(jobs.recover, self.store)
+        swept = await anyio.to_thread.run_sync(jobs.sweep_spool, self.store, self.spool)
+        if recovered:
+            log.warning("%d files were being ingested when the server stopped; they start again", recovered)
+        if swept:
+            log.info("removed %d spooled upload folders no job needs", swept)
+        self._tasks = [
+            asyncio.create_task(self._loop_forever(), name=f"ingest-{i}") for i in range(self.settings.workers)
+        ]
+
+    def wake(self) -> None:
+        """New items are queued (callable from any thread)."""
+        if self._loop is not None and self._wake is not None:
+            with suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def stop(self) -> None:
+        """Stop taking items; an item being ingested stops at its next step and is queued again."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def _loop_forever(self) -> None:
+        assert self._wake is not None
+        runner: ItemRunner | None = None
+        try:
+            while not self._stopping:
+                self._wake.clear()  # before looking, so a wake during the look is not lost
+                try:
+                    row = await anyio.to_thread.run_sync(jobs.claim, self.store)
+                    if row is not None:
+                        if runner is None:
+                            runner = await anyio.to_thread.run_sync(self._runner)
+                        await anyio.to_thread.run_sync(lambda: runner.run(row, owned=True))  # noqa: B023
+                        continue
+                except Exception:  # the database refused (full, locked): wait and look again
+                    log.exception("the ingestion worker could not take or record an item; retrying shortly")
+                with suppress(TimeoutError):  # another process (a second server) may queue too
+                    await asyncio.wait_for(self._wake.wait(), IDLE_POLL)
+        finally:
+            if runner is not None:
+                await anyio.to_thread.run_sync(runner.close)
+
+    def _runner(self) -> ItemRunner:
+        return ItemRunner(self.store, self.embedder(), self.ingest, self.events.publish, lambda: self._stopping)
