@@ -26,6 +26,7 @@ from app.errors import IngestError, NotFoundError
 from app.llm.base import Embedder
 from app.rag import spaces, vector_store
 from app.rag.chunking import chunk
+from app.rag.intake import SkipReason, inspect
 from app.rag.parse_worker import ParseWorker
 from app.rag.parsing import ParseLimits, kind_by_name
 from app.rag.sanitize import clean_name
@@ -39,6 +40,7 @@ class FileStatus(StrEnum):
     ADDED = "added"  # a new document (or one whose last ingestion had failed)
     UNCHANGED = "unchanged"  # same content as stored: nothing parsed, embedded or written
     UPDATED = "updated"  # new content for a stored document: changed chunks re-embedded
+    SKIPPED = "skipped"  # not worth ingesting (binary, compressed, minified...): FileResult.skip_reason, .error
     FAILED = "failed"  # not ingested; FileResult.error says why
 
 
@@ -48,14 +50,16 @@ BATCH_NEW_CHUNKS = 1024
 
 @dataclass(frozen=True)
 class Source:
-    """A file to ingest: its name in the knowledge base and a way to read its bytes."""
+    """A file to ingest: its name in the knowledge base, a way to read its bytes, and the URL it was
+    fetched from (None for files and text)."""
 
     name: str
     read: Callable[[], bytes]
+    source_url: str | None = None
 
     @classmethod
-    def from_bytes(cls, name: str, data: bytes) -> Source:
-        return cls(name, lambda: data)
+    def from_bytes(cls, name: str, data: bytes, source_url: str | None = None) -> Source:
+        return cls(name, lambda: data, source_url)
 
 
 @dataclass
@@ -66,7 +70,8 @@ class FileResult:
     chunks: int = 0
     embedded: int = 0
     removed: int = 0
-    error: str | None = None
+    error: str | None = None  # why it failed, or why it was skipped
+    skip_reason: SkipReason | None = None
 
 
 @dataclass
@@ -120,7 +125,7 @@ class Ingestor:
         )
         with ParseWorker(limits, self.settings.parse_timeout) as parser:
             for index, given in enumerate(sources):
-                source = Source(clean_name(given.name), given.read)  # every way in: upload, CLI, bench
+                source = Source(clean_name(given.name), given.read, given.source_url)  # every way in
                 order.setdefault(source.name, index)
                 outcome = self._plan(project_id, source, parser)
                 if isinstance(outcome, FileResult):
@@ -156,9 +161,12 @@ class Ingestor:
             data = source.read()
         except OSError as exc:
             return FileResult(source.name, FileStatus.FAILED, error=f"cannot read the file: {exc.strerror or exc}")
+        skipped = inspect(source.name, data)
+        if skipped is not None:  # nothing written: a stored document of that name stays as it is
+            return FileResult(source.name, FileStatus.SKIPPED, error=skipped.detail, skip_reason=skipped.reason)
         if len(data) > self.settings.max_file_bytes:
             too_big = f"file is {len(data)} bytes; the limit is {self.settings.max_file_bytes}"
-            return partial(self._fail, project_id, source.name, data, too_big)
+            return partial(self._fail, project_id, source, data, too_big)
         content_hash = sha256(data)
         with self.store.read() as db:
             existing = _document(db, project_id, source.name)
@@ -181,7 +189,7 @@ class Ingestor:
             if not specs:
                 raise IngestError("the file contains no text to index")
         except IngestError as exc:
-            return partial(self._fail, project_id, source.name, data, exc.message, existing)
+            return partial(self._fail, project_id, source, data, exc.message, existing)
         return _diff(source, data, content_hash, parsed.kind, specs, existing, old_chunks)
 
     def _flush(
@@ -220,6 +228,7 @@ class Ingestor:
                 doc = Document(project_id=project_id, name=plan.source.name)
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = plan.kind, len(plan.data), plan.content_hash
+            doc.source_url = plan.source.source_url
             doc.status, doc.error, doc.chunk_count, doc.ingested_at = (
                 DocumentStatus.READY,
                 None,
@@ -247,9 +256,10 @@ class Ingestor:
             )
 
     def _fail(
-        self, project_id: int, name: str, data: bytes, reason: str, existing: Document | None = None
+        self, project_id: int, source: Source, data: bytes, reason: str, existing: Document | None = None
     ) -> FileResult:
         """Record why a file failed. A document that was ingested before keeps its last good version."""
+        name = source.name
         if existing is not None and existing.status is DocumentStatus.READY:
             return FileResult(name, FileStatus.FAILED, existing.id, existing.chunk_count, error=reason)
         with self.store.write() as db:
@@ -259,6 +269,7 @@ class Ingestor:
                 doc = Document(project_id=project_id, name=name, chunk_count=0)
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = kind_by_name(name), len(data), sha256(data)
+            doc.source_url = source.source_url
             doc.status, doc.error, doc.ingested_at = DocumentStatus.FAILED, reason, utcnow()
             db.flush()
             return FileResult(name, FileStatus.FAILED, doc.id, error=reason)

@@ -17,7 +17,7 @@ ADD_DOC = """mutation($p: ID!, $name: String!, $text: String!) { addDocument(pro
   ... on Error { message } } }"""
 
 UPLOAD = """mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) {
-  __typename ... on UploadReport { added failed files { name status error chunks document { id name kind status } } }
+  __typename ... on UploadReport { added skipped failed files { name status error skipReason chunks document { id name kind status } } }
   ... on Error { message } ... on ValidationError { fields { field message } } } }"""
 
 CREATE_SESSION = """mutation($p: ID!, $input: CreateChatSessionInput) { createChatSession(projectId: $p, input: $input) {

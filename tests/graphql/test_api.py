@@ -60,14 +60,21 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
 
     report = api.upload(
         UPLOAD,
-        {"variables.files.0": ("a.txt", b"alpha beta gamma"), "variables.files.1": ("bad.txt", b"\x00\x01\x02binary")},
+        {
+            "variables.files.0": ("a.txt", b"alpha beta gamma"),
+            "variables.files.1": ("bad.txt", b"  \n\n "),
+            "variables.files.2": ("blob.txt", b"\x00\x01\x02binary"),
+        },
         {"p": pid},
     )["data"]["uploadDocuments"]
-    assert report["__typename"] == "UploadReport" and (report["added"], report["failed"]) == (1, 1)
-    assert sorted(f["status"] for f in report["files"]) == ["ADDED", "FAILED"]
+    assert report["__typename"] == "UploadReport"
+    assert (report["added"], report["skipped"], report["failed"]) == (1, 1, 1)
+    assert [f["status"] for f in report["files"]] == ["ADDED", "FAILED", "SKIPPED"]
     failed = next(f for f in report["files"] if f["status"] == "FAILED")
     assert failed["name"] == "bad.txt" and failed["error"] and failed["document"]["status"] == "FAILED"
-    assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it
+    assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it (empty)
+    skipped = report["files"][2]  # binary bytes: skipped with the reason, nothing stored (issue 17 item 7)
+    assert (skipped["skipReason"], skipped["document"]) == ("BINARY", None) and "NUL" in skipped["error"]
 
     data = api.run(
         "query($id: ID!) { project(id: $id) { ... on Project { documentCount chunkCount embeddingSpace { label } "
