@@ -53,8 +53,8 @@ def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path) -> 
         "book/elasticlunr.min.js: matches the default pattern *.min.js",
         "skipped (compressed): 1",
         "pkg/changelog.Debian.gz: gzip-compressed data",
-        "skipped (binary): 1",
-        "book/logo.png: binary data",
+        "skipped (unsupported): 1",
+        "book/logo.png: no parser reads .png files",
         "skipped (minified): 1",
         "book/book.js: minified or machine-written text",
     ):

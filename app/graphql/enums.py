@@ -121,6 +121,7 @@ expose(
         SkipReason.EXCLUDED: "It matched an exclude pattern: --exclude, the folder's .ragchatignore, or a default "
         "one for build output (lock files, source maps, minified bundles, search indexes).",
         SkipReason.NOT_INCLUDED: "Include patterns were given and it matched none.",
+        SkipReason.UNSUPPORTED: "A type no parser reads: images, fonts, archives, office documents, media.",
         SkipReason.COMPRESSED: "Compressed data (gzip, zip, xz...): nothing is unpacked.",
         SkipReason.BINARY: "Not text: NUL bytes, or bytes that are not UTF-8.",
         SkipReason.MINIFIED: "Machine-packed text: most of it on very long lines with almost no whitespace.",

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from app.rag.parsers.text import looks_like_text
-from app.rag.parsing import kind_by_name
+from app.rag.parsing import NOT_TEXT_EXTENSIONS, kind_by_name
 from app.rag.types import DocumentKind
 
 IGNORE_FILE = ".ragchatignore"
@@ -52,6 +52,7 @@ class SkipReason(StrEnum):
     HIDDEN = "hidden"  # a dot-file or inside a dot-folder
     EXCLUDED = "excluded"  # matched an exclude pattern, the folder's .ragchatignore or a default one
     NOT_INCLUDED = "not_included"  # include patterns were given and none matched
+    UNSUPPORTED = "unsupported"  # a type no parser reads: images, fonts, archives, office documents, media
     COMPRESSED = "compressed"  # gzip, zip, xz...: nothing is unpacked
     BINARY = "binary"  # not text (NUL bytes, or bytes that are not UTF-8)
     MINIFIED = "minified"  # text, but machine-packed: very long lines, almost no whitespace
@@ -158,6 +159,9 @@ def inspect(name: str, data: bytes) -> Skipped | None:
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return Skipped(name, SkipReason.COMPRESSED, f"{what}-compressed data; archives are not unpacked")
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in NOT_TEXT_EXTENSIONS:
+        return Skipped(name, SkipReason.UNSUPPORTED, f"no parser reads {suffix} files (images, fonts, archives...)")
     if kind not in _TEXT_KINDS or (kind is DocumentKind.UNKNOWN and _sniffs_as_document(head)):
         return None
     if not head.strip():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.errors import IngestError
 from app.rag.folders import collect
 from app.rag.intake import Selector, SkipReason, inspect
 from app.rag.parsing import detect_kind, parse
@@ -87,6 +88,14 @@ def test_minified_and_generated_text_is_skipped_but_long_prose_lines_are_not() -
     )  # type: ignore[union-attr]
     assert inspect("guide.pdf", b"%PDF-1.7 \x00\x01") is None  # the PDF parser judges PDFs
     assert inspect("empty.md", b"  \n") is None  # empty fails in the parser, as before
+
+
+def test_types_that_are_never_text_are_unsupported_whatever_their_bytes() -> None:
+    for name in ("diagram.bmp", "logo.svg", "font.woff2", "report.docx"):
+        skipped = inspect(name, b"BM not really an image")
+        assert skipped is not None and skipped.reason is SkipReason.UNSUPPORTED, name
+    with pytest.raises(IngestError, match="not supported"):
+        detect_kind("diagram.bmp", b"BM not really an image")
 
 
 def test_text_without_a_known_extension_is_read_as_text() -> None:
