@@ -17,6 +17,7 @@ error status, too many redirects).
 
 from __future__ import annotations
 
+import ssl
 import time
 import zlib
 from collections.abc import Iterator
@@ -42,6 +43,8 @@ class FetchPolicy:
     max_redirects: int
     content_types: frozenset[str]
     user_agent: str = "ragchat"
+    # Certificates are verified against the system's CAs (certifi's); a CA bundle file replaces them.
+    ca_file: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,8 @@ def fetch(url: str, policy: FetchPolicy) -> Fetched:
     current = url
     for _hop in range(policy.max_redirects + 1):
         target = _target(current, policy.addresses)
-        with httpx.Client(trust_env=False, follow_redirects=False) as client:
+        verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=policy.ca_file) if policy.ca_file else True
+        with httpx.Client(trust_env=False, follow_redirects=False, verify=verify) as client:
             try:
                 request = client.build_request(
                     "GET",

@@ -4,11 +4,15 @@ oversize and compressed bodies, a slow drip, wrong types)."""
 from __future__ import annotations
 
 import gzip
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 DOC = b"# Fetched\n\nThe lighthouse keeper logs the tides every morning.\n"
@@ -82,3 +86,23 @@ def serving(host: str = "127.0.0.1") -> Iterator[ThreadingHTTPServer]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+@contextmanager
+def serving_tls(tmp: Path, name: str = "localhost") -> Iterator[tuple[ThreadingHTTPServer, str]]:
+    """The same server over TLS, its certificate (from a throwaway CA, made with the openssl command)
+    naming only ``name``; yields the server and the CA file that verifies it."""
+    ca_key, ca, key, csr, cert = (str(tmp / n) for n in ("ca.key", "ca.pem", "srv.key", "srv.csr", "srv.pem"))
+    ext = tmp / "san.ext"
+    ext.write_text(f"subjectAltName=DNS:{name}\n")
+    run = partial(subprocess.run, check=True, capture_output=True)
+    run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca,
+         "-days", "2", "-subj", "/CN=ragchat test CA"])  # fmt: skip
+    run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", f"/CN={name}"])
+    run(["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+         "-days", "2", "-extfile", str(ext)])  # fmt: skip
+    with serving() as server:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        yield server, ca

@@ -3,16 +3,19 @@ what it refuses while reading, and what it fetches when the operator allows loop
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
 from app.errors import FetchError, TooLargeError, UnsupportedTypeError, UrlRefusedError
 from app.net.addresses import AddressPolicy, Refusal
 from app.net.fetch import FetchPolicy, fetch
-from tests.net.server import DOC, serving
+from tests.net.server import DOC, serving, serving_tls
 
 TYPES = frozenset({"text/plain", "text/markdown", "text/html"})
 
@@ -49,6 +52,12 @@ def base(server: ThreadingHTTPServer) -> str:
         ("http://[::1]/", Refusal.LOOPBACK),
         ("http://[::ffff:127.0.0.1]/", Refusal.LOOPBACK),
         ("http://0.0.0.0/", Refusal.UNSPECIFIED),
+        # other spellings of 127.0.0.1: the resolver's answer is what is checked
+        ("http://2130706433/", Refusal.LOOPBACK),
+        ("http://0x7f.1/", Refusal.LOOPBACK),
+        ("http://127.1/", Refusal.LOOPBACK),
+        ("http://017700000001/", Refusal.LOOPBACK),
+        ("http://[0:0:0:0:0:ffff:7f00:1]/", Refusal.LOOPBACK),
         ("ftp://example.com/file.txt", Refusal.SCHEME),
         ("file:///etc/passwd", Refusal.SCHEME),
         ("http://user:secret@example.com/", Refusal.MALFORMED),
@@ -146,3 +155,16 @@ def test_wrong_types_and_error_statuses_are_typed(server: ThreadingHTTPServer) -
 
 def test_the_servers_file_name_is_used_without_its_path(server: ThreadingHTTPServer) -> None:
     assert fetch(f"{base(server)}/download", policy(LOOPBACK_ONLY)).name == "tides.txt"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificates with the openssl command")
+def test_https_connects_to_the_checked_address_and_verifies_the_name(tmp_path: Path) -> None:
+    with serving_tls(tmp_path, "localhost") as (server, ca):
+        port = server.server_address[1]
+        secure = replace(policy(LOOPBACK_ONLY), ca_file=ca)
+        got = fetch(f"https://localhost:{port}/notes.md", secure)  # SNI and the certificate: "localhost"
+        assert got.data == DOC
+        with pytest.raises(FetchError, match="CERTIFICATE_VERIFY_FAILED"):
+            fetch(f"https://127.0.0.1:{port}/notes.md", secure)  # the certificate does not name 127.0.0.1
+        with pytest.raises(FetchError, match="CERTIFICATE_VERIFY_FAILED"):
+            fetch(f"https://localhost:{port}/notes.md", policy(LOOPBACK_ONLY))  # not a CA the system trusts
