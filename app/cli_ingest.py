@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -13,12 +13,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from app.container import Container
-from app.errors import ConflictError
+from app.errors import ConflictError, RagchatError
+from app.rag.folders import collect
 from app.rag.ingest import FileResult, FileStatus, IngestSummary
-from app.rag.parsing import KINDS_BY_EXTENSION
+from app.rag.intake import Skipped, SkipReason
 from app.rag.sanitize import clean_name
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
-from app.services import jobs, projects
+from app.services import jobs, projects, url_documents
 from app.services.job_worker import ItemRunner
 from app.services.records import IngestionItem, JobOrigin
 
@@ -26,33 +27,24 @@ console = Console(stderr=True)
 DEMO_PROJECT = "ragchat docs"
 
 
-def collect(paths: list[Path]) -> Iterator[Path]:
-    """Files named directly, and supported files found recursively in folders (hidden ones skipped)."""
-    for path in paths:
-        if path.is_dir():
-            for found in sorted(path.rglob("*")):
-                relative = found.relative_to(path).parts
-                hidden = any(p.startswith(".") for p in relative)
-                if found.is_file() and not hidden and found.suffix.lower() in KINDS_BY_EXTENSION:
-                    yield found
-        else:
-            yield path
-
-
-def ingest_paths(container: Container, project: str, paths: list[Path]) -> IngestSummary:
+def ingest_paths(
+    container: Container,
+    project: str,
+    paths: list[Path],
+    urls: list[str] | None = None,
+    *,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    defaults: bool = True,
+) -> IngestSummary:
+    """Files and folders through an ingestion job run in the foreground (what the server's worker
+    does for uploads, file by file), then each URL fetched and ingested."""
     project_row, created = projects.get_or_create(container.store, project)
     if created:
         console.print(f"created knowledge base [bold]{project_row.name}[/]")
-    files = list(collect(paths))
-    roots = [p if p.is_dir() else p.parent for p in paths]
-
-    def name_of(path: Path) -> str:
-        for root in roots:
-            if path.is_relative_to(root):
-                return str(path.relative_to(root))
-        return path.name
-
-    intakes = [jobs.Intake(clean_name(name_of(f)), f.stat().st_size, f) for f in files]
+    found = collect(paths, include or [], exclude or [], defaults=defaults)
+    urls = urls or []
+    intakes = [jobs.Intake(clean_name(name), path.stat().st_size, path) for name, path in found.files]
     job = jobs.create(container.store, container.settings.jobs, project_row.id, JobOrigin.CLI, intakes)
     summary = IngestSummary()
     started = time.perf_counter()
@@ -61,7 +53,7 @@ def ingest_paths(container: Container, project: str, paths: list[Path]) -> Inges
     with Progress(
         TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
     ) as bar:
-        task = bar.add_task("files", total=len(items))
+        task = bar.add_task("files", total=len(items) + len(urls))
         try:
             for queued in items:
                 row = jobs.start(container.store, queued.id)
@@ -75,42 +67,108 @@ def ingest_paths(container: Container, project: str, paths: list[Path]) -> Inges
             runner.close()
             with suppress(ConflictError):  # interrupted (Ctrl+C): what did not end is cancelled, retryable
                 jobs.cancel(container.store, job.id)
+
+        def advance(result: FileResult) -> None:
+            bar.advance(task)
+            if result.status == FileStatus.FAILED:
+                bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
+
+        for url in urls:
+            summary.files.extend(_ingest_url(container, project_row.id, url, advance).files)
     summary.seconds = time.perf_counter() - started
-    print_summary(summary)
+    print_summary(summary, found.skipped)
     return summary
+
+
+def _ingest_url(
+    container: Container, project_id: int, url: str, advance: Callable[[FileResult], None]
+) -> IngestSummary:
+    try:
+        fetched = url_documents.add_from_url(
+            container.store, container.embedder, container.settings.ingest, project_id, url
+        )
+    except RagchatError as exc:  # refused, fetch failed, too large...: this URL fails, the others go on
+        fetched = IngestSummary(files=[FileResult(url, FileStatus.FAILED, error=exc.message)])
+    for result in fetched.files:
+        advance(result)
+    return fetched
 
 
 def _result(row: IngestionItem) -> FileResult:
     """A job item's end as the summary counts it (a file that did not end counts as failed)."""
     status = FileStatus(row.outcome) if row.outcome else FileStatus.FAILED
-    return FileResult(row.name, status, row.document_id, row.chunks_total, row.chunks_done, error=row.error)
+    reason, error = None, row.error
+    if status is FileStatus.SKIPPED and error:  # stored as "<reason>: <detail>" (jobs.finish_in)
+        name, _, detail = error.partition(": ")
+        if name in {r.value for r in SkipReason}:
+            reason, error = SkipReason(name), detail
+    return FileResult(
+        row.name, status, row.document_id, row.chunks_total, row.chunks_done, error=error, skip_reason=reason
+    )
 
 
-def print_summary(summary: IngestSummary) -> None:
+def print_summary(summary: IngestSummary, by_name: list[Skipped] | None = None) -> None:
+    """The counts, then every skipped file with its reason: those left out by name (patterns, hidden)
+    and those ingestion skipped by content (binary, compressed, minified, generated)."""
+    skipped = list(by_name or []) + [
+        Skipped(f.name, f.skip_reason, f.error or "") for f in summary.files if f.skip_reason is not None
+    ]
     table = Table(title="ingestion summary")
-    for column in ("added", "unchanged", "updated", "failed", "chunks embedded", "seconds"):
+    for column in ("added", "unchanged", "updated", "skipped", "failed", "chunks embedded", "seconds"):
         table.add_column(column, justify="right")
     table.add_row(
         str(summary.count(FileStatus.ADDED)),
         str(summary.count(FileStatus.UNCHANGED)),
         str(summary.count(FileStatus.UPDATED)),
+        str(len(skipped)),
         str(summary.count(FileStatus.FAILED)),
         str(summary.chunks_embedded),
         f"{summary.seconds:.1f}",
     )
     console.print(table)
+    for reason in SkipReason:
+        these = [s for s in skipped if s.reason is reason]
+        if these:
+            console.print(f"[yellow]skipped ({reason.value})[/]: {len(these)}")
+            for entry in these:
+                console.print(f"  {entry.name}: {entry.detail}", highlight=False, markup=False)
 
 
 def register(cli: typer.Typer, settings_or_exit: object) -> None:
     @cli.command()
     def ingest(
-        paths: list[Path] = typer.Argument(..., exists=True, help="Files and folders (searched recursively)."),
+        paths: list[Path] = typer.Argument(None, exists=True, help="Files and folders (searched recursively)."),
         project: str = typer.Option(..., "--project", "-p", help="Knowledge base name (created if missing)."),
+        url: list[str] = typer.Option(
+            None, "--url", help="A document to fetch over http(s) (repeatable); private addresses are refused."
+        ),
+        include: list[str] = typer.Option(
+            None, "--include", help='Only files matching one of these (gitignore syntax, e.g. "*.md"; repeatable).'
+        ),
+        exclude: list[str] = typer.Option(
+            None, "--exclude", help='Leave out files matching (gitignore syntax, e.g. "drafts/"; repeatable).'
+        ),
+        no_default_excludes: bool = typer.Option(
+            False,
+            "--no-default-excludes",
+            help="Also take lock files, source maps, minified bundles and search indexes.",
+        ),
     ) -> None:
-        """Add or update documents in a knowledge base."""
+        """Add or update documents in a knowledge base. In folders, a .ragchatignore (gitignore syntax)
+        leaves files out; every file left out is listed with its reason."""
+        if not paths and not url:
+            raise typer.BadParameter("give files, folders or --url")
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            summary = ingest_paths(container, project, paths)
+            summary = ingest_paths(
+                container,
+                project,
+                paths or [],
+                url or [],
+                include=include or [],
+                exclude=exclude or [],
+                defaults=not no_default_excludes,
+            )
         finally:
             container.close()
         raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)

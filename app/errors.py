@@ -9,6 +9,10 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── LimitExceededError            an upload would put more files or bytes in a queue than allowed
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
 ├── StorageError                  the database refused a write (disk full, read-only)
+├── FetchError                    a URL could not be fetched: cannot connect, timed out, HTTP error status
+│   ├── UrlRefusedError           the URL, or an address it leads to, is not one this server fetches (SSRF guard)
+│   ├── TooLargeError             the body is (or would decompress to) more than the limit
+│   └── UnsupportedTypeError      the server sent a content type no parser reads
 └── ProviderError                 an embedder or chat model failed (translated from vendor errors)
     ├── ProviderAuthError         401/403: the key is missing or wrong
     ├── ProviderRateLimitError    429
@@ -37,6 +41,10 @@ class ErrorCode(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     INGEST = "ingest"
     STORAGE = "storage"
+    FETCH = "fetch"
+    URL_REFUSED = "url_refused"
+    TOO_LARGE = "too_large"
+    UNSUPPORTED_TYPE = "unsupported_type"
     PROVIDER = "provider"
     PROVIDER_AUTH = "provider_auth"
     PROVIDER_RATE_LIMIT = "provider_rate_limit"
@@ -118,6 +126,43 @@ class IngestError(RagchatError):
 
 class StorageError(RagchatError):
     code = ErrorCode.STORAGE
+
+
+class FetchError(RagchatError):
+    """A URL could not be fetched. ``status`` is the HTTP status when the server answered with an error."""
+
+    code = ErrorCode.FETCH
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class UrlRefusedError(FetchError):
+    """The URL, or an address it resolves or redirects to, is refused; ``reason`` is an
+    :class:`app.net.addresses.Refusal` value ("loopback", "private", "scheme", ...)."""
+
+    code = ErrorCode.URL_REFUSED
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class TooLargeError(FetchError):
+    code = ErrorCode.TOO_LARGE
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class UnsupportedTypeError(FetchError):
+    code = ErrorCode.UNSUPPORTED_TYPE
+
+    def __init__(self, message: str, content_type: str) -> None:
+        super().__init__(message)
+        self.content_type = content_type
 
 
 class ProviderError(RagchatError):

@@ -6,6 +6,7 @@ Nothing is read at import time: build ``Settings()`` (or call :func:`load_settin
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Literal, get_args
@@ -93,6 +94,23 @@ class IngestSettings(BaseModel):
     max_chars_per_page: int = Field(200_000, ge=100, le=100_000_000)
     max_chars_per_file: int = Field(5_000_000, ge=100, le=1_000_000_000)
     parse_timeout: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
+    # Documents added by URL (app/net/fetch.py): loopback, private, link-local and other non-public
+    # addresses are refused unless allowed here, wholesale or by network ("10.1.0.0/16", "::1/128").
+    url_allow_private: bool = False
+    url_allowed_networks: list[str] = Field(default_factory=list)
+    url_max_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=2 * 1024**3)
+    url_timeout: float = Field(30.0, gt=0, le=3600, allow_inf_nan=False)
+    url_max_redirects: int = Field(5, ge=0, le=20)
+
+    @field_validator("url_allowed_networks")
+    @classmethod
+    def _networks(cls, networks: list[str]) -> list[str]:
+        for network in networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{network!r} is not an IP network like 10.0.0.0/8 or fd00::/8: {exc}") from None
+        return networks
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> IngestSettings:

@@ -27,7 +27,7 @@ FOUNDATIONS = {
     "app.logs",
     "app.request_log",
 }
-ORDER = ("main", "cli", "container", "bench", "graphql", "services", "rag", "llm", "db", "foundations")
+ORDER = ("main", "cli", "container", "bench", "graphql", "services", "rag", "llm", "db", "net", "foundations")
 
 
 def package_of(module: str) -> str:

@@ -30,7 +30,7 @@ import pytest
 APP = Path(__file__).resolve().parent.parent / "app"
 
 ENTRY_POINTS = ("app.main", "app.__main__", "app.container", "app.bench")
-LOWEST = ("app.rag", "app.llm", "app.db")
+LOWEST = ("app.rag", "app.llm", "app.db", "app.net")
 FOUNDATIONS = (
     "app",
     "app.settings",

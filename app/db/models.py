@@ -189,6 +189,8 @@ class Document(Timestamps, Base):
     error: Mapped[str | None] = mapped_column(Text)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    # The URL it was fetched from (after redirects); null for uploaded files and text.
+    source_url: Mapped[str | None] = mapped_column(Text)
 
     project: Mapped[Project] = relationship(back_populates="documents")
     chunks: Mapped[list[Chunk]] = relationship(

@@ -13,10 +13,12 @@ import strawberry
 from strawberry.types.enum import has_enum_definition
 
 from app.errors import ErrorCode
+from app.net.addresses import Refusal as UrlRefusal
 from app.rag.answer_mode import AnswerMode
 from app.rag.degradation import DegradationReason
 from app.rag.guard import Decision as GuardDecision
 from app.rag.ingest import FileStatus
+from app.rag.intake import SkipReason
 from app.rag.ranking_modes import ExpansionMode, RerankMode
 from app.rag.retrieval import CandidateFate
 from app.rag.retrieval_mode import RetrievalMode
@@ -128,7 +130,24 @@ expose(
         FileStatus.UNCHANGED: "The stored document has the same content: nothing was parsed, embedded or written.",
         FileStatus.UPDATED: "The stored document had other content: it was replaced, and only changed chunks "
         "were embedded again.",
+        FileStatus.SKIPPED: "The file is not worth ingesting (compressed, binary, minified or generated): "
+        "`skipReason` and `error` say why. Nothing was written; a stored document of that name stays as it is.",
         FileStatus.FAILED: "The file was not ingested; `error` says why. The other files of the upload go on.",
+    },
+)
+expose(
+    SkipReason,
+    "Why a file was skipped rather than ingested.",
+    {
+        SkipReason.HIDDEN: "A dot-file, or inside a dot-folder.",
+        SkipReason.EXCLUDED: "It matched an exclude pattern: --exclude, the folder's .ragchatignore, or a default "
+        "one for build output (lock files, source maps, minified bundles, search indexes).",
+        SkipReason.NOT_INCLUDED: "Include patterns were given and it matched none.",
+        SkipReason.UNSUPPORTED: "A type no parser reads: images, fonts, archives, office documents, media.",
+        SkipReason.COMPRESSED: "Compressed data (gzip, zip, xz...): nothing is unpacked.",
+        SkipReason.BINARY: "Not text: NUL bytes, or bytes that are not UTF-8.",
+        SkipReason.MINIFIED: "Machine-packed text: most of it on very long lines with almost no whitespace.",
+        SkipReason.GENERATED: 'The file says it is generated (@generated, "DO NOT EDIT").',
     },
 )
 expose(
@@ -183,6 +202,12 @@ expose(
         "queue than the server allows (RAGCHAT_JOBS__MAX_QUEUED_FILES / __MAX_QUEUED_BYTES).",
         ErrorCode.INGEST: "A file could not be parsed or stored.",
         ErrorCode.STORAGE: "The database refused a write (disk full, read-only).",
+        ErrorCode.FETCH: "A URL could not be fetched (cannot connect, timed out, an HTTP error status, too many "
+        "redirects).",
+        ErrorCode.URL_REFUSED: "The URL, or an address it resolves or redirects to, is one this server does not "
+        "fetch from (not http/https, loopback, private, link-local...).",
+        ErrorCode.TOO_LARGE: "The fetched document is larger than the limit (after decompression).",
+        ErrorCode.UNSUPPORTED_TYPE: "The server sent a content type no parser reads.",
         ErrorCode.PROVIDER: "The embedder or chat model failed, or is not configured.",
         ErrorCode.PROVIDER_AUTH: "The provider refused the API key (missing or wrong).",
         ErrorCode.PROVIDER_RATE_LIMIT: "The provider is rate-limiting requests: retry later.",
@@ -242,6 +267,23 @@ expose(
         ItemState.SKIPPED: "Deliberately not ingested; `error` says why.",
     },
 )
+expose(
+    UrlRefusal,
+    "Why a URL is not fetched (the SSRF guard); the operator can allow private addresses "
+    "(RAGCHAT_INGEST__URL_ALLOW_PRIVATE, RAGCHAT_INGEST__URL_ALLOWED_NETWORKS).",
+    {
+        UrlRefusal.SCHEME: "Not an http or https URL.",
+        UrlRefusal.MALFORMED: "Not a usable URL: no host, a user name or password in it, a bad port.",
+        UrlRefusal.UNRESOLVABLE: "The host name has no address.",
+        UrlRefusal.LOOPBACK: "A loopback address (127.0.0.0/8, ::1): this server itself.",
+        UrlRefusal.PRIVATE: "A private network address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7).",
+        UrlRefusal.LINK_LOCAL: "A link-local address (169.254/16, where cloud metadata services answer; fe80::/10).",
+        UrlRefusal.MULTICAST: "A multicast address.",
+        UrlRefusal.UNSPECIFIED: "The unspecified address (0.0.0.0, ::).",
+        UrlRefusal.RESERVED: "Another address outside the public internet (reserved, documentation, benchmarking).",
+    },
+    name="UrlRefusal",
+)
 
 __all__ = [
     "AnswerMode",
@@ -260,5 +302,7 @@ __all__ = [
     "RerankMode",
     "RetrievalMode",
     "Role",
+    "SkipReason",
     "Stage",
+    "UrlRefusal",
 ]

@@ -12,7 +12,7 @@ import strawberry
 
 from app import errors
 from app.graphql import operation_log
-from app.graphql.enums import ErrorCode
+from app.graphql.enums import ErrorCode, UrlRefusal
 
 
 @strawberry.interface(
@@ -92,8 +92,44 @@ class StorageError(Error):
     pass
 
 
+@strawberry.type(
+    description="The URL could not be fetched: cannot connect, timed out, an HTTP error status, too many "
+    "redirects. Nothing was written."
+)
+class FetchFailedError(Error):
+    status: int | None = strawberry.field(description="The HTTP status the server answered with; null when it did not.")
+
+
+@strawberry.type(
+    description="The URL, or an address it resolves or redirects to, is not one this server fetches from. "
+    "Nothing was fetched."
+)
+class UrlRefusedError(Error):
+    reason: UrlRefusal = strawberry.field(description="Why.")
+
+
+@strawberry.type(description="The document at the URL is larger than the limit (counted after decompression).")
+class TooLargeError(Error):
+    limit_bytes: int = strawberry.field(description="The limit, in bytes (RAGCHAT_INGEST__URL_MAX_BYTES).")
+
+
+@strawberry.type(description="The server sent a content type no parser reads.")
+class UnsupportedTypeError(Error):
+    content_type: str = strawberry.field(description='The media type it sent, like "image/png" (empty when none).')
+
+
 ErrorType = (
-    NotFoundError | ValidationError | ConflictError | BusyError | LimitExceededError | ProviderError | StorageError
+    NotFoundError
+    | ValidationError
+    | ConflictError
+    | BusyError
+    | LimitExceededError
+    | ProviderError
+    | StorageError
+    | FetchFailedError
+    | UrlRefusedError
+    | TooLargeError
+    | UnsupportedTypeError
 )
 
 
@@ -120,6 +156,14 @@ def _translate(exc: errors.RagchatError) -> ErrorType:
         )
     if isinstance(exc, errors.ProviderError):
         return ProviderError(message=exc.message, code=exc.code, provider=exc.provider)
+    if isinstance(exc, errors.UrlRefusedError):
+        return UrlRefusedError(message=exc.message, reason=UrlRefusal(exc.reason))
+    if isinstance(exc, errors.TooLargeError):
+        return TooLargeError(message=exc.message, limit_bytes=exc.limit)
+    if isinstance(exc, errors.UnsupportedTypeError):
+        return UnsupportedTypeError(message=exc.message, content_type=exc.content_type)
+    if isinstance(exc, errors.FetchError):
+        return FetchFailedError(message=exc.message, status=exc.status)
     if isinstance(exc, errors.StorageError | errors.IngestError):
         return StorageError(message=exc.message)
     raise exc

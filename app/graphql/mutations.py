@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.file_uploads import Upload
@@ -27,12 +28,13 @@ from app.graphql.results import (
     UploadJobResult,
     UploadReport,
     UploadResult,
+    UrlDocumentResult,
     call,
 )
 from app.graphql.subscriptions import CLIENT_MESSAGE_ID, QUESTION
 from app.graphql.tool_resolvers import ToolMutation
 from app.rag.ingest import FileStatus, IngestSummary
-from app.services import chat_turns, documents, projects, sessions
+from app.services import chat_turns, documents, projects, sessions, url_documents
 
 
 def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadReport:
@@ -45,12 +47,14 @@ def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadRe
                 chunks=f.chunks,
                 embedded=f.embedded,
                 error=f.error,
+                skip_reason=f.skip_reason,
             )
             for f in summary.files
         ],
         added=summary.count(FileStatus.ADDED),
         updated=summary.count(FileStatus.UPDATED),
         unchanged=summary.count(FileStatus.UNCHANGED),
+        skipped=summary.count(FileStatus.SKIPPED),
         failed=summary.count(FileStatus.FAILED),
         seconds=round(summary.seconds, 3),
     )
@@ -59,9 +63,9 @@ def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadRe
 async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, bytes]]) -> UploadResult:
     container = info.context.container
 
-    def run() -> UploadReport:
+    def run() -> IngestSummary:
         settings = container.settings
-        summary = documents.ingest_uploads(
+        return documents.ingest_uploads(
             container.store,
             container.embedder,
             settings.ingest,
@@ -69,8 +73,18 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
             parse_id(project_id, "projectId"),
             files,
         )
+
+    return await _reported(info, run)
+
+
+async def _reported(info: Info, ingest: Callable[[], IngestSummary]) -> Any:  # the caller's union says what
+    """Run an ingestion in a worker thread and report it with its documents, or its error as a schema type."""
+    store = info.context.container.store
+
+    def run() -> UploadReport:
+        summary = ingest()
         ids = [f.document_id for f in summary.files if f.document_id]
-        docs = {d.id: types.Document.of(d) for d in documents.get_many(container.store, ids)}
+        docs = {d.id: types.Document.of(d) for d in documents.get_many(store, ids)}
         return _report(summary, docs)
 
     return await call(run)
@@ -189,6 +203,36 @@ class Mutation(ToolMutation):
         text: Annotated[str, strawberry.argument(description="The document's content.")],
     ) -> UploadResult:
         return await _ingest(info, project_id, [(name, text.encode("utf-8"))])
+
+    @strawberry.mutation(
+        description="Fetch a document from an http(s) URL and add (or update) it. The server refuses URLs that lead "
+        "to loopback, private or link-local addresses (unless its operator allows them), follows a few redirects, "
+        "checking each, and limits the size, time and content type; the document remembers its sourceUrl."
+    )
+    async def add_document_from_url(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        url: Annotated[
+            str,
+            strawberry.argument(
+                description="The document's URL. Its name is the server's file name (Content-Disposition), else "
+                "the URL path's last part; the name of a stored document updates it."
+            ),
+        ],
+    ) -> UrlDocumentResult:
+        container = info.context.container
+
+        def run() -> IngestSummary:
+            return url_documents.add_from_url(
+                container.store,
+                container.embedder,
+                container.settings.ingest,
+                parse_id(project_id, "projectId"),
+                url,
+            )
+
+        return await _reported(info, run)
 
     @strawberry.mutation(description="Delete a document with its chunks and vectors.")
     async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:

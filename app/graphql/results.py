@@ -11,14 +11,18 @@ import strawberry
 from app.errors import RagchatError
 from app.graphql import types
 from app.graphql.connections import PAGE_OR_MISTAKE
-from app.graphql.enums import FileStatus
+from app.graphql.enums import FileStatus, SkipReason
 from app.graphql.errors import (
     BusyError,
     ConflictError,
+    FetchFailedError,
     LimitExceededError,
     NotFoundError,
     ProviderError,
     StorageError,
+    TooLargeError,
+    UnsupportedTypeError,
+    UrlRefusedError,
     ValidationError,
     to_graphql,
 )
@@ -52,7 +56,7 @@ class ChatSessionDeleted:
 @strawberry.type(description="What an upload did with one file.")
 class FileOutcome:
     name: str = strawberry.field(description="The file's name, as stored (the document's name).")
-    status: FileStatus = strawberry.field(description="Added, unchanged, updated or failed.")
+    status: FileStatus = strawberry.field(description="Added, unchanged, updated, skipped or failed.")
     document: types.Document | None = strawberry.field(
         description="The stored document. For a failed file: the earlier version it leaves in place (READY), "
         "else a record of the failure (status FAILED); null when nothing could be stored (an unreadable file "
@@ -64,7 +68,10 @@ class FileOutcome:
     embedded: int = strawberry.field(
         description="Chunks embedded by this upload: new or changed ones only, unchanged text keeps its vector."
     )
-    error: str | None = strawberry.field(description="Why the file failed; null unless status is FAILED.")
+    error: str | None = strawberry.field(
+        description="Why the file failed or was skipped; null unless status is FAILED or SKIPPED."
+    )
+    skip_reason: SkipReason | None = strawberry.field(description="Why it was skipped; null unless status is SKIPPED.")
 
 
 @strawberry.type(description="What happened to each uploaded file.")
@@ -73,6 +80,7 @@ class UploadReport:
     added: int = strawberry.field(description="Files with status ADDED.")
     updated: int = strawberry.field(description="Files with status UPDATED.")
     unchanged: int = strawberry.field(description="Files with status UNCHANGED.")
+    skipped: int = strawberry.field(description="Files with status SKIPPED (each listed in `files` with its reason).")
     failed: int = strawberry.field(description="Files with status FAILED.")
     seconds: float = strawberry.field(description="Wall time of the whole upload, in seconds (3 decimals).")
 
@@ -127,6 +135,22 @@ JobChangeResult = Annotated[
     strawberry.union(
         "JobChangeResult",
         description="The job after the change, or why nothing changed (ConflictError: no chosen file could be).",
+    ),
+]
+UrlDocumentResult = Annotated[
+    UploadReport
+    | NotFoundError
+    | ValidationError
+    | UrlRefusedError
+    | FetchFailedError
+    | TooLargeError
+    | UnsupportedTypeError
+    | ProviderError
+    | StorageError,
+    strawberry.union(
+        "UrlDocumentResult",
+        description="What happened to the fetched document (one file in the report), or why nothing was fetched "
+        "or written.",
     ),
 ]
 ChatSessionResult = Annotated[

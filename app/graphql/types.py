@@ -101,6 +101,10 @@ class Document:
     status: DocumentStatus = strawberry.field(description="Whether searches find it.")
     error: str | None = strawberry.field(description="Why its last ingestion failed; null when READY.")
     ingested_at: datetime = strawberry.field(description="When this version was stored.")
+    source_url: str | None = strawberry.field(
+        description="The URL this version was fetched from, after redirects (addDocumentFromUrl); null for "
+        "uploaded files and text."
+    )
 
     @classmethod
     def of(cls, row: records.Document) -> Document:
@@ -115,6 +119,7 @@ class Document:
             status=row.status,
             error=row.error,
             ingested_at=row.ingested_at,
+            source_url=row.source_url,
         )
 
     @strawberry.field(description="The document's chunks in document order; the first 50 unless asked otherwise.")

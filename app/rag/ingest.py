@@ -27,6 +27,7 @@ from app.errors import IngestError, NotFoundError
 from app.llm.base import Embedder
 from app.rag import spaces, vector_store
 from app.rag.chunking import chunk
+from app.rag.intake import SkipReason, inspect
 from app.rag.parse_worker import ParseWorker
 from app.rag.parsing import ParseLimits, kind_by_name
 from app.rag.sanitize import clean_name
@@ -40,6 +41,7 @@ class FileStatus(StrEnum):
     ADDED = "added"  # a new document (or one whose last ingestion had failed)
     UNCHANGED = "unchanged"  # same content as stored: nothing parsed, embedded or written
     UPDATED = "updated"  # new content for a stored document: changed chunks re-embedded
+    SKIPPED = "skipped"  # not worth ingesting (binary, compressed, minified...): FileResult.skip_reason, .error
     FAILED = "failed"  # not ingested; FileResult.error says why
 
 
@@ -55,14 +57,16 @@ Finish = Callable[[Session, "FileResult"], None]
 
 @dataclass(frozen=True)
 class Source:
-    """A file to ingest: its name in the knowledge base and a way to read its bytes."""
+    """A file to ingest: its name in the knowledge base, a way to read its bytes, and the URL it was
+    fetched from (None for files and text)."""
 
     name: str
     read: Callable[[], bytes]
+    source_url: str | None = None
 
     @classmethod
-    def from_bytes(cls, name: str, data: bytes) -> Source:
-        return cls(name, lambda: data)
+    def from_bytes(cls, name: str, data: bytes, source_url: str | None = None) -> Source:
+        return cls(name, lambda: data, source_url)
 
 
 @dataclass
@@ -73,7 +77,8 @@ class FileResult:
     chunks: int = 0
     embedded: int = 0
     removed: int = 0
-    error: str | None = None
+    error: str | None = None  # why it failed, or why it was skipped
+    skip_reason: SkipReason | None = None
 
 
 @dataclass
@@ -127,7 +132,7 @@ class Ingestor:
         )
         with ParseWorker(limits, self.settings.parse_timeout) as parser:
             for index, given in enumerate(sources):
-                source = Source(clean_name(given.name), given.read)  # every way in: upload, CLI, bench
+                source = Source(clean_name(given.name), given.read, given.source_url)  # every way in
                 order.setdefault(source.name, index)
                 outcome = self._plan(project_id, source, parser)
                 if isinstance(outcome, FileResult):
@@ -163,9 +168,12 @@ class Ingestor:
             data = source.read()
         except OSError as exc:
             return FileResult(source.name, FileStatus.FAILED, error=f"cannot read the file: {exc.strerror or exc}")
+        skipped = inspect(source.name, data)
+        if skipped is not None:  # nothing written: a stored document of that name stays as it is
+            return FileResult(source.name, FileStatus.SKIPPED, error=skipped.detail, skip_reason=skipped.reason)
         if len(data) > self.settings.max_file_bytes:
             too_big = f"file is {len(data)} bytes; the limit is {self.settings.max_file_bytes}"
-            return partial(self._fail, project_id, source.name, data, too_big)
+            return partial(self._fail, project_id, source, data, too_big)
         content_hash = sha256(data)
         with self.store.read() as db:
             existing = _document(db, project_id, source.name)
@@ -188,7 +196,7 @@ class Ingestor:
             if not specs:
                 raise IngestError("the file contains no text to index")
         except IngestError as exc:
-            return partial(self._fail, project_id, source.name, data, exc.message, existing)
+            return partial(self._fail, project_id, source, data, exc.message, existing)
         return _diff(source, data, content_hash, parsed.kind, specs, existing, old_chunks)
 
     def _flush(
@@ -227,6 +235,7 @@ class Ingestor:
                 doc = Document(project_id=project_id, name=plan.source.name)
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = plan.kind, len(plan.data), plan.content_hash
+            doc.source_url = plan.source.source_url
             doc.status, doc.error, doc.chunk_count, doc.ingested_at = (
                 DocumentStatus.READY,
                 None,
@@ -259,13 +268,14 @@ class Ingestor:
     def _fail(
         self,
         project_id: int,
-        name: str,
+        source: Source,
         data: bytes,
         reason: str,
         existing: Document | None = None,
         finish: Finish | None = None,
     ) -> FileResult:
         """Record why a file failed. A document that was ingested before keeps its last good version."""
+        name = source.name
         if existing is not None and existing.status is DocumentStatus.READY:
             return self._finish(
                 FileResult(name, FileStatus.FAILED, existing.id, existing.chunk_count, error=reason), finish
@@ -277,6 +287,7 @@ class Ingestor:
                 doc = Document(project_id=project_id, name=name, chunk_count=0)
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = kind_by_name(name), len(data), sha256(data)
+            doc.source_url = source.source_url
             doc.status, doc.error, doc.ingested_at = DocumentStatus.FAILED, reason, utcnow()
             db.flush()
             result = FileResult(name, FileStatus.FAILED, doc.id, error=reason)
@@ -303,7 +314,7 @@ class Ingestor:
         slice of its new chunks (it may raise to stop the file: nothing is written then), and its
         outcome stored with ``finish`` in the same transaction as its document. A job's worker
         ingests file by file this way; :meth:`ingest` batches small files into one embedder call."""
-        source = Source(clean_name(given.name), given.read)
+        source = Source(clean_name(given.name), given.read, given.source_url)
         outcome = self._plan(project_id, source, parser)
         if isinstance(outcome, FileResult):
             return self._finish(outcome, finish)

@@ -21,12 +21,13 @@ from app.rag.parsers.code import code_headings
 from app.rag.parsers.html import parse_html
 from app.rag.parsers.markdown import parse_markdown
 from app.rag.parsers.pdf import parse_pdf
-from app.rag.parsers.text import decode_text, too_much_text
+from app.rag.parsers.text import decode_text, looks_like_text, too_much_text
 from app.rag.types import DocumentKind, ParsedDocument
 
 __all__ = [
     "CODE_EXTENSIONS",
     "KINDS_BY_EXTENSION",
+    "NOT_TEXT_EXTENSIONS",
     "ParseLimits",
     "detect_kind",
     "kind_by_name",
@@ -60,6 +61,16 @@ KINDS_BY_EXTENSION: dict[str, DocumentKind] = {
     **dict.fromkeys(CODE_EXTENSIONS, DocumentKind.CODE),
     ".pdf": DocumentKind.PDF,
 }
+# Types that are never text, whatever their first bytes: images, fonts, archives, office documents,
+# media, binaries. Any other extension no parser knows is read as text when its bytes are text.
+NOT_TEXT_EXTENSIONS = frozenset(
+    {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tif", ".tiff", ".svg", ".psd", ".heic"}
+    | {".woff", ".woff2", ".ttf", ".otf", ".eot"}
+    | {".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".whl", ".deb", ".rpm"}
+    | {".docx", ".xlsx", ".pptx", ".doc", ".xls", ".ppt", ".odt", ".ods", ".odp", ".epub", ".rtf"}
+    | {".mp3", ".mp4", ".wav", ".ogg", ".flac", ".webm", ".mov", ".avi", ".mkv"}
+    | {".exe", ".dll", ".so", ".dylib", ".bin", ".o", ".a", ".class", ".pyc", ".wasm", ".sqlite", ".db", ".inv"}
+)
 # Well-known files that carry no extension.
 _KINDS_BY_NAME = {
     "makefile": DocumentKind.CODE,
@@ -91,8 +102,9 @@ def stored_kind(value: str) -> DocumentKind:
 def detect_kind(filename: str, data: bytes) -> DocumentKind:
     """The document's kind, from the extension (case-insensitive).
 
-    A file without an extension is sniffed: a PDF header, an HTML document, else text. Raises
-    :class:`IngestError` for an extension no parser handles.
+    A file without an extension is sniffed: a PDF header, an HTML document, else text. A file whose
+    extension no parser knows is read as text when its first bytes are text (``README.Debian``).
+    Raises :class:`IngestError` for such an extension on a file that is not text.
     """
     kind = kind_by_name(filename)
     if kind is not DocumentKind.UNKNOWN:
@@ -105,6 +117,8 @@ def detect_kind(filename: str, data: bytes) -> DocumentKind:
         if head.startswith((b"<!doctype html", b"<html")):
             return DocumentKind.HTML
         return DocumentKind.TEXT
+    if suffix not in NOT_TEXT_EXTENSIONS and looks_like_text(data):
+        return DocumentKind.TEXT  # an extension no parser knows, on a text file: README.Debian, app.conf
     # The full list is KINDS_BY_EXTENSION, for a UI to show; the message stays readable.
     raise IngestError(f"files of type {suffix} are not supported; upload text, Markdown, HTML, PDF or source code")
 

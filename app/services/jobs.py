@@ -22,7 +22,7 @@ from app.db.database import Database
 from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin
 from app.db.models import IngestionItem, IngestionJob, utcnow
 from app.errors import ConflictError, LimitExceededError, NotFoundError
-from app.rag.ingest import FileResult
+from app.rag.ingest import FileResult, FileStatus
 from app.services import projects
 from app.services.pages import Order, Page, PageRequest, pages
 from app.settings import JobSettings, Settings
@@ -266,8 +266,13 @@ def finish_in(db: Session, item_id: int, result: FileResult) -> None:
     row = db.get(IngestionItem, item_id)
     if row is None or row.state not in RUNNING:
         raise ItemCancelled(item_id)
-    row.state = ItemState.FAILED if result.error is not None else ItemState.READY
-    row.outcome, row.error, row.document_id = result.status.value, result.error, result.document_id
+    error = result.error
+    if result.status is FileStatus.SKIPPED:  # read, and found not worth ingesting (binary, minified...)
+        row.state = ItemState.SKIPPED
+        error = f"{result.skip_reason}: {result.error}" if result.skip_reason is not None else result.error
+    else:
+        row.state = ItemState.FAILED if result.error is not None else ItemState.READY
+    row.outcome, row.error, row.document_id = result.status.value, error, result.document_id
     row.chunks_done = row.chunks_total = max(row.chunks_total, result.embedded)
     row.finished_at = utcnow()
 

@@ -6,6 +6,7 @@ import { Page } from "./components/Page";
 import { EmptyState } from "./components/States";
 import { ChatPage } from "./pages/ChatPage";
 import { HomePage } from "./pages/HomePage";
+import { DocumentPage } from "./pages/DocumentPage";
 import { ProjectPage } from "./pages/ProjectPage";
 import { Link, paths, useRoute } from "./lib/router";
 
@@ -16,6 +17,7 @@ export function App() {
       {route.name === "home" && <HomePage />}
       {route.name === "project" && <ProjectPage key={route.projectId} projectId={route.projectId} />}
       {route.name === "session" && <ChatPage key={route.sessionId} sessionId={route.sessionId} />}
+      {route.name === "document" && <DocumentPage key={route.documentId} documentId={route.documentId} />}
       {route.name === "notFound" && (
         <AppShell title="Not found" sidebar={<AppSidebar />}>
           <Page>

@@ -60,15 +60,23 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
 
     report = api.upload(
         UPLOAD,
-        {"variables.files.0": ("a.txt", b"alpha beta gamma"), "variables.files.1": ("bad.txt", b"\x00\x01\x02binary")},
+        {
+            "variables.files.0": ("a.txt", b"alpha beta gamma"),
+            "variables.files.1": ("bad.txt", b"  \n\n "),
+            "variables.files.2": ("blob.txt", b"\x00\x01\x02binary"),
+        },
         {"p": pid},
     )["data"]["uploadDocuments"]
     assert report["__typename"] == "IngestionJob" and report["finished"]
-    assert (report["progress"]["ready"], report["progress"]["failed"]) == (1, 1)
-    assert sorted(f["outcome"] for f in report["items"]) == ["ADDED", "FAILED"]
+    progress = report["progress"]
+    assert (progress["ready"], progress["failed"], progress["skipped"]) == (1, 1, 1)
+    assert sorted(f["outcome"] for f in report["items"]) == ["ADDED", "FAILED", "SKIPPED"]
     failed = next(f for f in report["items"] if f["state"] == "FAILED")
     assert failed["name"] == "bad.txt" and failed["error"] and failed["document"]["status"] == "FAILED"
-    assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it
+    assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it (empty)
+    skipped = next(f for f in report["items"] if f["state"] == "SKIPPED")  # binary: nothing stored (issue 17 item 7)
+    assert (skipped["name"], skipped["document"]) == ("blob.txt", None)
+    assert skipped["error"].startswith("binary: ") and "NUL" in skipped["error"]
 
     data = api.run(
         "query($id: ID!) { project(id: $id) { ... on Project { documentCount chunkCount embeddingSpace { label } "

@@ -256,20 +256,22 @@ def _pdf_without_text() -> bytes:
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 64
 UPLOADS: dict[str, tuple[str, bytes, str]] = {
-    # name: (file name, bytes, what the server must say: "rejected" (whole request) or "failed" (that file))
+    # name: (file name, bytes, what the server must say: "rejected" (whole request), "failed" (that file,
+    # its failure recorded) or "skipped" (that file, nothing written))
     "too big": ("big.txt", b"a" * (64 * 1024 + 1), "rejected"),
     "a zip bomb": ("bomb.zip", _zip_bomb(), "rejected"),
-    "a zip bomb posing as text": ("bomb.txt", _zip_bomb(), "failed"),
+    # Not text, whatever the name says: skipped with the reason, nothing written (issue 17 item 7).
+    "a zip bomb posing as text": ("bomb.txt", _zip_bomb(), "skipped"),
     "a gzip": ("notes.tar.gz", b"\x1f\x8b\x08\x00" + b"\x00" * 64, "rejected"),
     "an executable": ("setup.exe", b"MZ\x90\x00" + b"\x00" * 64, "rejected"),
-    "a PNG posing as text": ("photo.txt", PNG, "failed"),
-    "a PNG posing as markdown": ("photo.md", PNG, "failed"),
+    "a PNG posing as text": ("photo.txt", PNG, "skipped"),
+    "a PNG posing as markdown": ("photo.md", PNG, "skipped"),
     "text posing as a PDF": ("report.pdf", b"just some text, no PDF at all", "failed"),
     "a truncated PDF": ("cut.pdf", _pdf_without_text()[:120], "failed"),
     "a PDF with garbage inside": ("junk.pdf", b"%PDF-1.7\n" + bytes(range(256)) * 40, "failed"),
     "a PDF without text": ("scan.pdf", _pdf_without_text(), "failed"),
     "an empty file": ("empty.txt", b"", "failed"),
-    "invalid UTF-8": ("latin.txt", "caf\xe9 ".encode("latin-1") * 10 + b"\xff\xfe\xfa", "failed"),
+    "invalid UTF-8": ("latin.txt", "caf\xe9 ".encode("latin-1") * 10 + b"\xff\xfe\xfa", "skipped"),
     "a name that is a path": ("../../etc/passwd.txt", b"root:x:0:0", "ok"),
     "a name with NUL": ("evil\x00.txt", b"hello there", "ok"),
     "no name": ("", b"hello there", "ok"),
@@ -298,6 +300,9 @@ def test_hostile_uploads_are_rejected_or_reported_never_half_written(hostile: tu
     if expected == "failed":
         assert outcome["status"] == "FAILED" and outcome["error"], outcome
         assert after["chunks"] == before["chunks"]  # only the failure's record, no text
+    elif expected == "skipped":
+        assert outcome["status"] == "SKIPPED" and outcome["error"], outcome
+        assert after == before
     else:
         assert outcome["status"] in ("ADDED", "UPDATED", "UNCHANGED") and "/" not in outcome["name"], outcome
 

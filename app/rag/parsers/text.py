@@ -25,6 +25,21 @@ _BOMS = (
 )
 
 
+def looks_like_text(head: bytes) -> bool:
+    """Whether a file's first bytes read as text: a byte-order mark, or UTF-8 without NUL bytes and
+    with few control characters (a character cut off at the end of ``head`` is fine)."""
+    head = head[:_SNIFF_BYTES]
+    if head.startswith(tuple(bom for bom, _ in _BOMS)):
+        return True
+    if not head.strip() or b"\x00" in head:
+        return False
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return False
+    return len(_CONTROL.findall(text)) <= _MAX_CONTROL_RATIO * max(len(text), 1)
+
+
 def too_much_text(limit: int) -> str:
     """Why a file failed that yields more text than ``limit`` characters (the per-file limit)."""
     return f"the file has more than {limit:,} characters of text; the limit per file is {limit:,}"

@@ -1,4 +1,4 @@
-// A small client-side router: the History API, three routes, and <Link>. ragchat serves
+// A small client-side router: the History API, four routes, and <Link>. ragchat serves
 // index.html for any path without a dot, so deep links and reloads work.
 
 import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from "react";
@@ -7,6 +7,7 @@ export type Route =
   | { name: "home" }
   | { name: "project"; projectId: string }
   | { name: "session"; sessionId: string }
+  | { name: "document"; documentId: string }
   | { name: "notFound"; path: string };
 
 const NAVIGATE_EVENT = "ragchat:navigate";
@@ -18,6 +19,8 @@ export function parseRoute(pathname: string): Route {
   if (project) return { name: "project", projectId: decodeURIComponent(project[1]!) };
   const session = /^\/sessions\/([^/]+)$/.exec(path);
   if (session) return { name: "session", sessionId: decodeURIComponent(session[1]!) };
+  const document = /^\/documents\/([^/]+)$/.exec(path);
+  if (document) return { name: "document", documentId: decodeURIComponent(document[1]!) };
   return { name: "notFound", path };
 }
 
@@ -25,6 +28,7 @@ export const paths = {
   home: () => "/",
   project: (id: string) => `/projects/${encodeURIComponent(id)}`,
   session: (id: string) => `/sessions/${encodeURIComponent(id)}`,
+  document: (id: string) => `/documents/${encodeURIComponent(id)}`,
 };
 
 export function navigate(to: string, { replace = false }: { replace?: boolean } = {}): void {

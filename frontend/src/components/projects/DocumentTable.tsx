@@ -4,6 +4,7 @@ import { cx } from "../../lib/cx";
 import { DeleteDocumentDocument, type DocumentFieldsFragment } from "../../gql/graphql";
 import { evictDeleted } from "../../lib/evict";
 import { formatBytes, formatDateTime, formatRelative } from "../../lib/format";
+import { Link, paths } from "../../lib/router";
 import { Badge } from "../Badge";
 import { IconButton } from "../Button";
 import { ConfirmDialog } from "../Dialog";
@@ -12,7 +13,7 @@ import { TrashIcon } from "../icons";
 import shared from "../../styles/shared.module.css";
 import styles from "./DocumentTable.module.css";
 
-/** The documents of a knowledge base: status, size, kind, chunk count; delete with confirmation. */
+/** The documents of a knowledge base: status, size, kind, chunk count; a name opens its chunks; delete with confirmation. */
 export function DocumentTable({ documents }: { documents: readonly DocumentFieldsFragment[] }) {
   const [doomed, setDoomed] = useState<DocumentFieldsFragment | null>(null);
   const [deleteDocument] = useMutation(DeleteDocumentDocument, {
@@ -59,7 +60,9 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
           {documents.map((doc) => (
             <tr key={doc.id} data-testid="document-row">
               <th scope="row" className={cx(shared.ellipsis, styles.name)} title={doc.name}>
-                {doc.name}
+                <Link to={paths.document(doc.id)} aria-label={`${doc.name}: show its chunks`}>
+                  {doc.name}
+                </Link>
               </th>
               <td>
                 <Badge tone={doc.status === "READY" ? "success" : "danger"} title={doc.error ?? undefined}>

@@ -11,6 +11,7 @@ const OUTCOME_LABELS: Record<FileStatus, string> = {
   ADDED: "Added",
   UPDATED: "Updated",
   UNCHANGED: "Unchanged",
+  SKIPPED: "Skipped",
   FAILED: "Failed",
 };
 
@@ -32,9 +33,9 @@ function statusText(item: UploadItem): string {
           return "Sent; waiting for the server…";
       }
     case "done":
-      return item.outcome === "UNCHANGED"
-        ? "Unchanged: already up to date"
-        : `${item.outcome ? OUTCOME_LABELS[item.outcome] : "Done"} · ${formatCount(item.chunks, "chunk")}`;
+      if (item.outcome === "UNCHANGED") return "Unchanged: already up to date";
+      if (item.outcome === "SKIPPED") return "Skipped: not indexed (the reason is below)";
+      return `${item.outcome ? OUTCOME_LABELS[item.outcome] : "Done"} · ${formatCount(item.chunks, "chunk")}`;
     case "failed":
       return "Failed";
     case "cancelled":

@@ -1,0 +1,77 @@
+"""Documents added by URL: fetched through the SSRF guard (app/net/fetch.py), named from the
+server's file name or the URL, then ingested like an upload, remembering where they came from."""
+
+from __future__ import annotations
+
+from app.db.database import Database
+from app.errors import ValidationError
+from app.llm.base import Embedder
+from app.net.addresses import AddressPolicy
+from app.net.fetch import Fetched, FetchPolicy, fetch
+from app.rag.ingest import IngestSummary, Source
+from app.rag.parsing import kind_by_name
+from app.rag.types import DocumentKind
+from app.services import documents, projects
+from app.settings import IngestSettings
+
+# The media types a parser reads, and the extension that picks it when the URL's name has none.
+MEDIA_TYPES: dict[str, str] = {
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/x-markdown": ".md",
+    "text/html": ".html",
+    "application/xhtml+xml": ".html",
+    "application/pdf": ".pdf",
+    "text/csv": ".csv",
+    "text/x-rst": ".rst",
+    "application/json": ".json",
+    "application/xml": ".xml",
+    "text/xml": ".xml",
+    "application/yaml": ".yaml",
+    "application/x-yaml": ".yaml",
+    "application/toml": ".toml",
+    "text/x-python": ".py",
+}
+# A server that says text/plain may be serving Markdown or code (raw file hosts do): the name decides.
+_PLAIN_KINDS = frozenset({DocumentKind.TEXT, DocumentKind.MARKDOWN, DocumentKind.CODE})
+MAX_URL = 2048
+
+
+def policy_of(settings: IngestSettings) -> FetchPolicy:
+    return FetchPolicy(
+        addresses=AddressPolicy.of(settings.url_allow_private, settings.url_allowed_networks),
+        max_bytes=settings.url_max_bytes,
+        timeout=settings.url_timeout,
+        max_redirects=settings.url_max_redirects,
+        content_types=frozenset(MEDIA_TYPES),
+    )
+
+
+def document_name(fetched: Fetched) -> str:
+    """The name the server or the URL gives, sanitised like an upload's, with the extension of the
+    content type added when the name's own says another kind (``index.php`` served as HTML is
+    ``index.php.html``; ``notes.md`` served as text/plain stays Markdown)."""
+    name = documents.clean_upload_name(fetched.name, "url")
+    extension = MEDIA_TYPES[fetched.content_type]
+    named = kind_by_name(name)
+    if fetched.content_type == "text/plain" and named in _PLAIN_KINDS:
+        return name
+    if named is kind_by_name(f"x{extension}"):
+        return name
+    return documents.clean_upload_name(name[: documents.MAX_NAME - len(extension)] + extension, "url")
+
+
+def add_from_url(
+    store: Database, embedder: Embedder, settings: IngestSettings, project_id: int, url: str
+) -> IngestSummary:
+    """Fetch ``url`` and ingest it into the knowledge base; the document records the final URL.
+    Raises the fetch errors of app/errors.py (nothing written) or ValidationError for a bad URL."""
+    url = url.strip()
+    if not url:
+        raise ValidationError("url", "needs a URL")
+    if len(url) > MAX_URL:
+        raise ValidationError("url", f"is longer than {MAX_URL} characters")
+    projects.get(store, project_id)  # a missing knowledge base is said before anything is fetched
+    fetched = fetch(url, policy_of(settings))
+    source = Source.from_bytes(document_name(fetched), fetched.data, source_url=fetched.url)
+    return documents.ingest(store, embedder, settings, project_id, [source])
