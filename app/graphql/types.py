@@ -18,6 +18,7 @@ from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace
 from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
 from app.services import records, trace_model
+from app.services.chat_events import StoredAnswer
 
 # Cursors name their list and carry its sort key (the orders are the services': projects.ORDER, ...).
 CHUNK_CURSOR = Cursor("Chunk", (int, int))
@@ -284,6 +285,13 @@ class ChatMessage:
             completed_at=row.completed_at,
             stored_trace=row.trace,
         )
+
+    @classmethod
+    def stored(cls, info: Info, answer: StoredAnswer) -> ChatMessage:
+        """An answer just stored, as its transaction read it back: its citations go to this
+        request's loader, so neither is read again."""
+        info.context.loaders.citations_by_message.prime(answer.message.id, answer.citations)
+        return cls.of(answer.message)
 
     @strawberry.field(description="The sources the answer relies on, by marker (empty for a question).")
     async def citations(self, info: Info) -> list[Citation]:
