@@ -290,7 +290,8 @@ class ChatMessage:
     def stored(cls, info: Info, answer: StoredAnswer) -> ChatMessage:
         """An answer just stored, as its transaction read it back: its citations go to this
         request's loader, so neither is read again."""
-        info.context.loaders.citations_by_message.prime(answer.message.id, answer.citations)
+        # force: a websocket's loaders live as long as it, and a regenerated answer's citations change.
+        info.context.loaders.citations_by_message.prime(answer.message.id, answer.citations, force=True)
         return cls.of(answer.message)
 
     @strawberry.field(description="The sources the answer relies on, by marker (empty for a question).")

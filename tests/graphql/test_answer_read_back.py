@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
-from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION, MESSAGE_FIELDS, SEND
+from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, MESSAGE_FIELDS, SEND
 
 READ = "query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { " + MESSAGE_FIELDS + " } } }"
 REGENERATE = (
@@ -49,3 +49,25 @@ def test_an_answer_without_its_trace_selected_has_the_same_notices_and_usage(api
         full["noContext"],
         [{"reason": d["reason"]} for d in full["degraded"]],
     )
+
+
+REGENERATE_STREAM = (
+    "subscription($id: ID!) { regenerate(messageId: $id) { __typename ... on ChatDone { answer { "
+    + MESSAGE_FIELDS
+    + " } } } }"
+)
+
+
+def test_a_regenerated_answer_on_the_same_websocket_has_its_new_citations(api: Api, model: FakeChatModel) -> None:
+    # A websocket's DataLoaders live as long as it: the second ChatDone must not show the first's citations.
+    sid = _session(api)
+    model.enqueue("Emperor penguins huddle together in the winter [1].")
+    model.enqueue("Emperor penguins huddle together in the winter [1]. Weddell seals dive under the ice [2].")
+    with api.websocket() as ws:
+        first = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="What do penguins and seals do in winter?")]
+        answer = first[-1]["answer"]
+        again = [e["data"]["regenerate"] for e in ws.subscribe(REGENERATE_STREAM, id=answer["id"])]
+    assert [c["marker"] for c in answer["citations"]] == [1]
+    assert [c["marker"] for c in again[-1]["answer"]["citations"]] == [1, 2]
+    stored = api.run(READ, id=answer["id"])["message"]
+    assert {"__typename": "ChatMessage", **again[-1]["answer"]} == stored
