@@ -2,6 +2,9 @@
 embedder, fake chat model), minus the time spent inside those fakes, ÷ the bare retrieval call
 (``retrieve`` with the chat's parameters, query vector given), back to back in rounds.
 
+The turn selects what a client needs to show the answer (text, citations, notices, usage); the
+trace is read when someone opens it, and a second turn selecting the whole trace is timed too.
+
 The knowledge bases are the benchmark's (chunks and vectors in the real tables); the server runs
 in this process so the fakes' own time is read directly. RAG mode is ``vector`` here: the hybrid
 mode's keyword search is benchmark 2's subject, and adding it would only shrink this ratio.
@@ -12,16 +15,18 @@ Usage: python -m benchmarks.chat_overhead [--quick]
 from __future__ import annotations
 
 import logging
+import re
 import statistics
 import tempfile
 import threading
 import time
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 
 from sqlalchemy import event
 
-from app.llm.base import ChatModel, Embedder
+from app.llm.base import ChatModel, Embedder, GenerationOptions, Message, StreamEvent
 from app.rag.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
@@ -31,10 +36,46 @@ from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.graphql.ops import MESSAGE_FIELDS, SEND
 
 NAME = "chat_overhead"
-GOAL = 1.5
+GOAL = 1.5  # at 100k chunks (and up)
+SMALL_GOAL = 2.0  # at 10k: the turn's fixed costs weigh more against a 3 ms retrieval
+
+
+def goal(n: int) -> float:
+    """The goal for turn ÷ retrieval at ``n`` chunks (issue 16)."""
+    return SMALL_GOAL if n <= 10_000 else GOAL
+
+
 TOP_K = 5
-ANSWER = "The abstracts report this finding [1], with a caveat from a second study [2]. " * 3
+SOURCE = re.compile(r'<source id="(\d+)"[^>]*>\n(.*?)\n</source>', re.DOTALL)
+
+
+class CitingChatModel(FakeChatModel):
+    """A scripted model whose answers pass the answer guard, as scripted answers must: each restates
+    the first sentence of the prompt's first two sources, cited. (A fixed answer cannot: the sources
+    change with the question, and one said three times is a loop the guard replaces by quoting.)"""
+
+    async def stream(self, messages: Sequence[Message], options: GenerationOptions) -> AsyncIterator[StreamEvent]:
+        sentences = [
+            f"{' '.join(body.split('. ')[0].split()[:30]).rstrip('.')} [{number}]."
+            for number, body in SOURCE.findall(messages[-1].content)[:2]
+        ]
+        self.enqueue(" ".join(sentences) or "The documents do not say.")
+        async for streamed in super().stream(messages, options):
+            yield streamed
+
+
 READ = "query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { " + MESSAGE_FIELDS + " } } }"
+# What a client needs back from sendMessage to show the answer (issue 16 item 3): the trace is read
+# when someone opens it (TIMINGS reads its stage timings here, after the timed turn).
+ANSWER_FIELDS = """id role content status error noContext degraded { reason message }
+  citations { marker kind score rank documentName snippet location { lineStart lineEnd headingPath } }
+  usage { prompt completion context }"""
+SEND_ANSWER = (
+    "mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $c) { __typename ... on ChatMessage { "
+    + ANSWER_FIELDS
+    + " } ... on Error { message } } }"
+)
+TIMINGS = "query($id: ID!) { message(id: $id) { ... on ChatMessage { trace { timings { stage ms } } } } }"
 log = logging.getLogger("benchmarks")
 
 
@@ -69,8 +110,7 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
         clock = Clock()
         fake = FakeEmbedder(dimensions=data.DIMS)
         embedder = TimedEmbedder(cast(Embedder, fake), data.LOCAL_SPACE, clock)
-        inner = FakeChatModel()
-        inner.default_answer = ANSWER
+        inner = CitingChatModel()
         model = TimedChatModel(cast(ChatModel, inner), clock)
         settings = settings_for(copy.path, rag={"mode": "vector"})
         params = RetrievalParams.for_session(settings.rag, top_k=TOP_K, threshold=0.0)
@@ -82,20 +122,31 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
             chat = create_session(server.api, kb.project_id, provider="fake", model="scripted", threshold=0.0)
             sql.attach(server.container.store.engine)
 
-            def turn(r: int) -> float:
+            def send(document: str, r: int) -> tuple[float, dict[str, Any]]:
                 clock.take()
                 sql.take()
-                seconds, body = common.timed(lambda: server.api.run(SEND, s=chat, c=questions[r % len(questions)]))
-                inside = clock.take()
+                cpu = time.process_time()
+                seconds, body = common.timed(lambda: server.api.run(document, s=chat, c=questions[r % len(questions)]))
+                # CPU of the whole process (server, client, fakes): steadier than wall time on a busy machine.
+                label = "process CPU per turn" if document is SEND_ANSWER else "process CPU, with the trace"
+                stages.setdefault(label, []).append((time.process_time() - cpu) * 1000)
+                message = body["sendMessage"]
+                assert message["__typename"] == "ChatMessage" and message["status"] == "COMPLETE", message
+                return seconds - clock.take(), message
+
+            def turn(r: int) -> float:
+                seconds, message = send(SEND_ANSWER, r)
                 sql_seconds, statements = sql.take()
                 stages.setdefault("all SQL (server)", []).append(sql_seconds * 1000)
                 stages.setdefault("SQL statements", []).append(statements)
-                message = body["sendMessage"]
-                assert message["__typename"] == "ChatMessage" and message["status"] == "COMPLETE", message
                 last[:] = [message["id"]]
-                for timing in message["trace"]["timings"]:
+                trace = server.api.run(TIMINGS, id=message["id"])["message"]["trace"]
+                for timing in trace["timings"]:
                     stages.setdefault(timing["stage"].lower(), []).append(timing["ms"])
-                return seconds - inside
+                return seconds
+
+            def turn_with_trace(r: int) -> float:
+                return send(SEND, r)[0]
 
             def bare(r: int) -> float:
                 question, vector = questions[r % len(questions)], query_vectors[r % len(questions)]
@@ -115,12 +166,20 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
                 return common.timed(lambda: server.api.run(READ, id=last[0]))[0]
 
             times = common.rounds(
-                count, {"turn_minus_fakes": turn, "retrieval": bare, "graphql_noop": noop, "read_back": read_back}
+                count,
+                {
+                    "turn_minus_fakes": turn,
+                    "turn_with_trace_minus_fakes": turn_with_trace,
+                    "retrieval": bare,
+                    "graphql_noop": noop,
+                    "read_back": read_back,
+                },
             )
     return {
         "n": n,
         "times_ms": {name: common.summary(values) for name, values in times.items()},
         "ratio": common.ratio(times["turn_minus_fakes"], times["retrieval"]),
+        "ratio_with_trace": common.ratio(times["turn_with_trace_minus_fakes"], times["retrieval"]),
         "trace_stage_ms": {stage: statistics.median(values) for stage, values in stages.items()},
     }
 
@@ -140,7 +199,9 @@ def run(cfg: Config) -> dict[str, Any]:
             r["times_ms"]["retrieval"]["median"],
             r["ratio"]["median"],
             r["ratio"]["p95"],
-            common.goal(r["ratio"]["median"] <= GOAL),
+            goal(r["n"]),
+            common.goal(r["ratio"]["median"] <= goal(r["n"])),
+            r["ratio_with_trace"]["median"],
             r["times_ms"]["graphql_noop"]["median"],
             r["times_ms"]["read_back"]["median"],
         ]
@@ -155,7 +216,9 @@ def run(cfg: Config) -> dict[str, Any]:
             "retrieval ms",
             "ratio (median)",
             "p95",
-            f"goal <={GOAL}x",
+            "goal <=",
+            "reached",
+            "ratio, result with the whole trace",
             "empty GraphQL request ms",
             "reading the message back ms",
         ],

@@ -37,6 +37,14 @@ from app.rag.ingest import FileStatus, IngestSummary
 from app.services import chat_turns, documents, projects, sessions, url_documents
 
 
+async def _answer(info: Info, finished: chat_turns.Finished) -> MessageResult:
+    """The answer a turn ended with: as its own transaction read it back when it stored it, else read now."""
+    if finished.stored is not None:
+        return types.ChatMessage.stored(info, finished.stored)
+    store = info.context.container.store
+    return await call(lambda: types.ChatMessage.of(sessions.message(store, finished.answer_id)))
+
+
 def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadReport:
     return UploadReport(
         files=[
@@ -302,10 +310,10 @@ class Mutation(ToolMutation):
         container = info.context.container
         try:
             sid = parse_id(session_id, "sessionId")
-            message_id = await chat_turns.complete(container.chat.live, sid, content, client_message_id)
+            finished = await chat_turns.complete(container.chat.live, sid, content, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
-        return await call(lambda: types.ChatMessage.of(sessions.message(container.store, message_id)))
+        return await _answer(info, finished)
 
     @strawberry.mutation(
         description="Write an answer again, in place, and wait for it (after a failure, or to try anew)."
@@ -319,7 +327,7 @@ class Mutation(ToolMutation):
         container = info.context.container
         try:
             mid = parse_id(message_id, "messageId")
-            done = await chat_turns.complete_regenerate(container.chat.live, mid, client_message_id)
+            finished = await chat_turns.complete_regenerate(container.chat.live, mid, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
-        return await call(lambda: types.ChatMessage.of(sessions.message(container.store, done)))
+        return await _answer(info, finished)

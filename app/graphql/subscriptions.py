@@ -215,6 +215,8 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
             degraded=list(event.degraded),
         )
     if isinstance(event, DoneEvent):
+        if event.answer is not None:  # as the turn stored it: no need to read it again
+            return ChatDone(answer=types.ChatMessage.stored(info, event.answer))
         store = info.context.container.store
         try:
             row = await anyio.to_thread.run_sync(sessions.message, store, event.message_id)

@@ -227,6 +227,28 @@ def _candidate(c: trace_model.TraceCandidate) -> TraceCandidate:
     )
 
 
+def tokens_of(tokens: trace_model.TraceTokens | None) -> TraceTokens | None:
+    """A stored trace's token counts; None unless it has them all (older traces may not)."""
+    if (
+        tokens is None
+        or tokens.context is None
+        or tokens.answer_reserve is None
+        or tokens.context_window is None
+        or tokens.tokenizer is None
+        or tokens.exact is None
+    ):
+        return None
+    return TraceTokens(
+        prompt=tokens.prompt,
+        context=tokens.context,
+        completion=tokens.completion,
+        answer_reserve=tokens.answer_reserve,
+        context_window=tokens.context_window,
+        tokenizer=tokens.tokenizer,
+        exact=tokens.exact,
+    )
+
+
 def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
     settings, tokens, budget, cites = trace.settings, trace.tokens, trace.budget, trace.citations
     return RetrievalTrace(
@@ -241,22 +263,7 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
         candidates=[_candidate(c) for c in trace.candidates],
         ranking=TraceRanking(**trace.ranking.model_dump()) if trace.ranking is not None else None,
         timings=[StageTiming(stage=k, ms=v) for k, v in trace.timings_ms.items()],
-        tokens=TraceTokens(
-            prompt=tokens.prompt,
-            context=tokens.context,
-            completion=tokens.completion,
-            answer_reserve=tokens.answer_reserve,
-            context_window=tokens.context_window,
-            tokenizer=tokens.tokenizer,
-            exact=tokens.exact,
-        )
-        if tokens is not None
-        and tokens.context is not None
-        and tokens.answer_reserve is not None
-        and tokens.context_window is not None
-        and tokens.tokenizer is not None
-        and tokens.exact is not None
-        else None,
+        tokens=tokens_of(tokens),
         budget=TraceBudget(chunks_over_budget=list(budget.chunks_over_budget), history_dropped=budget.history_dropped)
         if budget is not None
         else None,
@@ -265,9 +272,3 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
         else None,
         answer=_answer(trace.answer),
     )
-
-
-def trace_from_json(data: object) -> RetrievalTrace | None:
-    """A stored trace as GraphQL; None when it is of an unknown version or corrupt (logged)."""
-    trace = trace_model.parse(data)
-    return trace_of(trace) if trace is not None else None

@@ -15,10 +15,11 @@ from app.graphql.enums import AnswerMode, CitationKind, DocumentKind, DocumentSt
 from app.graphql.errors import ValidationError
 from app.graphql.job_types import JOB_CURSOR, IngestionJob, IngestionJobConnection, IngestionJobConnectionResult
 from app.graphql.rag_settings import RagSettingsFields
-from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, trace_from_json
+from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, tokens_of, trace_of
 from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
-from app.services import records
+from app.services import records, trace_model
+from app.services.chat_events import StoredAnswer
 
 # Cursors name their list and carry its sort key (the orders are the services': projects.ORDER, ...).
 CHUNK_CURSOR = Cursor("Chunk", (int, int))
@@ -26,6 +27,7 @@ DOCUMENT_CURSOR = Cursor("Document", (str, int))
 PROJECT_CURSOR = Cursor("Project", (str, int))
 MESSAGE_CURSOR = Cursor("ChatMessage", (int,))
 SESSION_CURSOR = Cursor("ChatSession", (datetime, int))
+_UNPARSED = object()
 
 
 @strawberry.type(description="Is the server up, migrated, and which versions are running.")
@@ -278,7 +280,20 @@ class ChatMessage:
     completed_at: datetime | None = strawberry.field(
         description="When an answer was finished or failed; null while STREAMING, and for questions."
     )
-    trace: RetrievalTrace | None = strawberry.field(description="Why this answer is what it is (assistant only).")
+    # The stored trace (JSON), validated on first use and turned into GraphQL types only when a
+    # query selects `trace`: most results need only its noContext, degraded and usage (issue 16 item 3).
+    stored_trace: strawberry.Private[object]
+
+    @strawberry.field(description="Why this answer is what it is (assistant only).")
+    def trace(self) -> RetrievalTrace | None:
+        parsed = self._trace()
+        return trace_of(parsed) if parsed is not None else None
+
+    def _trace(self) -> trace_model.RetrievalTrace | None:
+        parsed = self.__dict__.get("_parsed_trace", _UNPARSED)
+        if parsed is _UNPARSED:
+            parsed = self.__dict__["_parsed_trace"] = trace_model.parse(self.stored_trace)
+        return parsed
 
     @classmethod
     def of(cls, row: records.ChatMessage) -> ChatMessage:
@@ -291,8 +306,16 @@ class ChatMessage:
             error=row.error,
             created_at=row.created_at,
             completed_at=row.completed_at,
-            trace=trace_from_json(row.trace) if row.trace else None,
+            stored_trace=row.trace,
         )
+
+    @classmethod
+    def stored(cls, info: Info, answer: StoredAnswer) -> ChatMessage:
+        """An answer just stored, as its transaction read it back: its citations go to this
+        request's loader, so neither is read again."""
+        # force: a websocket's loaders live as long as it, and a regenerated answer's citations change.
+        info.context.loaders.citations_by_message.prime(answer.message.id, answer.citations, force=True)
+        return cls.of(answer.message)
 
     @strawberry.field(description="The sources the answer relies on, by marker (empty for a question).")
     async def citations(self, info: Info) -> list[Citation]:
@@ -300,20 +323,23 @@ class ChatMessage:
 
     @strawberry.field(description="True when RAG was on and no source passed the threshold.")
     def no_context(self) -> bool:
-        return bool(self.trace and self.trace.no_context)
+        trace = self._trace()
+        return bool(trace and trace.no_context)
 
     @strawberry.field(description="Why the answer had less to work with than usual (empty when all went well).")
     def degraded(self) -> list[Degradation]:
-        return list(self.trace.degraded) if self.trace else []
+        trace = self._trace()
+        return list(trace.degraded) if trace else []
 
     @strawberry.field(
         description="Tokens the answer took; null for questions, extractive answers and older or failed ones."
     )
     def usage(self) -> TokenUsage | None:
-        if not self.trace or not self.trace.tokens:
+        trace = self._trace()
+        tokens = tokens_of(trace.tokens) if trace else None
+        if tokens is None:
             return None
-        t = self.trace.tokens
-        return TokenUsage(prompt=t.prompt, completion=t.completion, context=t.context)
+        return TokenUsage(prompt=tokens.prompt, completion=tokens.completion, context=tokens.context)
 
 
 @strawberry.type(

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.errors import ValidationError
+from app.llm import token_counts
 from app.llm.base import ChatModel, Message
 from app.rag.prompting import Source, format_source, system_message, user_turn
 from app.rag.sanitize import strip_control
@@ -50,7 +51,7 @@ def build(
     cite: bool,
     answer_reserve: int,
 ) -> Prompt:
-    tok = model.tokenizer
+    tok = token_counts.cached(model.tokenizer)  # history, sources and the system prompt recur across turns
     window = model.context_window
     report = BudgetReport(window, answer_reserve, tokenizer=tok.name, exact=tok.exact)
     system = system_message(session_prompt)
@@ -119,4 +120,5 @@ def _finalise(
             report.history_dropped += 1
         else:
             report.chunks_over_budget.insert(0, kept.pop().number)
-            report.context_tokens = sum(model.tokenizer.count(format_source(s)) + 2 for s in kept)
+            tokenizer = token_counts.cached(model.tokenizer)
+            report.context_tokens = sum(tokenizer.count(format_source(s)) + 2 for s in kept)

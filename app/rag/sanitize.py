@@ -8,7 +8,6 @@ by the prompt, which fences retrieved text and labels it untrusted (see promptin
 from __future__ import annotations
 
 import re
-import unicodedata
 
 from app.errors import ValidationError
 
@@ -19,16 +18,26 @@ CONTROL_TOKENS = re.compile(
     r"|</?source[^>]*>",  # our own source fences (prompting.py)
     re.IGNORECASE,
 )
-# Zero-width and bidi controls can hide text from a reader; strip them, keep ordinary whitespace.
-_INVISIBLE = {"Cf"}
-_KEEP = {"\n", "\t"}
+# Zero-width and bidi controls can hide text from a reader; strip them, keep ordinary whitespace:
+# every code point of Unicode category Cc (control) or Cf (format) but "\n" and "\t". Spelled out
+# as ranges (Unicode 14, Python 3.11's unicodedata) so one regex pass removes them, rather than a
+# category lookup per character, which cost a chat turn milliseconds on its sources (issue 16 item 3);
+# tests/rag/test_sanitize.py checks the ranges against unicodedata.
+INVISIBLE_RANGES = (
+    (0x0, 0x8), (0xB, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD),
+    (0x70F, 0x70F), (0x890, 0x891), (0x8E2, 0x8E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E),
+    (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)  # fmt: skip
+_INVISIBLE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in INVISIBLE_RANGES) + "]")
 
 
 def strip_control(text: str) -> str:
     # Invisible characters go first: "<|im\u200b_start|>" would otherwise become a token once they
     # are gone. Then tokens, until none is left: removing "<|x|>" from "<|im_<|x|>start|>" joins
     # a new one. Each pass shortens the text, so this ends.
-    cleaned = "".join(ch for ch in text if ch in _KEEP or unicodedata.category(ch) not in _INVISIBLE | {"Cc"})
+    cleaned = _INVISIBLE.sub("", text)
     while True:
         shorter = CONTROL_TOKENS.sub("", cleaned)
         if shorter == cleaned:

@@ -53,7 +53,15 @@ from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, Retriev
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
 from app.services import chat_answer, chat_store, ranking
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
+from app.services.chat_events import (
+    ChatEvent,
+    DoneEvent,
+    ErrorEvent,
+    RetrievalEvent,
+    SourceRef,
+    StoredAnswer,
+    TokenEvent,
+)
 from app.services.chat_live import LiveTurns
 from app.services.chat_log import TurnLog
 from app.services.chat_store import SessionSnapshot, Turn
@@ -63,6 +71,7 @@ from app.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Settled = tuple[str, list[tuple[SourceRef, CitationKind]]]  # an answer's final text and its citations
 CANCELLED = "cancelled: the client disconnected before the answer finished"
 
 
@@ -195,7 +204,7 @@ class ChatService:
                 for piece in extractive.pieces(written.answer.content):
                     parts.append(piece)
                     yield TokenEvent(turn.message_id, piece)
-                content, cited = written.answer.content, written.answer.cited
+                settle = partial(_given, written.answer.content, written.answer.cited)
             else:
                 model = self.models.get(turn.chat.provider, turn.chat.model)
                 with trace.stage(Stage.BUDGET):  # tokenizing is CPU work (and may load a local model): off the loop
@@ -214,12 +223,12 @@ class ChatService:
                             break  # a loop: stop the model now rather than at its token limit
                 finally:
                     await tokens.aclose()  # type: ignore[attr-defined]
-                content, cited = await self._checked(turn, answer_guard, sources, choice, trace)
-            kept = await anyio.to_thread.run_sync(chat_store.finish, self.store, turn, content, trace.build(), cited)
+                settle = partial(self._checked, turn, answer_guard, sources, choice, trace)
+            content, answer = await anyio.to_thread.run_sync(self._finish, turn, settle, trace)
             stored = True
-            ended.stored(kept)
-            if kept:
-                yield DoneEvent(turn.message_id)
+            ended.stored(answer is not None)
+            if answer is not None:
+                yield DoneEvent(turn.message_id, answer)
             else:
                 gone = "the chat session was deleted while this answer was being written; it was not kept"
                 yield ErrorEvent(turn.message_id, ErrorCode.NOT_FOUND, gone, content, stored=False)
@@ -267,22 +276,31 @@ class ChatService:
             trace.set_citations(len(answer.used), 0, attributed=False)
         return _Extracted(sources, answer.no_answer, written)
 
-    async def _checked(
+    def _finish(
+        self, turn: Turn, settle: Callable[[], Settled], trace: TraceBuilder
+    ) -> tuple[str, StoredAnswer | None]:
+        """In one worker thread: the answer's final text and citations (``settle``), then the answer
+        stored with its trace and read back (None: its session was deleted meanwhile)."""
+        content, cited = settle()
+        return content, chat_store.finish(self.store, turn, content, trace.build(), cited)
+
+    def _checked(
         self,
         turn: Turn,
         answer_guard: guard.AnswerGuard,
         sources: list[SourceRef],
         choice: ModeChoice,
         trace: TraceBuilder,
-    ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
+    ) -> Settled:
         """The guard's verdict on a generated answer decides what is stored (module docstring of
-        app.services.chat_answer): the cleaned text, the extractive answer instead, or a failure."""
+        app.services.chat_answer): the cleaned text, the extractive answer instead, or a failure.
+        Runs in a worker thread (``_finish``)."""
         with trace.stage(Stage.GUARD):
-            verdict = await anyio.to_thread.run_sync(chat_answer.review, answer_guard, self.embedder)
+            verdict = chat_answer.review(answer_guard, self.embedder)
         if verdict.decision is not guard.Decision.FALLBACK:
             original = answer_guard.text if verdict.text != answer_guard.text else None
             trace.set_answer(chat_answer.trace_entry(choice, verdict=verdict, original=original))
-            return await self._cite(turn, verdict.text, sources, trace)
+            return self._cite(turn, verdict.text, sources, trace)
         reasons = "; ".join(r.message for r in verdict.reasons)
         if not sources:
             trace.set_answer(
@@ -298,7 +316,7 @@ class ChatService:
             )
         log.info("answer %s: the guard replaced the model's answer (%s)", turn.message_id, reasons)
         with trace.stage(Stage.EXTRACT):
-            answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
+            answer = chat_answer.extract(turn.question, sources, self.embedder)
         written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         trace.set_answer(
             chat_answer.trace_entry(choice, verdict=verdict, original=answer_guard.text, sentences=len(answer.evidence))
@@ -424,9 +442,7 @@ class ChatService:
             await stream.aclose()  # type: ignore[attr-defined]
             trace.timing(Stage.GENERATE, (time.perf_counter() - started) * 1000)
 
-    async def _cite(
-        self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder
-    ) -> tuple[str, list[tuple[SourceRef, CitationKind]]]:
+    def _cite(self, turn: Turn, answer: str, sources: list[SourceRef], trace: TraceBuilder) -> Settled:
         if not turn.chat.rag.include_citations or not sources:
             trace.set_citations(0, 0, attributed=False)
             return answer, []
@@ -434,7 +450,7 @@ class ChatService:
             parsed = citations.parse(answer, len(sources))
             kind = CitationKind.MODEL
             if not parsed.used:
-                parsed = await anyio.to_thread.run_sync(self._attribute, parsed.text, [s.text for s in sources])
+                parsed = self._attribute(parsed.text, [s.text for s in sources])
                 kind = CitationKind.ATTRIBUTED
         trace.set_citations(len(parsed.used), parsed.invalid, attributed=kind is CitationKind.ATTRIBUTED)
         return parsed.text, [(sources[n - 1], kind) for n in parsed.used]
@@ -447,6 +463,10 @@ class ChatService:
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)
+
+
+def _given(content: str, cited: list[tuple[SourceRef, CitationKind]]) -> Settled:
+    return content, cited
 
 
 def _free(slot: Slot | None) -> None:

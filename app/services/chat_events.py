@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from app.errors import ErrorCode
 from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
+from app.services.records import ChatMessage, Citation
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,18 @@ class TokenEvent:
 
 
 @dataclass(frozen=True)
+class StoredAnswer:
+    """The answer's row and its citations (by marker) as the transaction that stored them read them
+    back: what a client is sent, without reading them again."""
+
+    message: ChatMessage
+    citations: list[Citation]
+
+
+@dataclass(frozen=True)
 class DoneEvent:
     message_id: int
+    answer: StoredAnswer | None = None  # None when it was stored earlier (a re-attached finished turn)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, u
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
 from app.rag.session_settings import RagSettings
-from app.services.chat_events import SourceRef
+from app.services.chat_events import SourceRef, StoredAnswer
 
 INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
 
@@ -195,9 +195,10 @@ def finish(
     content: str,
     trace: dict[str, object],
     citations: list[tuple[SourceRef, CitationKind]],
-) -> bool:
-    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction.
-    False when there is nothing to store it in: the session was deleted while the answer streamed."""
+) -> StoredAnswer | None:
+    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction, and read
+    them back in it. None when there is nothing to store it in: the session was deleted while the
+    answer streamed."""
     with store.write() as db:
         stored = db.execute(
             _still_streaming(turn).values(
@@ -205,7 +206,7 @@ def finish(
             )
         )
         if not stored.rowcount:  # type: ignore[attr-defined]
-            return False
+            return None
         # A cited chunk (or its document) may have been deleted or re-ingested while the answer
         # streamed; the citation keeps its name, location and snippet, and loses only the link.
         chunk_ids = {s.chunk_id for s, _ in citations}
@@ -227,7 +228,12 @@ def finish(
                     snippet=source.text[:600],
                 )
             )
-    return True
+        db.flush()
+        answer = db.get_one(ChatMessage, turn.message_id)
+        cited = list(
+            db.scalars(select(Citation).where(Citation.message_id == turn.message_id).order_by(Citation.marker))
+        )
+        return StoredAnswer(answer, cited)
 
 
 def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str, object] | None) -> bool:

@@ -11,7 +11,7 @@ import type {
   LocationFieldsFragment,
   MessageFieldsFragment,
   Role,
-  TraceFieldsFragment,
+  TraceSummaryFieldsFragment,
 } from "../gql/graphql";
 
 export interface SourceView {
@@ -56,7 +56,8 @@ export interface ChatItem {
   cited: boolean;
   noContext: boolean;
   degraded: readonly DegradationFieldsFragment[];
-  trace: TraceFieldsFragment | null;
+  /** What the chat shows of the answer's trace (MessageTrace loads the whole of it on request). */
+  trace: TraceSummaryFieldsFragment | null;
   createdAt: string | null;
   /** A question the server never stored (the turn could not start); it can be sent again. */
   unsent: boolean;

@@ -5,7 +5,7 @@ import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
 import { Button, IconButton, buttonClass } from "../components/Button";
 import { AssistantMessage, SettingsSummary, UserMessage } from "../components/chat/Messages";
-import { TracePanel } from "../components/chat/TracePanel";
+import { TraceDrawer } from "../components/chat/TraceDrawer";
 import { useChat } from "../components/chat/useChat";
 import { Composer } from "../components/Composer";
 import { ConfirmDialog, Dialog } from "../components/Dialog";
@@ -201,7 +201,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
         </div>
       </div>
       <SettingsDrawer session={session} open={settingsOpen} onClose={() => setSettingsOpen(false)} lastQuestion={lastQuestion} isNew={isNew && items.length === 0} />
-      <TracePanel trace={traceItem?.trace ?? null} messageId={traceItem?.id ?? null} open={traceKey !== null} onClose={() => setTraceKey(null)} />
+      <TraceDrawer messageId={traceItem?.id ?? null} open={traceKey !== null} onClose={() => setTraceKey(null)} />
       <RenameDialog open={renaming} onClose={() => setRenaming(false)} session={session} />
       <ConfirmDialog open={deleting} title="Delete chat?" confirmLabel="Delete chat" danger onConfirm={confirmDelete} onCancel={() => setDeleting(false)}>
         <p>

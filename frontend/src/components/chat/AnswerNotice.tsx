@@ -1,14 +1,14 @@
 import { useQuery } from "@apollo/client/react";
 import { useState } from "react";
 import { cx } from "../../lib/cx";
-import { GuardOriginalDocument, type TraceFieldsFragment } from "../../gql/graphql";
+import { GuardOriginalDocument, type TraceAnswerFieldsFragment } from "../../gql/graphql";
 import { LinkButton } from "../Button";
 import { Notice } from "../Notice";
 import { AlertIcon, QuoteIcon } from "../icons";
 import shared from "../../styles/shared.module.css";
 import styles from "./AnswerNotice.module.css";
 
-type Answer = NonNullable<TraceFieldsFragment["answer"]>;
+type Answer = TraceAnswerFieldsFragment;
 type Guard = NonNullable<Answer["guard"]>;
 
 /** The notice's headline for each verdict that changed or refused the model's answer. */
