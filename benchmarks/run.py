@@ -21,6 +21,7 @@ from benchmarks import (
     chat_overhead,
     common,
     concurrency,
+    embedder_int8,
     first_token,
     hybrid,
     ingestion,
@@ -35,6 +36,7 @@ BENCHMARKS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "vector_options": vector_options.run,
     "hybrid": hybrid.run,
     "ingestion": ingestion.run,
+    "embedder_int8": embedder_int8.run,
     "chat_overhead": chat_overhead.run,
     "first_token": first_token.run,
     "concurrency": concurrency.run,
@@ -105,6 +107,26 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
             rows.append(
                 [f"3. database size, N={s['chunks']:,}", f"{s['mib_per_100k']:.0f} MiB per 100k chunks", "-", "-"]
             )
+    if "embedder_int8" in results:
+        e = results["embedder_int8"]
+        rows.append(
+            [
+                "3. ingestion int8 ÷ fp32 embedder (chunks/s, same chunks)",
+                f"{e['ratio_ingest']['median']:.2f}x (embed() alone {e['ratio_raw']['median']:.2f}x); "
+                f"cosine fp32·int8 >= {e['cosine']['min']:.3f}",
+                f">= {embedder_int8.GOAL}x",
+                common.goal(e["ratio_ingest"]["median"] >= embedder_int8.GOAL),
+            ]
+        )
+        rows.append(
+            [
+                "3. embedder arithmetic per core, fp32 / int8",
+                f"{e['gflops_per_core']['fp32']:.1f} / {e['gflops_per_core']['int8']:.1f} GFLOP/s "
+                f"(peak {e['peak']['fp32_gflops']:.0f} fp32 / {e['peak']['int8_gops']:.0f} int8)",
+                "-",
+                "-",
+            ]
+        )
     for r in results.get("chat_overhead", {}).get("sizes", []):
         ratio = r["ratio"]["median"]
         rows.append(
