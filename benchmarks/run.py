@@ -25,6 +25,7 @@ from benchmarks import (
     first_token,
     hybrid,
     ingestion,
+    llama_builds,
     provider_concurrency,
     vector_options,
     vector_search,
@@ -39,6 +40,7 @@ BENCHMARKS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "embedder_int8": embedder_int8.run,
     "chat_overhead": chat_overhead.run,
     "first_token": first_token.run,
+    "llama_builds": llama_builds.run,
     "concurrency": concurrency.run,
     "provider_concurrency": provider_concurrency.run,
 }
@@ -145,6 +147,17 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
                 f"{ratio:.2f}x",
                 "<= 1.1x",
                 common.goal(ratio <= first_token.GOAL),
+            ]
+        )
+    for name, build in results.get("llama_builds", {}).get("builds", {}).items():
+        ratios = next(v for k, v in build.items() if k.startswith("ratio_to_"))
+        rows.append(
+            [
+                f"5. local model on the {name} llama.cpp build: prompt / generation tokens/s",
+                f"{build['prompt_tokens_per_s']['median']:.0f} ({ratios['prompt']['median']:.2f}x) / "
+                f"{build['generate_tokens_per_s']['median']:.1f} ({ratios['generate']['median']:.2f}x)",
+                "tuned > portable",
+                "-",
             ]
         )
     if "concurrency" in results:

@@ -1,0 +1,59 @@
+"""One llama.cpp build, in its own process, for :mod:`benchmarks.llama_builds`.
+
+Imports only the standard library, numpy and whichever ``llama_cpp`` comes first on PYTHONPATH, so
+each build is loaded alone. It loads the GGUF once, prints one JSON line describing the build, then
+answers each ``go`` line on stdin with one JSON line: the seconds to evaluate the prompt from an
+empty cache and to decode ``generate`` tokens greedily after it.
+
+Usage: python -m benchmarks.llama_worker MODEL.gguf PROMPT.txt PROMPT_TOKENS GENERATE THREADS
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    import llama_cpp
+    import numpy as np
+
+    model, prompt_file, prompt_tokens, generate, threads = argv
+    llm = llama_cpp.Llama(
+        model_path=model, n_ctx=2048, n_threads=int(threads), n_threads_batch=int(threads), verbose=False
+    )
+    with open(prompt_file, encoding="utf-8") as handle:
+        tokens = llm.tokenize(handle.read().encode("utf-8"))[: int(prompt_tokens)]
+    info = llama_cpp.llama_print_system_info()
+    _say(
+        {
+            "ready": True,
+            "module": llama_cpp.__file__,
+            "version": llama_cpp.__version__,
+            "system_info": info.decode() if isinstance(info, bytes) else str(info),
+            "prompt_tokens": len(tokens),
+        }
+    )
+    for line in sys.stdin:
+        if line.strip() != "go":
+            break
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(tokens)
+        prompt_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        for _ in range(int(generate)):
+            following = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            llm.eval([following])
+        _say({"prompt_seconds": prompt_seconds, "generate_seconds": time.perf_counter() - start})
+    return 0
+
+
+def _say(payload: dict[str, object]) -> None:
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
