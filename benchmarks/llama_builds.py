@@ -3,7 +3,8 @@
 Each build runs in its own process (:mod:`benchmarks.llama_worker`, its ``llama_cpp`` first on
 PYTHONPATH) with the model loaded once; rounds alternate which build goes first. Per round and
 build: an ~800-token RAG prompt (SciFact abstracts) evaluated from an empty cache, then 64 tokens
-decoded greedily. Reported: prompt and generation tokens/s (medians), each build ÷ the first
+decoded greedily, with the app's default thread count (half the CPUs; ``BENCH_LLAMA_THREADS``).
+Reported: prompt and generation tokens/s (medians), each build ÷ the first
 (``avx2``), and the prompt's seconds (what the time to the first token is made of).
 
 Which builds: ``BENCH_LLAMA_BUILDS="name=DIR,name=DIR"`` (DIR holds a ``llama_cpp`` package, e.g.
@@ -107,7 +108,8 @@ def run(cfg: Config) -> dict[str, Any]:
     prompt_tokens = cfg.pick(PROMPT_TOKENS, PROMPT_TOKENS, 48)
     generate = cfg.pick(GENERATE, GENERATE, 4)
     count = cfg.pick(7, 3, 1)
-    threads = int(os.environ.get("BENCH_LLAMA_THREADS", "0")) or len(os.sched_getaffinity(0))
+    # As the app's LocalChatModel by default (half the CPUs); BENCH_LLAMA_THREADS overrides.
+    threads = int(os.environ.get("BENCH_LLAMA_THREADS", "0")) or max(1, (os.cpu_count() or 2) // 2)
     chosen = builds(cfg)
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         prompt = Path(tmp) / "prompt.txt"

@@ -43,9 +43,12 @@ def main(argv: list[str]) -> int:
         llm.eval(tokens)
         prompt_seconds = time.perf_counter() - start
         start = time.perf_counter()
+        vocabulary = llm.n_vocab()
         for _ in range(int(generate)):
-            following = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-            llm.eval([following])
+            # The last position's logits, straight from the context (Llama.scores keeps them only
+            # with logits_all, which would change the prompt's cost).
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(vocabulary,))
+            llm.eval([int(np.argmax(logits))])
         _say({"prompt_seconds": prompt_seconds, "generate_seconds": time.perf_counter() - start})
     return 0
 
