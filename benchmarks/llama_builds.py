@@ -139,13 +139,18 @@ def run(cfg: Config) -> dict[str, Any]:
             "prompt_seconds": common.summary([v["prompt_seconds"] for v in values], scale=1.0),
             "prompt_seconds_raw": [v["prompt_seconds"] for v in values],
             "generate_seconds_raw": [v["generate_seconds"] for v in values],
+            "prompt_cpu_raw": [v["prompt_cpu"] for v in values],
+            "generate_cpu_raw": [v["generate_cpu"] for v in values],
         }
     base = order[0]
     rows = []
     for name, b in result["builds"].items():
         ratios = {
-            kind: common.ratio(result["builds"][base][f"{kind}_seconds_raw"], b[f"{kind}_seconds_raw"])
+            f"{kind}{'_cpu' if clock == 'cpu' else ''}": common.ratio(
+                result["builds"][base][f"{kind}_{clock}_raw"], b[f"{kind}_{clock}_raw"]
+            )
             for kind in ("prompt", "generate")
+            for clock in ("seconds", "cpu")
         }
         b["ratio_to_" + base] = ratios
         rows.append(
@@ -154,15 +159,27 @@ def run(cfg: Config) -> dict[str, Any]:
                 _features(b["system_info"]),
                 b["prompt_tokens_per_s"]["median"],
                 ratios["prompt"]["median"],
+                ratios["prompt_cpu"]["median"],
                 b["generate_tokens_per_s"]["median"],
                 ratios["generate"]["median"],
+                ratios["generate_cpu"]["median"],
                 b["prompt_seconds"]["median"],
             ]
         )
     text = common.table(
         f"llama.cpp builds, SmolLM2-135M Q4_1, {tokens}-token prompt then {generate} tokens, {threads} threads; "
         f"medians of {count} alternating rounds (÷ {base}: per-round ratios of speed)",
-        ["build", "features", "prompt tok/s", f"÷ {base}", "generate tok/s", f"÷ {base}", "prompt s"],
+        [
+            "build",
+            "features",
+            "prompt tok/s",
+            f"÷ {base}",
+            f"÷ {base} (CPU s)",
+            "generate tok/s",
+            f"÷ {base}",
+            f"÷ {base} (CPU s)",
+            "prompt s",
+        ],
         rows,
     )
     return common.write(cfg, NAME, {**result, "table": text}, _plot(result))

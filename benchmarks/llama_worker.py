@@ -2,8 +2,8 @@
 
 Imports only the standard library, numpy and whichever ``llama_cpp`` comes first on PYTHONPATH, so
 each build is loaded alone. It loads the GGUF once, prints one JSON line describing the build, then
-answers each ``go`` line on stdin with one JSON line: the seconds to evaluate the prompt from an
-empty cache and to decode ``generate`` tokens greedily after it.
+answers each ``go`` line on stdin with one JSON line: the seconds (wall and CPU) to evaluate the
+prompt from an empty cache and to decode ``generate`` tokens greedily after it.
 
 Usage: python -m benchmarks.llama_worker MODEL.gguf PROMPT.txt PROMPT_TOKENS GENERATE THREADS
 """
@@ -39,17 +39,25 @@ def main(argv: list[str]) -> int:
         if line.strip() != "go":
             break
         llm.reset()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         llm.eval(tokens)
-        prompt_seconds = time.perf_counter() - start
-        start = time.perf_counter()
+        prompt_seconds, prompt_cpu = time.perf_counter() - start, time.process_time() - cpu
+        start, cpu = time.perf_counter(), time.process_time()
         vocabulary = llm.n_vocab()
         for _ in range(int(generate)):
             # The last position's logits, straight from the context (Llama.scores keeps them only
             # with logits_all, which would change the prompt's cost).
             logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits(llm.ctx), shape=(vocabulary,))
             llm.eval([int(np.argmax(logits))])
-        _say({"prompt_seconds": prompt_seconds, "generate_seconds": time.perf_counter() - start})
+        _say(
+            {
+                "prompt_seconds": prompt_seconds,
+                "generate_seconds": time.perf_counter() - start,
+                # CPU seconds of the process: what the machine's other load does not stretch.
+                "prompt_cpu": prompt_cpu,
+                "generate_cpu": time.process_time() - cpu,
+            }
+        )
     return 0
 
 
