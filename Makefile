@@ -13,10 +13,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # these CPUs (AMX code path), so we never use it: we list the instruction sets ourselves. Every
 # x86-64 machine since 2015 gets AVX2 + FMA + F16C + BMI2; a building machine whose /proc/cpuinfo
 # shows AVX-512 (F, CD, VL, DQ, BW) also gets that, with VBMI, VNNI and BF16 where present
-# (docs/BENCHMARKS.md, "llama.cpp builds"). AMX stays off, whatever the CPU has.
-# LLAMA_BUILD=avx2 forces the portable build (for a wheel that must run on other machines).
+# (docs/BENCHMARKS.md, finding 9). AMX stays off, whatever the CPU has.
+# The default stays the portable AVX2 build: for the shipped SmolLM2 (Q4_1) the tuned build was not
+# measurably faster. LLAMA_BUILD=auto builds for the machine's instruction sets.
 LLAMA_VERSION := 0.3.36
-LLAMA_BUILD ?= auto
+LLAMA_BUILD ?= avx2
 CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2)
 cpu_has = $(filter $(1),$(CPU_FLAGS))
 LLAMA_VARIANT := avx2
