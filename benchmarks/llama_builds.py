@@ -79,7 +79,11 @@ class Worker:
             env=env,
             cwd=common.ROOT,
         )
-        self.info = self._read()
+        try:
+            self.info = self._read()
+        except BaseException:
+            self.close()
+            raise
 
     def measure(self) -> dict[str, float]:
         assert self.process.stdin is not None
@@ -90,7 +94,11 @@ class Worker:
     def close(self) -> None:
         if self.process.stdin is not None:
             self.process.stdin.close()
-        self.process.wait(timeout=60)
+        try:
+            self.process.wait(timeout=60)
+        finally:
+            if self.process.stdout is not None:
+                self.process.stdout.close()
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
