@@ -9,12 +9,44 @@ PIP := $(VENV)/bin/pip
 export HF_HUB_OFFLINE := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-# llama-cpp-python compiles from source. Its default build uses -march=native, which crashes on
-# these CPUs (AMX code path), so we build a portable AVX2 wheel once and keep it outside the tree.
+# llama-cpp-python compiles from source. Its default build uses -march=native, which crashed on
+# these CPUs (AMX code path), so we never use it: we list the instruction sets ourselves. Every
+# x86-64 machine since 2015 gets AVX2 + FMA + F16C + BMI2; a building machine whose /proc/cpuinfo
+# shows AVX-512 (F, CD, VL, DQ, BW) also gets that, with VBMI, VNNI and BF16 where present
+# (docs/BENCHMARKS.md, finding 9). AMX stays off, whatever the CPU has.
+# The default stays the portable AVX2 build: for the shipped SmolLM2 (Q4_1) the tuned build was not
+# measurably faster. LLAMA_BUILD=auto builds for the machine's instruction sets.
 LLAMA_VERSION := 0.3.36
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_BUILD ?= avx2
+CPU_FLAGS := $(shell grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2)
+cpu_has = $(filter $(1),$(CPU_FLAGS))
+LLAMA_VARIANT := avx2
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
+    -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+ifeq ($(LLAMA_BUILD),auto)
+ifeq ($(words $(call cpu_has,avx512f avx512cd avx512vl avx512dq avx512bw)),5)
+LLAMA_VARIANT := avx512
+LLAMA_CMAKE_ARGS += -DGGML_AVX512=ON
+ifneq ($(call cpu_has,avx512vbmi),)
+LLAMA_VARIANT := $(LLAMA_VARIANT)-vbmi
+LLAMA_CMAKE_ARGS += -DGGML_AVX512_VBMI=ON
+endif
+ifneq ($(call cpu_has,avx512_vnni),)
+LLAMA_VARIANT := $(LLAMA_VARIANT)-vnni
+LLAMA_CMAKE_ARGS += -DGGML_AVX512_VNNI=ON
+endif
+ifneq ($(call cpu_has,avx512_bf16),)
+LLAMA_VARIANT := $(LLAMA_VARIANT)-bf16
+LLAMA_CMAKE_ARGS += -DGGML_AVX512_BF16=ON
+endif
+endif
+else ifneq ($(LLAMA_BUILD),avx2)
+$(error LLAMA_BUILD must be auto or avx2, not $(LLAMA_BUILD))
+endif
 WHEELHOUSE ?= $(HOME)/.cache/ragchat/wheels
-LLAMA_STAMP := $(WHEELHOUSE)/.llama-$(LLAMA_VERSION)-portable
+# One folder per version and variant: the wheels' file names are the same for every variant.
+LLAMA_WHEELS := $(WHEELHOUSE)/llama-$(LLAMA_VERSION)-$(LLAMA_VARIANT)
+LLAMA_STAMP := $(LLAMA_WHEELS)/.built
 
 HOST ?= 127.0.0.1
 PORT ?= 8000
@@ -29,15 +61,17 @@ $(VENV)/bin/python:
 	$(PIP) install --quiet --upgrade pip wheel
 
 $(LLAMA_STAMP): | $(VENV)/bin/python
-	@echo ">> building llama-cpp-python $(LLAMA_VERSION) (portable AVX2 build; ~8 minutes, once per machine)"
-	@mkdir -p $(WHEELHOUSE)
+	@echo ">> building llama-cpp-python $(LLAMA_VERSION) ($(LLAMA_VARIANT) build; ~8-15 minutes, once per machine)"
+	@mkdir -p $(LLAMA_WHEELS)
+	rm -f $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" FORCE_CMAKE=1 $(PIP) wheel --no-cache-dir --no-deps \
-	    -w $(WHEELHOUSE) "llama-cpp-python==$(LLAMA_VERSION)"
-	@touch $@
+	    -w $(LLAMA_WHEELS) "llama-cpp-python==$(LLAMA_VERSION)"
+	echo "$(LLAMA_CMAKE_ARGS)" > $@
 
+# The variant's wheel replaces whatever llama-cpp-python build the venv had (same version number).
 $(VENV)/.installed: pyproject.toml $(LLAMA_STAMP) | $(VENV)/bin/python
-	$(PIP) install --quiet --find-links $(WHEELHOUSE) "llama-cpp-python==$(LLAMA_VERSION)"
-	$(PIP) install --quiet --find-links $(WHEELHOUSE) -e ".[dev,local-llm]"
+	$(PIP) install --quiet --no-deps --force-reinstall $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
+	$(PIP) install --quiet --find-links $(LLAMA_WHEELS) -e ".[dev,local-llm]"
 	@touch $@
 
 migrate: install

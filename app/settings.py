@@ -56,6 +56,12 @@ class EmbedderSettings(BaseModel):
     dimensions: int | None = Field(None, ge=1, le=8192)
     batch_size: int = Field(32, ge=1, le=1024)
     threads: int = Field(0, ge=0, le=256, description="0 lets the runtime choose")
+    # The local embedder's arithmetic: fp32 (the shipped graph) or int8 (its weights multiplied as
+    # int8, ~2x the speed); one vector space. fp32 stays the default until SciFact's full train run
+    # shows int8 within 0.005 nDCG@10 (docs/BENCHMARKS.md, "int8 local embedder").
+    precision: Literal["int8", "fp32"] = "fp32"
+    # Where the local embedder keeps its derived int8 graph; None: $XDG_CACHE_HOME/ragchat/models.
+    cache_dir: Path | None = None
 
 
 class ChatModelSettings(BaseModel):

@@ -21,9 +21,11 @@ from benchmarks import (
     chat_overhead,
     common,
     concurrency,
+    embedder_int8,
     first_token,
     hybrid,
     ingestion,
+    llama_builds,
     provider_concurrency,
     upload_jobs,
     vector_options,
@@ -36,8 +38,10 @@ BENCHMARKS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "vector_options": vector_options.run,
     "hybrid": hybrid.run,
     "ingestion": ingestion.run,
+    "embedder_int8": embedder_int8.run,
     "chat_overhead": chat_overhead.run,
     "first_token": first_token.run,
+    "llama_builds": llama_builds.run,
     "concurrency": concurrency.run,
     "provider_concurrency": provider_concurrency.run,
     "upload_jobs": upload_jobs.run,
@@ -108,6 +112,26 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
             rows.append(
                 [f"3. database size, N={s['chunks']:,}", f"{s['mib_per_100k']:.0f} MiB per 100k chunks", "-", "-"]
             )
+    if "embedder_int8" in results:
+        e = results["embedder_int8"]
+        rows.append(
+            [
+                "3. ingestion int8 ÷ fp32 embedder (chunks/s, same chunks)",
+                f"{e['ratio_ingest']['median']:.2f}x (embed() alone {e['ratio_raw']['median']:.2f}x); "
+                f"cosine fp32·int8 >= {e['cosine']['min']:.3f}",
+                f">= {embedder_int8.GOAL}x",
+                common.goal(e["ratio_ingest"]["median"] >= embedder_int8.GOAL),
+            ]
+        )
+        rows.append(
+            [
+                "3. embedder arithmetic per core, fp32 / int8",
+                f"{e['gflops_per_core']['fp32']:.1f} / {e['gflops_per_core']['int8']:.1f} GFLOP/s "
+                f"(peak {e['peak']['fp32_gflops']:.0f} fp32 / {e['peak']['int8_gops']:.0f} int8)",
+                "-",
+                "-",
+            ]
+        )
     for r in results.get("chat_overhead", {}).get("sizes", []):
         ratio = r["ratio"]["median"]
         rows.append(
@@ -126,6 +150,17 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
                 f"{ratio:.2f}x",
                 "<= 1.1x",
                 common.goal(ratio <= first_token.GOAL),
+            ]
+        )
+    for name, build in results.get("llama_builds", {}).get("builds", {}).items():
+        ratios = next(v for k, v in build.items() if k.startswith("ratio_to_"))
+        rows.append(
+            [
+                f"5. local model on the {name} llama.cpp build: prompt / generation tokens/s",
+                f"{build['prompt_tokens_per_s']['median']:.0f} ({ratios['prompt']['median']:.2f}x) / "
+                f"{build['generate_tokens_per_s']['median']:.1f} ({ratios['generate']['median']:.2f}x)",
+                "tuned > portable",
+                "-",
             ]
         )
     if "concurrency" in results:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from pydantic import ValidationError as PydanticValidationError
 
 from app.errors import ProviderAuthError, ProviderTimeoutError, ValidationError
 from app.llm.base import Embedder, SpaceId
@@ -34,6 +36,25 @@ def test_default_is_the_local_embedder_with_its_batch_and_threads(built: list[Em
     assert isinstance(embedder, LocalEmbedder)
     assert (embedder.batch_size, embedder.threads) == (8, 1)
     assert embedder.space == SpaceId("local", "all-MiniLM-L6-v2-int8", 384)
+    assert embedder.precision == "fp32"
+
+
+def test_local_precision_and_cache_dir_come_from_the_environment(
+    built: list[Embedder], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RAGCHAT_EMBEDDER__PRECISION", "int8")
+    monkeypatch.setenv("RAGCHAT_EMBEDDER__CACHE_DIR", str(tmp_path / "models"))
+    embedder = build_embedder(Settings())
+    built.append(embedder)
+    assert isinstance(embedder, LocalEmbedder) and embedder.precision == "int8"
+    embedder.embed(["derive the int8 graph"])
+    assert [p.suffix for p in (tmp_path / "models").iterdir()] == [".onnx"]
+
+
+def test_an_unknown_precision_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGCHAT_EMBEDDER__PRECISION", "fp16")
+    with pytest.raises(PydanticValidationError, match="precision"):
+        Settings()
 
 
 def test_openai_gets_key_url_timeout_and_dimensions_from_settings(built: list[Embedder]) -> None:

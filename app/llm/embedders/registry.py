@@ -46,7 +46,12 @@ def builtin_providers(settings: Settings) -> list[Provider[Embedder]]:
     def local(model: str) -> Embedder:
         from app.llm.embedders.local import LocalEmbedder
 
-        return LocalEmbedder(batch_size=config.batch_size, threads=config.threads)
+        return LocalEmbedder(
+            batch_size=config.batch_size,
+            threads=config.threads,
+            precision=config.precision,
+            cache_dir=config.cache_dir,
+        )
 
     def openai(model: str) -> Embedder:
         from app.llm.embedders.openai import OpenAIEmbedder
