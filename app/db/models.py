@@ -220,6 +220,8 @@ class ChatSession(Timestamps, Base):
         CheckConstraint("top_k BETWEEN 1 AND 50", name="ck_chat_sessions_top_k"),
         CheckConstraint("threshold >= 0 AND threshold <= 1", name="ck_chat_sessions_threshold"),
         CheckConstraint("answer_mode IN ('generative', 'extractive', 'auto')", name="ck_chat_sessions_answer_mode"),
+        CheckConstraint("quality IN ('quick', 'balanced', 'thorough')", name="ck_chat_sessions_quality"),
+        CheckConstraint("rewrite IN ('off', 'on', 'auto')", name="ck_chat_sessions_rewrite"),
         NEVER_REUSED_IDS,
     )
 
@@ -234,6 +236,8 @@ class ChatSession(Timestamps, Base):
     threshold: Mapped[float] = mapped_column(Float)
     include_citations: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
     answer_mode: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
+    quality: Mapped[str] = mapped_column(String(20), server_default=text("'balanced'"))
+    rewrite: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
 
     messages: Mapped[list[ChatMessage]] = relationship(
         back_populates="chat",

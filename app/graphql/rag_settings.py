@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.enums import AnswerMode
+from app.graphql.enums import AnswerMode, Quality, RewriteMode
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE
 
 _TOP_K = "How many sources an answer is written from at most, {}-{}.".format(*TOP_K_RANGE)
 _THRESHOLD = (
     "The cosine similarity to the question a chunk needs to be a source, {:g}-{:g} (higher keeps fewer)."
 ).format(*THRESHOLD_RANGE)
+_QUALITY = "How many retrieval passes evaluate-and-widen may take (QUICK 1, BALANCED 2, THOROUGH 4)."
+_REWRITE = "Whether follow-ups are rewritten into standalone queries by the chat model."
 _UNSET = " Omitted or null: the server's default (sessionDefaults) when creating, unchanged when updating."
 
 
@@ -29,6 +31,8 @@ class RagSettingsFields:
     threshold: float = strawberry.field(description=_THRESHOLD)
     include_citations: bool = strawberry.field(description="Ask the model to cite its sources with [n] markers.")
     answer_mode: AnswerMode = strawberry.field(description="How answers are written.")
+    quality: Quality = strawberry.field(description=_QUALITY)
+    rewrite: RewriteMode = strawberry.field(description=_REWRITE)
 
 
 @strawberry.input
@@ -42,3 +46,5 @@ class RagSettingsInput:
         default=None, description="Ask the model to cite its sources with [n] markers." + _UNSET
     )
     answer_mode: AnswerMode | None = strawberry.field(default=None, description="How answers are written." + _UNSET)
+    quality: Quality | None = strawberry.field(default=None, description=_QUALITY + _UNSET)
+    rewrite: RewriteMode | None = strawberry.field(default=None, description=_REWRITE + _UNSET)

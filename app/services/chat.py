@@ -36,14 +36,22 @@ from app.errors import (
     UnusableAnswerError,
 )
 from app.llm.base import ChatModel, ChatModels, Embedder, GenerationOptions, TextDelta, Usage
-from app.rag import answer_mode, budget, citations, extractive, guard, prompting
+from app.rag import answer_mode, budget, citations, conversation, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
 from app.rag.degradation import DegradationReason
-from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult, retrieve
+from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_store
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SourceRef, TokenEvent
+from app.services import chat_answer, chat_store, turn_search
+from app.services.chat_events import (
+    ChatEvent,
+    DoneEvent,
+    ErrorEvent,
+    RetrievalEvent,
+    SearchProgressEvent,
+    SourceRef,
+    TokenEvent,
+)
 from app.services.chat_live import LiveTurns
 from app.services.chat_log import TurnLog
 from app.services.chat_store import SessionSnapshot, Turn
@@ -167,7 +175,10 @@ class ChatService:
         ended = TurnLog(turn, trace)  # the turn's log line, whichever way it ends
         try:
             choice = self._choose(turn.chat)
-            retrieval = await self._retrieve(turn, trace)
+            searched: list[RetrievalResult] = []
+            async for progress in self._retrieve(turn, trace, searched):
+                yield progress
+            retrieval = searched[0] if searched else None
             candidates = retrieval.kept if retrieval else []
             if choice.used is AnswerMode.EXTRACTIVE:
                 with trace.stage(Stage.EXTRACT):
@@ -314,24 +325,53 @@ class ChatService:
                 log.error("answer %s stays 'streaming' until the next start marks it interrupted", message_id)
                 return False
 
-    async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
+    async def _retrieve(
+        self, turn: Turn, trace: TraceBuilder, out: list[RetrievalResult]
+    ) -> AsyncIterator[SearchProgressEvent]:
+        """Search in a worker thread (app/services/turn_search.py), streaming a progress event per
+        pass; the pass answered with is appended to ``out``. A failed search is a degradation."""
         chat = turn.chat
         if not chat.rag.enable_rag:
-            return None
-        params = RetrievalParams.for_session(self.settings.rag, top_k=chat.rag.top_k, threshold=chat.rag.threshold)
+            return
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[SearchProgressEvent | None] = asyncio.Queue()
+        asker = turn_search.Asker(chat.project_id, chat.provider, chat.model, chat.rag)
+        earlier = conversation.user_turns(turn.history)
 
-        def search() -> RetrievalResult:
-            return retrieve(self.store, self.embedder(), chat.project_id, turn.question, params)
+        def progress(step: turn_search.Pass) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, _progress(turn, step))
 
+        def search() -> turn_search.TurnSearch:
+            return turn_search.search(
+                self.store,
+                self.embedder(),
+                self.settings,
+                self.models,
+                asker,
+                turn.question,
+                earlier,
+                progress=progress,
+            )
+
+        job = asyncio.ensure_future(anyio.to_thread.run_sync(search))
+        job.add_done_callback(lambda _: events.put_nowait(None))
+        job.add_done_callback(_quiet)
+        while (event := await events.get()) is not None:
+            yield event
         try:
-            result = await anyio.to_thread.run_sync(search)
+            found = job.result()
         except (RagchatError, DBAPIError) as exc:
             reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
             log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
             trace.degrade(DegradationReason.RETRIEVAL_FAILED, f"no context: {reason}")
-            return None
-        trace.set_retrieval(result)
-        return result
+            return
+        trace.set_search(turn_search.trace_entry(found, chat.rag))
+        if found.rewrite.ms:
+            trace.timing(Stage.REWRITE, found.rewrite.ms)
+        if found.result is not None:
+            trace.set_retrieval(found.result)
+            trace.timing(Stage.RETRIEVAL_EMBED, found.embed_ms)
+            out.append(found.result)
 
     def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:
         sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]
@@ -413,6 +453,25 @@ class ChatService:
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)
+
+
+def _progress(turn: Turn, step: turn_search.Pass) -> SearchProgressEvent:
+    return SearchProgressEvent(
+        turn.message_id,
+        step.number,
+        step.budget,
+        step.queries[0],
+        step.rewritten,
+        step.kept,
+        step.best_score,
+        step.decision,
+    )
+
+
+def _quiet(job: asyncio.Future[turn_search.TurnSearch]) -> None:
+    """Mark a job's exception retrieved when its turn has gone away without reading it."""
+    if not job.cancelled():
+        job.exception()
 
 
 def _free(slot: Slot | None) -> None:

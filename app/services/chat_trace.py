@@ -24,6 +24,7 @@ from app.services.trace_model import (
     TraceBudget,
     TraceCandidate,
     TraceCitations,
+    TraceSearch,
     TraceSettings,
     TraceTokens,
 )
@@ -77,6 +78,10 @@ class TraceBuilder:
             self.timing(stage, ms)
         self._trace.embedding_space = result.space
         self._trace.effective_mode = result.mode
+
+    def set_search(self, search: TraceSearch) -> None:
+        """What the turn searched and how: its query, the rewrite, every pass (app/services/turn_search.py)."""
+        self._trace.search = search
 
     def set_budget(self, report: BudgetReport) -> None:
         self._trace.tokens = TraceTokens(
