@@ -10,7 +10,9 @@ follow-up is searched four ways, through the real retrieval path on a scratch da
 - ``history``: the model-free history-aware query (app/rag/conversation.py);
 - ``rewrite``: the chat model's standalone rewrite (app/rag/rewrite.py), falling back to
   ``history`` when it fails, as a chat turn does;
-- ``standalone``: the standalone question written in the set (the ceiling).
+- ``standalone``: the standalone question written in the set (the ceiling);
+- and, for the design note, ``history_no_hygiene`` (no near-duplicate removal, document cap or
+  merging) and ``balanced`` / ``thorough`` (a chat turn's whole search with evaluate-and-widen).
 
 Recall@k: the share of follow-ups with the expected document among the first k sources (``doc``),
 and with a source of that document holding the fact (``chunk``). Ranking only: threshold 0.
@@ -22,7 +24,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -34,15 +36,20 @@ from app.db import migrate
 from app.errors import ValidationError
 from app.llm.base import ChatModel, Embedder
 from app.rag import conversation, query_cache, rewrite
+from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.ingest import Ingestor, Source
 from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
-from app.services import projects
+from app.rag.session_settings import RagSettings
+from app.services import projects, turn_search
 from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
 DEFAULT_SET = ROOT / "conversations" / "conversations.jsonl"
 DEFAULT_DOCUMENTS = ROOT / "answers" / "documents"
 VARIANTS = ("raw", "history", "rewrite", "standalone")
+# More ways to search a follow-up, for the design note: the history-aware query without context
+# hygiene, and with evaluate-and-widen at each quality (a chat turn's search, app/services/turn_search.py).
+EXTRA = ("history_no_hygiene", "balanced", "thorough")
 KS = (1, 5)
 
 
@@ -175,7 +182,27 @@ class _Searcher:
         vector = query_cache.embed(self.embedder, [text])[0]
         return retrieve(self.container.store, self.embedder, self.project_id, text, self.params(), query_vector=vector)
 
+    def turn(self, item: FollowUp, quality: Quality) -> RetrievalResult:
+        rag = RagSettings.of(self.settings.rag).model_copy(
+            update={"top_k": max(KS), "threshold": 0.0, "quality": quality, "rewrite": RewriteMode.OFF}
+        )
+        asker = turn_search.Asker(self.project_id, self.settings.llm.provider, self.settings.llm.model, rag)
+        found = turn_search.search(
+            self.container.store,
+            self.embedder,
+            self.settings,
+            self.container.chat_models,
+            asker,
+            item.message,
+            item.earlier,
+            params=self.params(),
+        )
+        assert found.result is not None
+        return found.result
+
     def one(self, variant: str, item: FollowUp, report: Report) -> RetrievalResult:
+        if variant in ("balanced", "thorough"):
+            return self.turn(item, Quality(variant))
         if variant == "raw":
             return self.plain(item.message)
         if variant == "standalone":
@@ -188,12 +215,15 @@ class _Searcher:
             if done.query is not None:
                 return self.plain(done.query)
         query = conversation.build(self.embedder, item.message, item.earlier, self.weights)
+        params = self.params()
+        if variant == "history_no_hygiene":
+            params = replace(params, dedupe=False, per_document=0, merge_adjacent=False)
         return retrieve(
             self.container.store,
             self.embedder,
             self.project_id,
             query.text,
-            self.params(),
+            params,
             query_vector=query.vector,
             terms=query.terms,
         )

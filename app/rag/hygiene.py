@@ -14,6 +14,7 @@ Each decision is a candidate's fate (app/rag/retrieval.py), so the trace shows i
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -53,44 +54,47 @@ def near_duplicates(candidates: Sequence[Candidate]) -> set[int]:
 
 
 def merge_adjacent(kept: list[Candidate]) -> tuple[list[Candidate], set[int]]:
-    """``kept`` (best first) with each pair of adjacent chunks of one document merged into the
-    better-ranked one's place; also the ids of the chunks merged into another."""
-    by_id = {c.chunk_id: c for c in kept}
-    merged_into: dict[int, int] = {}
-    changed: dict[int, Candidate] = {}
+    """``kept`` (best first) with each run of adjacent chunks of one document merged into one source,
+    in the place of the run's best-ranked chunk; also the ids of the chunks merged into another."""
+    by_document: dict[int, list[Candidate]] = defaultdict(list)
     for candidate in kept:
-        if candidate.chunk_id in merged_into:
-            continue
-        current = changed.get(candidate.chunk_id, candidate)
-        for other in kept:
-            if other.chunk_id == candidate.chunk_id or other.chunk_id in merged_into or other.chunk_id in changed:
-                continue
-            joined = _join(current, other)
-            if joined is not None:
-                current = joined
-                merged_into[other.chunk_id] = candidate.chunk_id
-        changed[candidate.chunk_id] = current
-    out = [changed[c.chunk_id] for c in kept if c.chunk_id not in merged_into and c.chunk_id in by_id]
-    return out, set(merged_into)
+        if candidate.ordinal is not None:
+            by_document[candidate.document_id].append(candidate)
+    rank = {c.chunk_id: i for i, c in enumerate(kept)}
+    merged: dict[int, Candidate] = {}
+    gone: set[int] = set()
+    for items in by_document.values():
+        items.sort(key=lambda c: c.ordinal_span)
+        runs = [[items[0]]]
+        for candidate in items[1:]:
+            if candidate.ordinal_span[0] == runs[-1][-1].ordinal_span[1] + 1:
+                runs[-1].append(candidate)
+            else:
+                runs.append([candidate])
+        for run in runs:
+            if len(run) > 1:
+                head = min(run, key=lambda c: rank[c.chunk_id])
+                merged[head.chunk_id] = _joined(head, run)
+                gone.update(c.chunk_id for c in run if c is not head)
+    return [merged.get(c.chunk_id, c) for c in kept if c.chunk_id not in gone], gone
 
 
-def _join(a: Candidate, b: Candidate) -> Candidate | None:
-    """One candidate covering both when they are the same document's touching or overlapping chunks."""
-    if a.document_id != b.document_id or a.ordinal is None or b.ordinal is None:
-        return None
-    first, second = (a, b) if a.location.char_start <= b.location.char_start else (b, a)
-    low, high = sorted((a.ordinal_span, b.ordinal_span))
-    if high[0] - low[1] != 1:  # not neighbours in the document
-        return None
-    overlap = first.location.char_end - second.location.char_start
-    if overlap < 0 or overlap > len(second.text):
-        text = first.text + "\n" + second.text
-    else:
-        text = first.text + second.text[overlap:]
+def _joined(head: Candidate, run: list[Candidate]) -> Candidate:
+    """``head`` (a member of ``run``, its chunks in document order) covering the whole run: their
+    texts in order, each overlap with the previous chunk once."""
+    text, end = run[0].text, run[0].location.char_end
+    for chunk in run[1:]:
+        overlap = end - chunk.location.char_start
+        text += chunk.text[overlap:] if 0 <= overlap <= len(chunk.text) else "\n" + chunk.text
+        end = max(end, chunk.location.char_end)
+    first = run[0].location
     location = replace(
-        first.location,
-        char_end=max(first.location.char_end, second.location.char_end),
-        line_end=max(first.location.line_end, second.location.line_end),
+        head.location,
+        char_start=first.char_start,
+        char_end=end,
+        line_start=first.line_start,
+        line_end=max(c.location.line_end for c in run),
+        page=first.page,
+        heading_path=first.heading_path,
     )
-    span = (low[0], high[1])
-    return replace(a, text=text, location=location, ordinal=min(a.ordinal, b.ordinal), ordinal_end=span[1])
+    return replace(head, text=text, location=location, ordinal=run[0].ordinal, ordinal_end=run[-1].ordinal_span[1])
