@@ -22,6 +22,7 @@ export function trace(overrides: Partial<TraceFieldsFragment> = {}): TraceFields
     budget: null,
     citations: null,
     answer: null,
+    search: null,
     ...overrides,
   };
 }

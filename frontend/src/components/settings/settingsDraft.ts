@@ -1,4 +1,4 @@
-import type { AnswerMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
+import type { AnswerMode, Quality, RewriteMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -12,6 +12,8 @@ export interface SettingsDraft {
   threshold: string;
   includeCitations: boolean;
   answerMode: AnswerMode;
+  quality: Quality;
+  rewrite: RewriteMode;
 }
 
 export const TOP_K_RANGE = [1, 50] as const;
@@ -21,6 +23,20 @@ export const ANSWER_MODES: readonly { mode: AnswerMode; label: string; help: str
   { mode: "AUTO", label: "Auto", help: "The model writes when it is a reliable writer; otherwise answers are quoted from your documents." },
   { mode: "GENERATIVE", label: "Generative", help: "The model writes every answer; ragchat checks it and quotes your documents instead when it fails." },
   { mode: "EXTRACTIVE", label: "Extractive", help: "Answers are sentences quoted from your documents, each cited to its lines; no model writes." },
+];
+
+/** How hard a turn searches: the most retrieval passes of evaluate-and-widen. */
+export const QUALITIES: readonly { value: Quality; label: string }[] = [
+  { value: "QUICK", label: "Quick: one search" },
+  { value: "BALANCED", label: "Balanced: search again once when the sources look weak" },
+  { value: "THOROUGH", label: "Thorough: up to four searches, each wider" },
+];
+
+/** Whether the chat model rewrites a follow-up into a standalone question before searching. */
+export const REWRITE_MODES: readonly { value: RewriteMode; label: string }[] = [
+  { value: "AUTO", label: "Auto: when the model says it can" },
+  { value: "ON", label: "Always" },
+  { value: "OFF", label: "Never: search with the conversation's recent questions" },
 ];
 
 export function draftOf(session: SessionFieldsFragment): SettingsDraft {
@@ -34,6 +50,8 @@ export function draftOf(session: SessionFieldsFragment): SettingsDraft {
     threshold: String(session.threshold),
     includeCitations: session.includeCitations,
     answerMode: session.answerMode,
+    quality: session.quality,
+    rewrite: session.rewrite,
   };
 }
 
@@ -77,5 +95,7 @@ export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft):
   if (threshold !== null && threshold !== session.threshold) input.threshold = threshold;
   if (draft.includeCitations !== session.includeCitations) input.includeCitations = draft.includeCitations;
   if (draft.answerMode !== session.answerMode) input.answerMode = draft.answerMode;
+  if (draft.quality !== session.quality) input.quality = draft.quality;
+  if (draft.rewrite !== session.rewrite) input.rewrite = draft.rewrite;
   return input;
 }
