@@ -47,11 +47,14 @@ describe("a follow-up is searched in its conversation, as hard as the chat's qua
     await drawer.getByRole("button", { name: "Save settings" }).click();
     await drawer.waitFor({ state: "detached" });
 
+    // Reopened (a chat without messages yet still calls it "Set up this chat"): the saved values.
     await page.getByRole("button", { name: "Chat settings" }).click();
-    const again = page.getByRole("dialog", { name: "Chat settings" }).getByRole("group", { name: "Search" });
+    const reopened = page.getByRole("dialog", { name: "Set up this chat" });
+    const again = reopened.getByRole("group", { name: "Search" });
     assert.equal(await again.getByLabel("Quality").inputValue(), "THOROUGH");
     assert.equal(await again.getByLabel("Rewrite follow-ups").inputValue(), "OFF");
-    await page.getByRole("dialog", { name: "Chat settings" }).getByRole("button", { name: "Cancel" }).click();
+    await reopened.getByRole("button", { name: "Close" }).click();
+    await reopened.waitFor({ state: "detached" });
   });
 
   test("the trace shows the follow-up searched with the earlier question, and every pass", async () => {
