@@ -369,8 +369,8 @@ class ChatService:
         if found.rewrite.ms:
             trace.timing(Stage.REWRITE, found.rewrite.ms)
         if found.result is not None:
+            trace.timing(Stage.RETRIEVAL_EMBED, found.embed_ms)  # the query's, before the passes' stages
             trace.set_retrieval(found.result)
-            trace.timing(Stage.RETRIEVAL_EMBED, found.embed_ms)
             out.append(found.result)
 
     def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:

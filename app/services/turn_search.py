@@ -89,7 +89,10 @@ def search(
     ``asker``'s session does. Errors of the embedder and the store propagate (the caller degrades)."""
     capabilities = models.capabilities(asker.provider, asker.model)
     timeout = settings.chat.rewrite_timeout
-    model: Callable[[], ChatModel] = lambda: models.get(asker.provider, asker.model)  # noqa: E731
+
+    def model() -> ChatModel:  # built only when a rewrite or a judgement runs
+        return models.get(asker.provider, asker.model)
+
     skipped = rewrite.wanted(asker.rag.rewrite, capabilities, earlier)
     done = (
         rewrite.Rewrite(rewrite.RewriteOutcome.SKIPPED, None, skipped)
