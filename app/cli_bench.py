@@ -13,6 +13,7 @@ from rich.table import Table
 
 from app.bench import answers as answers_bench
 from app.bench import beir
+from app.bench import conversations as conversations_bench
 from app.bench import retrieval as retrieval_bench
 from app.container import Container
 from app.llm.base import Reranker
@@ -97,6 +98,54 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         console.print({k: round(v, 2) for k, v in result.timings.items()})
         if result.calibration:
             console.print({k: round(v, 4) for k, v in result.calibration.items()})
+
+    @bench.command("conversations")
+    def conversations(
+        variant: list[str] = typer.Option(
+            list(conversations_bench.VARIANTS),
+            help="raw, history, rewrite, standalone (and history_no_hygiene, balanced, thorough); repeat for several.",
+        ),
+        conversations_file: Path = typer.Option(
+            conversations_bench.DEFAULT_SET,
+            "--conversations",
+            exists=True,
+            dir_okay=False,
+            help="A conversations.jsonl.",
+        ),
+        documents: Path = typer.Option(
+            conversations_bench.DEFAULT_DOCUMENTS, exists=True, file_okay=False, help="The documents it asks about."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    ) -> None:
+        """Follow-up recall@1/@5 of a conversational set: the raw message, the history-aware query, the
+        chat model's rewrite and the standalone question (RAGCHAT_LLM__* is the model that rewrites)."""
+        settings = settings_or_exit()  # type: ignore[operator]
+        unknown = sorted(set(variant) - set(conversations_bench.VARIANTS + conversations_bench.EXTRA))
+        if unknown:
+            raise typer.BadParameter(f"unknown variant(s) {', '.join(unknown)}", param_hint="--variant")
+        follow_ups = len(conversations_bench.load(conversations_file))
+        columns = (TextColumn("[bold]follow-ups"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task("follow-ups", total=follow_ups)
+            report = conversations_bench.run(
+                settings, conversations_file, documents, variants=variant, progress=lambda: bar.advance(task)
+            )
+        if as_json:
+            sys.stdout.write(json.dumps(report.as_json(), indent=2, ensure_ascii=False) + "\n")
+            return
+        table = Table(
+            title=f"{report.conversations} conversations, {report.follow_ups} follow-ups, {report.chunks} chunks; "
+            f"rewrite by {report.model}"
+        )
+        for column in ("variant", "doc@1", "doc@5", "chunk@1", "chunk@5", "median ms"):
+            table.add_column(column, justify="right")
+        for name, values in report.recall.items():
+            table.add_row(
+                name, *(f"{values[m]:.3f}" for m in ("doc@1", "doc@5", "chunk@1", "chunk@5")), f"{report.ms[name]:.1f}"
+            )
+        Console().print(table)
+        if report.rewrites:
+            console.print({"rewrites": report.rewrites})
 
     @bench.command("answers")
     def answers(

@@ -197,6 +197,9 @@ class ChatSettings(BaseModel):
     # How long a turn whose client's connection dropped keeps running for the client to re-attach
     # (graphql-ws retries after 1.3-4 s, then 2.3-5 s more); a client that stops cancels at once.
     reattach_grace: float = Field(10.0, ge=0, le=600, allow_inf_nan=False)
+    # How long the chat model may take to rewrite a follow-up, or to judge a retrieval pass, before
+    # the turn goes on without it (the history-aware query; the model-free verdict).
+    rewrite_timeout: float = Field(10.0, gt=0, le=600, allow_inf_nan=False)
 
     @field_validator("limits")
     @classmethod

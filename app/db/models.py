@@ -235,6 +235,8 @@ class ChatSession(Timestamps, Base):
         CheckConstraint("answer_mode IN ('generative', 'extractive', 'auto')", name="ck_chat_sessions_answer_mode"),
         CheckConstraint("rerank IN ('off', 'auto', 'endpoint', 'judge')", name="ck_chat_sessions_rerank"),
         CheckConstraint("expansion IN ('off', 'on', 'auto')", name="ck_chat_sessions_expansion"),
+        CheckConstraint("quality IN ('quick', 'balanced', 'thorough')", name="ck_chat_sessions_quality"),
+        CheckConstraint("rewrite IN ('off', 'on', 'auto')", name="ck_chat_sessions_rewrite"),
         NEVER_REUSED_IDS,
     )
 
@@ -251,6 +253,8 @@ class ChatSession(Timestamps, Base):
     answer_mode: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
     rerank: Mapped[str] = mapped_column(String(10), server_default=text("'auto'"))
     expansion: Mapped[str] = mapped_column(String(10), server_default=text("'off'"))
+    quality: Mapped[str] = mapped_column(String(20), server_default=text("'balanced'"))
+    rewrite: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
 
     messages: Mapped[list[ChatMessage]] = relationship(
         back_populates="chat",

@@ -15,6 +15,7 @@ from strawberry.types.enum import has_enum_definition
 from app.errors import ErrorCode
 from app.net.addresses import Refusal as UrlRefusal
 from app.rag.answer_mode import AnswerMode
+from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import DegradationReason
 from app.rag.guard import Decision as GuardDecision
 from app.rag.ingest import FileStatus
@@ -22,8 +23,11 @@ from app.rag.intake import SkipReason
 from app.rag.ranking_modes import ExpansionMode, RerankMode
 from app.rag.retrieval import CandidateFate
 from app.rag.retrieval_mode import RetrievalMode
+from app.rag.rewrite import RewriteOutcome
 from app.rag.stages import Stage
 from app.rag.types import DocumentKind
+from app.rag.widen import Decision as SearchDecision
+from app.rag.widen import Judge as SearchJudge
 from app.services.records import CitationKind, DocumentStatus, ItemState, JobOrigin, MessageStatus, Role
 
 
@@ -73,6 +77,62 @@ expose(
     },
 )
 expose(
+    Quality,
+    "How hard a chat turn searches: after each retrieval pass an evaluator judges the sources, and a "
+    "pass that is not good enough is followed by a wider one while the budget allows.",
+    {
+        Quality.QUICK: "One retrieval pass.",
+        Quality.BALANCED: "At most two passes.",
+        Quality.THOROUGH: "At most four passes.",
+    },
+)
+expose(
+    RewriteMode,
+    "Whether a follow-up is rewritten into a standalone search query by the session's chat model "
+    "(the model-free history-aware query is searched otherwise, and whenever the rewrite fails).",
+    {
+        RewriteMode.OFF: "Never: the history-aware query is searched.",
+        RewriteMode.ON: "Always, whatever the chat model declares.",
+        RewriteMode.AUTO: "When the chat model declares it rewrites queries reliably (the shipped local "
+        "models do not).",
+    },
+)
+expose(
+    RewriteOutcome,
+    "What became of a follow-up's rewrite into a standalone query.",
+    {
+        RewriteOutcome.USED: "The chat model's rewrite was searched.",
+        RewriteOutcome.FAILED: "The chat model failed or gave no usable question: the history-aware query was "
+        "searched.",
+        RewriteOutcome.TIMED_OUT: "No rewrite within RAGCHAT_CHAT__REWRITE_TIMEOUT: the history-aware query was "
+        "searched.",
+        RewriteOutcome.SKIPPED: "Not asked for: rewrite OFF, AUTO with a model that does not declare it, or a "
+        "first message.",
+    },
+)
+expose(
+    SearchDecision,
+    "What evaluate-and-widen did after a retrieval pass.",
+    {
+        SearchDecision.ADEQUATE: "The sources were judged good enough: the answer is written from them.",
+        SearchDecision.WIDEN: "Not good enough: another, wider pass follows.",
+        SearchDecision.BUDGET: "Not good enough, but the session's quality allows no more passes: the best pass "
+        "is used.",
+        SearchDecision.NO_IMPROVEMENT: "A wider pass found nothing better: the best pass is used.",
+    },
+    name="SearchDecision",
+)
+expose(
+    SearchJudge,
+    "Who judged a retrieval pass.",
+    {
+        SearchJudge.HEURISTIC: "A model-free heuristic: the best source's score and the share of the question's "
+        "key terms the sources hold.",
+        SearchJudge.MODEL: "The chat model (when it declares it judges retrieval reliably).",
+    },
+    name="SearchJudge",
+)
+expose(
     RetrievalMode,
     "How retrieval ranks a knowledge base's chunks.",
     {
@@ -89,6 +149,11 @@ expose(
         CandidateFate.BELOW_THRESHOLD: "Its similarity score is below the threshold.",
         CandidateFate.BEYOND_TOP_K: "Passed the threshold, but topK better chunks were kept already.",
         CandidateFate.OVER_BUDGET: "Kept by retrieval, then cut to fit the chat model's context window.",
+        CandidateFate.NEAR_DUPLICATE: "Nearly the same text as a better-ranked chunk: dropped before the cut "
+        "to topK, so a different source takes its place.",
+        CandidateFate.OVER_DOCUMENT_CAP: "Its document already gave as many sources as one document may.",
+        CandidateFate.MERGED: "Kept, and merged into the adjacent chunk of its document ranked above it: "
+        "the two are one source.",
     },
 )
 expose(
@@ -164,6 +229,7 @@ expose(
         Stage.RETRIEVAL_RANK: "Fusing the rankings and applying threshold and topK.",
         Stage.EXPANSION: "The chat model proposing alternative phrasings of the question (multi-query expansion).",
         Stage.RERANK: "A reranker scoring the first candidates (an HTTP rerank endpoint, or the chat model as judge).",
+        Stage.REWRITE: "The chat model rewriting a follow-up into a standalone query (before retrieval).",
         Stage.EXTRACT: "Choosing the sentences to quote (extractive answers).",
         Stage.BUDGET: "Building the prompt to fit the model's context window (tokenizing).",
         Stage.FIRST_TOKEN: "From calling the chat model to its first token (included in GENERATE).",
@@ -299,9 +365,14 @@ __all__ = [
     "ItemState",
     "JobOrigin",
     "MessageStatus",
+    "Quality",
     "RerankMode",
     "RetrievalMode",
+    "RewriteMode",
+    "RewriteOutcome",
     "Role",
+    "SearchDecision",
+    "SearchJudge",
     "SkipReason",
     "Stage",
     "UrlRefusal",

@@ -25,7 +25,7 @@ from app.graphql.results import (
     SearchResult,
     call,
 )
-from app.graphql.search_types import search_results
+from app.graphql.search_types import SearchResults, search_results
 from app.graphql.tool_resolvers import ToolQuery
 from app.rag.parsing import KINDS_BY_EXTENSION
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE, RagSettings
@@ -232,8 +232,10 @@ class Query(ToolQuery):
         )
 
     @strawberry.field(
-        description="What a chat session would retrieve for a message right now, without calling a model. "
-        "Pass topK/threshold to try values before saving them to the session."
+        description="What a chat session's next turn would retrieve for a message right now: the same search, "
+        "after the session's recent user turns (history-aware), with its rewrite and passes in `search`. The "
+        "chat model is called only when that turn would call it (rewrite, judgement). Pass topK/threshold to try "
+        "values before saving them to the session."
     )
     async def retrieval_preview(
         self,
@@ -246,20 +248,21 @@ class Query(ToolQuery):
         ] = None,
     ) -> SearchResult:
         container = info.context.container
-        return await call(
-            lambda: search_results(
-                search.preview(
-                    container.store,
-                    container.embedder,
-                    container.settings,
-                    parse_id(session_id, "sessionId"),
-                    message,
-                    top_k=top_k,
-                    threshold=threshold,
-                )
-            ),
-            raising=UNREADABLE,
-        )
+
+        def preview() -> SearchResults:
+            found = search.preview(
+                container.store,
+                container.embedder,
+                container.settings,
+                container.chat_models,
+                parse_id(session_id, "sessionId"),
+                message,
+                top_k=top_k,
+                threshold=threshold,
+            )
+            return search_results(found.result, found.search)
+
+        return await call(preview, raising=UNREADABLE)
 
     @strawberry.field(description="Chat-model providers this server knows, whether each answers now, and their models.")
     async def providers(self, info: Info) -> list[ProviderInfo]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.enums import AnswerMode, ExpansionMode, RerankMode
+from app.graphql.enums import AnswerMode, ExpansionMode, Quality, RerankMode, RewriteMode
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE
 
 _TOP_K = "How many sources an answer is written from at most, {}-{}.".format(*TOP_K_RANGE)
@@ -19,6 +19,8 @@ _THRESHOLD = (
 ).format(*THRESHOLD_RANGE)
 _RERANK = "Whether and how the first candidates are reranked (the trace shows each one's rerank score)."
 _EXPANSION = "Whether alternative phrasings of the question are searched too (the trace lists them)."
+_QUALITY = "How many retrieval passes evaluate-and-widen may take (QUICK 1, BALANCED 2, THOROUGH 4)."
+_REWRITE = "Whether follow-ups are rewritten into standalone queries by the chat model."
 _UNSET = " Omitted or null: the server's default (sessionDefaults) when creating, unchanged when updating."
 
 
@@ -33,6 +35,8 @@ class RagSettingsFields:
     answer_mode: AnswerMode = strawberry.field(description="How answers are written.")
     rerank: RerankMode = strawberry.field(description=_RERANK)
     expansion: ExpansionMode = strawberry.field(description=_EXPANSION)
+    quality: Quality = strawberry.field(description=_QUALITY)
+    rewrite: RewriteMode = strawberry.field(description=_REWRITE)
 
 
 @strawberry.input
@@ -48,3 +52,5 @@ class RagSettingsInput:
     answer_mode: AnswerMode | None = strawberry.field(default=None, description="How answers are written." + _UNSET)
     rerank: RerankMode | None = strawberry.field(default=None, description=_RERANK + _UNSET)
     expansion: ExpansionMode | None = strawberry.field(default=None, description=_EXPANSION + _UNSET)
+    quality: Quality | None = strawberry.field(default=None, description=_QUALITY + _UNSET)
+    rewrite: RewriteMode | None = strawberry.field(default=None, description=_REWRITE + _UNSET)

@@ -10,8 +10,10 @@ from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, 
 from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, RetrievalMode
 from app.graphql.errors import ValidationError
+from app.graphql.search_trace_types import TraceSearch, search_of
 from app.graphql.trace_types import KEYWORD_RANK, SCORE, VECTOR_RANK, Degradation, Location, StageTiming
 from app.rag.retrieval import Candidate, RetrievalResult
+from app.services import trace_model
 from app.services.pages import Page, PageRequest, page_of
 
 
@@ -63,6 +65,11 @@ class SearchResults:
         description="What went wrong without stopping the search (empty when all went well)."
     )
     timings: list[StageTiming] = strawberry.field(description="Each retrieval stage that ran, in order.")
+    search: TraceSearch | None = strawberry.field(
+        default=None,
+        description="For a retrieval preview: the query searched (the message in its conversation, or its "
+        "rewrite), the rewrite and every pass, as the next turn's trace would show them; null for a plain search.",
+    )
     candidates: strawberry.Private[list[SearchHit]]
 
     @strawberry.field(description="Every candidate considered, best first; the first 50 unless asked otherwise.")
@@ -104,8 +111,9 @@ def _hit(c: Candidate) -> SearchHit:
     )
 
 
-def search_results(result: RetrievalResult) -> SearchResults:
+def search_results(result: RetrievalResult, search: trace_model.TraceSearch | None = None) -> SearchResults:
     return SearchResults(
+        search=search_of(search),
         query=result.query,
         mode=RetrievalMode(result.params.mode),
         effective_mode=RetrievalMode(result.mode),

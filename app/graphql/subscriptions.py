@@ -1,7 +1,8 @@
 """Subscription root: stream an answer over graphql-transport-ws (Apollo's GraphQLWsLink).
 
 Events, in order: ChatQueued while the question waits for a generation slot (each time its place in
-line changes), ChatRetrieval (the sources, before any token), ChatToken deltas (a client that fell
+line changes), ChatSearchProgress for each retrieval pass (the query searched, rewritten or not, and
+whether another pass follows), ChatRetrieval (the sources, before any token), ChatToken deltas (a client that fell
 behind gets what piled up as one), then ChatDone (the
 stored message with citations and trace) or ChatError. A client that stops while it waits leaves
 the line; nothing was stored. With a ``clientMessageId``, subscribing
@@ -26,13 +27,13 @@ from starlette.websockets import WebSocket, WebSocketState
 from app.errors import BusyError, NotFoundError, RagchatError
 from app.graphql import job_resolvers, types
 from app.graphql.context import Info
-from app.graphql.enums import ErrorCode
+from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
 from app.graphql.errors import NotFoundError as NotFoundErrorType
 from app.graphql.job_types import IngestionItem
 from app.graphql.trace_types import SCORE, Degradation, Location
 from app.services import sessions
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
+from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SearchProgressEvent, TokenEvent
 from app.services.chat_live import Listener
 from app.services.slots import Queued
 
@@ -58,6 +59,22 @@ class ChatSource:
 )
 class ChatQueued:
     position: int = strawberry.field(description="Its place in line: 1 = the next to get a slot.")
+
+
+@strawberry.type(
+    description="A retrieval pass has ended (before any source or token): what it searched, what it kept, and "
+    'whether another, wider pass follows (decision WIDEN: a client can show "searching again…"). The first '
+    "one carries the query searched: the message in its conversation, or the chat model's standalone rewrite."
+)
+class ChatSearchProgress:
+    message_id: strawberry.ID = strawberry.field(description="The answer's message, being written.")
+    number: int = strawberry.field(description="Which pass, from 1.")
+    budget: int = strawberry.field(description="The most passes the session's quality allows.")
+    query: str = strawberry.field(description="The query searched.")
+    rewritten: bool = strawberry.field(description="`query` is the chat model's standalone rewrite of the message.")
+    kept: int = strawberry.field(description="Sources this pass kept.")
+    best_score: float | None = strawberry.field(description="The best kept source's score; null when none was kept.")
+    decision: SearchDecision = strawberry.field(description="What follows the pass.")
 
 
 @strawberry.type(description="Retrieval is done: these are the sources, sent before any token.")
@@ -101,7 +118,7 @@ class ChatError(Error):
 
 
 ChatEventType = Annotated[
-    ChatQueued | ChatRetrieval | ChatToken | ChatDone | ChatError,
+    ChatQueued | ChatSearchProgress | ChatRetrieval | ChatToken | ChatDone | ChatError,
     strawberry.union("ChatEvent", description="One event of a streamed answer."),
 ]
 
@@ -194,6 +211,17 @@ async def _abandon(opening: asyncio.Future[Listener]) -> None:
 async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
     if isinstance(event, TokenEvent):
         return ChatToken(message_id=strawberry.ID(str(event.message_id)), text=event.text)
+    if isinstance(event, SearchProgressEvent):
+        return ChatSearchProgress(
+            message_id=strawberry.ID(str(event.message_id)),
+            number=event.number,
+            budget=event.budget,
+            query=event.query,
+            rewritten=event.rewritten,
+            kept=event.kept,
+            best_score=event.best_score,
+            decision=event.decision,
+        )
     if isinstance(event, RetrievalEvent):
         return ChatRetrieval(
             message_id=strawberry.ID(str(event.message_id)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from app.graphql.enums import AnswerMode, CandidateFate, GuardDecision, RetrievalMode, Stage
+from app.graphql.search_trace_types import TraceSearch, search_of
 from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
 from app.services import trace_model
@@ -183,6 +184,10 @@ class RetrievalTrace:
         description="How citations were checked; null when the answer did not get that far."
     )
     answer: TraceAnswer | None = strawberry.field(description="Answer mode and guard (absent in older traces).")
+    search: TraceSearch | None = strawberry.field(
+        description="The query searched, the rewrite and every retrieval pass (absent in older traces and when "
+        "retrieval was off or failed)."
+    )
     ranking: TraceRanking | None = strawberry.field(
         default=None, description="Expansion and reranking; null when neither was on (and in older traces)."
     )
@@ -271,4 +276,5 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
         if cites is not None
         else None,
         answer=_answer(trace.answer),
+        search=search_of(trace.search),
     )

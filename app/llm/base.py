@@ -112,6 +112,13 @@ class ModelCapabilities:
     # Writes answers that stay within the given sources, without looping or echoing the prompt.
     # False for very small local models (SmolLM2-135M loops, echoes and invents; docs/BENCHMARKS.md).
     grounded_writing: bool = True
+    # Rewrites a follow-up into a standalone search query well enough to search with it instead of
+    # the model-free history-aware query (a session's rewrite AUTO; app/rag/rewrite.py). A provider
+    # declares it; not the shipped local models (measured on benchmarks/conversations, docs/BENCHMARKS.md).
+    query_rewriting: bool = False
+    # Judges whether retrieved sources answer a question (evaluate-and-widen, app/rag/widen.py);
+    # a provider declares it; otherwise the model-free heuristic decides.
+    retrieval_judging: bool = False
     # How many answers its provider writes at once without slowing each (app/services/slots.py);
     # None: the server's cap for in-process models (RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS).
     concurrency: int | None = None

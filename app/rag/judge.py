@@ -33,7 +33,7 @@ class ChatJudge:
         if not judged:
             return []
         listed = "\n\n".join(f"[{i}] {_cut(strip_control(p), self._chars)}" for i, p in enumerate(judged, start=1))
-        prompt = template("judge").format(question=strip_control(query), passages=listed)
+        prompt = template("rerank_judge").format(question=strip_control(query), passages=listed)
         reply = await complete(
             self._model, [Message("user", prompt)], max_tokens=6 * len(judged) + 8, seconds=self._timeout
         )

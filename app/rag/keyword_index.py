@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -246,7 +246,7 @@ class View:
         arrays = (self.ids, self.lengths, self.sorted_ids, self.sorted_rows, self.norm)
         return sum(s.nbytes for s in self.segments) + sum(a.nbytes for a in arrays)
 
-    def search(self, weights: dict[int, int], k: int) -> list[tuple[int, float]]:
+    def search(self, weights: Mapping[int, float], k: int) -> list[tuple[int, float]]:
         """The ``k`` best live chunks for the question's term weights as ``(chunk_id, bm25)``,
         lower (more negative) is better, as FTS5's ``bm25()``; ties: lower id first.
 
@@ -308,7 +308,7 @@ class View:
                 found[term] = lists[0][0]
         return found
 
-    def _postings(self, weights: dict[int, int]) -> list[tuple[float, list[tuple[np.ndarray, np.ndarray]]]]:
+    def _postings(self, weights: Mapping[int, float]) -> list[tuple[float, list[tuple[np.ndarray, np.ndarray]]]]:
         """Each question term in the project as ``(idf x weight, [(rows, tf) per segment])``."""
         n = self.size
         terms = np.fromiter(weights, dtype=np.int64, count=len(weights))

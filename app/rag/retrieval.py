@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
-from app.rag import feedback, fusion, keyword_index, spaces, vector_index, vector_store
+from app.rag import feedback, fusion, hygiene, keyword_index, query_cache, spaces, vector_index, vector_store
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
@@ -42,6 +43,12 @@ class CandidateFate(StrEnum):
     BELOW_THRESHOLD = "below_threshold"
     BEYOND_TOP_K = "beyond_top_k"
     OVER_BUDGET = "over_budget"  # kept by retrieval, cut to fit the model's context window
+    NEAR_DUPLICATE = "near_duplicate"  # nearly the same text as a better-ranked candidate (hygiene)
+    OVER_DOCUMENT_CAP = "over_document_cap"  # its document already gave per_document sources
+    MERGED = "merged"  # kept, and merged into the adjacent chunk of its document ranked above it
+
+
+PER_DOCUMENT = 3  # a session's sources from one document, at most (docs/BENCHMARKS.md, "Conversations")
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,11 @@ class RetrievalParams:
     rrf_k: int = 60
     vector_weight: float = 1.0
     keyword_weight: float = 1.0
+    # Context hygiene (app/rag/hygiene.py): off for plain searches and benchmarks, on for sessions.
+    dedupe: bool = False
+    per_document: int = 0  # at most this many sources from one document; 0: no cap
+    merge_adjacent: bool = False
+    neighbours: int = 0  # the strongest hits whose adjacent chunks join the candidates (a widened pass)
     # Hybrid: "rrf" (ranks, weighted above) or "convex" (scores: convex_alpha x cosine + the rest x BM25,
     # each min-max normalised over the candidates). Several phrasings or feedback are always fused by RRF.
     fusion: str = "rrf"
@@ -82,6 +94,9 @@ class RetrievalParams:
             keyword_weight=rag.keyword_weight,
             fusion=rag.fusion,
             convex_alpha=rag.convex_alpha,
+            dedupe=True,
+            per_document=PER_DOCUMENT,
+            merge_adjacent=True,
         )
 
 
@@ -118,6 +133,22 @@ class Candidate:
     fused_score: float
     fate: CandidateFate = CandidateFate.KEPT
     rerank_score: float | None = None  # the reranker's, when one ranked this candidate (app/rag/rerank.py)
+    ordinal: int | None = None  # its position in its document (None: unknown)
+    ordinal_end: int | None = None  # the last chunk merged into it, when adjacent chunks were
+
+    @property
+    def ordinal_span(self) -> tuple[int, int]:
+        first = self.ordinal or 0
+        return first, self.ordinal_end if self.ordinal_end is not None else first
+
+
+@dataclass
+class CacheUse:
+    """What the caches gave a retrieval (app/rag/query_cache.py)."""
+
+    embedding_hits: int = 0
+    embedding_misses: int = 0
+    result_hit: bool | None = None  # None: the result cache was not consulted
 
 
 @dataclass
@@ -130,6 +161,7 @@ class RetrievalResult:
     timings_ms: dict[Stage, float] = field(default_factory=dict)
     space: str | None = None
     alternatives: list[str] = field(default_factory=list)  # other phrasings searched with the query
+    cache: CacheUse = field(default_factory=CacheUse)
 
     @property
     def kept(self) -> list[Candidate]:
@@ -157,32 +189,49 @@ def retrieve(
     params: RetrievalParams,
     *,
     query_vector: Vectors | None = None,
+    terms: Mapping[int, float] | None = None,
+    cache_key: tuple[object, ...] | None = None,
     alternatives: Sequence[str] = (),
     alternative_weight: float = 0.5,
 ) -> RetrievalResult:
     """Search one project. Embedding happens before any database connection is taken; errors of
     the embedder propagate (the caller decides how to degrade); a failing vector index degrades to
-    keyword-only and says so in ``degraded``.
+    keyword-only and says so in ``degraded``. ``query_vector`` and ``terms`` (keyword term weights)
+    replace what ``query`` alone would give (a conversation's query, app/rag/conversation.py). With a
+    ``cache_key`` (what determines the query: a chat turn's search gives one) the result is cached
+    by it, the parameters and the project's revision (app/rag/query_cache.py).
 
     ``alternatives`` (other phrasings of the question: multi-query expansion) are each searched the
     same way, and their rankings fused with the question's, each weighted ``alternative_weight``
     (the question's weigh 1); scores stay the cosine to the question itself."""
     result = RetrievalResult(query=query, mode=params.mode, params=params, alternatives=list(alternatives))
     t = result.timings_ms
-    if query_vector is None or alternatives:
+    if query_vector is None:
         with _timed(t, Stage.RETRIEVAL_EMBED):
-            texts = ([] if query_vector is not None else [query]) + list(alternatives)
-            embedded = embedder.embed(texts)
-            if query_vector is None:
-                query_vector, embedded = embedded[0], embedded[1:]
-    alternative_vectors = list(embedded) if alternatives else []
+            hits: list[bool] = []
+            query_vector = query_cache.embed(embedder, [query], hits)[0]
+            result.cache.embedding_hits, result.cache.embedding_misses = sum(hits), len(hits) - sum(hits)
+    alternative_vectors: list[Vectors] = []
+    if alternatives:
+        with _timed(t, Stage.RETRIEVAL_EMBED):
+            alternative_vectors = list(query_cache.embed(embedder, list(alternatives), []))
     with store.read() as db:
         space = spaces.active_space(db, project_id)
         if space is None:  # nothing ingested yet
             return result
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
-        vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result)
+        key: tuple[object, ...] | None = None
+        if cache_key is not None:
+            space_id = vector_store.space_row_id(space.table)
+            revision = query_cache.revision(db, project_id, space_id)
+            key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
+            key += (tuple(alternatives), alternative_weight)
+            cached = query_cache.results(store.engine).get(key)
+            if isinstance(cached, RetrievalResult):
+                return _from_cache(cached, result)
+            result.cache.result_hit = False
+        vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result, terms)
         extra: list[tuple[list[tuple[int, float]], float]] = []
         for text, vector in zip(alternatives, alternative_vectors, strict=True):
             alt_vector, alt_keyword = _rankings(db, space.table, project_id, text, vector, result)
@@ -199,9 +248,24 @@ def retrieve(
             scores = _scores(db, space.table, query_vector, ids, dict(vector_hits), result)
         with _timed(t, Stage.RETRIEVAL_LOAD):
             rows = _load(db, project_id, ids)
+        with _timed(t, Stage.RETRIEVAL_RANK):
+            result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result, extra)
+        if params.neighbours:
+            with _timed(t, Stage.RETRIEVAL_LOAD):
+                _add_neighbours(db, project_id, space.table, query_vector, result)
     with _timed(t, Stage.RETRIEVAL_RANK):
-        result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result, extra)
         apply_threshold_and_top_k(result.candidates, params)
+    if key is not None and not result.degraded:  # a degraded search is worth trying again
+        query_cache.results(store.engine).put(key, query_cache.copied(result))
+    return result
+
+
+def _from_cache(cached: RetrievalResult, fresh: RetrievalResult) -> RetrievalResult:
+    """A cached result as this call's: its own copy, this call's embedding timing and cache use."""
+    result = query_cache.copied(cached)
+    result.query = fresh.query
+    result.timings_ms = dict(fresh.timings_ms)
+    result.cache = CacheUse(fresh.cache.embedding_hits, fresh.cache.embedding_misses, result_hit=True)
     return result
 
 
@@ -212,6 +276,7 @@ def _rankings(
     query: str,
     query_vector: Vectors,
     result: RetrievalResult,
+    weights: Mapping[int, float] | None = None,
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """Both rankings at once. What reads the database (each index's journal check and catch-up) runs
     here, in the transaction's thread; the two searches are then work on immutable views that needs
@@ -236,7 +301,7 @@ def _rankings(
     keyword_view: keyword_index.View | None = None
     if result.mode in (RetrievalMode.KEYWORD, RetrievalMode.HYBRID):
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
-            terms = keyword_index.tokenizer().question(query)
+            terms = dict(weights) if weights is not None else keyword_index.tokenizer().question(query)
             keyword_view = keyword_index.view_for(db, project_id) if terms else None
     candidates = int(params.candidates)
     if keyword_view is None or vector_view is None:
@@ -293,7 +358,7 @@ def _feedback(
             terms = feedback.expanded_terms(
                 question, texts, view_k, terms=params.feedback_terms, term_weight=params.feedback_term_weight
             )
-            out.append((view_k.search(terms, candidates), params.feedback_keyword_weight))  # type: ignore[arg-type]
+            out.append((view_k.search(terms, candidates), params.feedback_keyword_weight))
     return out
 
 
@@ -342,13 +407,53 @@ def _load(db: Session, project_id: int, ids: list[int]) -> dict[int, tuple]:
         db.connection()
         .exec_driver_sql(
             "SELECT c.id, c.document_id, d.name, c.text, c.char_start, c.char_end, c.line_start, c.line_end, "
-            "c.page, c.heading_path FROM chunks c JOIN documents d ON d.id = c.document_id "
+            "c.page, c.heading_path, c.ordinal FROM chunks c JOIN documents d ON d.id = c.document_id "
             f"WHERE c.project_id = ? AND c.id IN ({','.join('?' * len(ids))})",
             (project_id, *ids),
         )
         .all()
     )
     return {int(r[0]): tuple(r) for r in rows}
+
+
+def _add_neighbours(db: Session, project_id: int, table: str, query_vector: Vectors, result: RetrievalResult) -> None:
+    """The chunks before and after each of the ``neighbours`` best candidates that passed the
+    threshold, in their document, placed right after it (same fused rank): with merge_adjacent
+    they widen its source into a longer passage."""
+    params = result.params
+    anchors = [c for c in result.candidates if c.score is None or c.score >= params.threshold][: params.neighbours]
+    have = {c.chunk_id for c in result.candidates}
+    wanted = [(a.document_id, a.ordinal + d) for a in anchors if a.ordinal is not None for d in (-1, 1)]
+    if not wanted:
+        return
+    found = (
+        db.connection()
+        .exec_driver_sql(
+            "SELECT c.id, c.document_id, c.ordinal FROM chunks c WHERE c.project_id = ? AND ("
+            + " OR ".join("(c.document_id = ? AND c.ordinal = ?)" for _ in wanted)
+            + ")",
+            (project_id, *[v for pair in wanted for v in pair]),
+        )
+        .all()
+    )
+    ids = [int(r[0]) for r in found if int(r[0]) not in have]
+    if not ids:
+        return
+    rows = _load(db, project_id, ids)
+    scores = _scores(db, table, query_vector, ids, {}, result)
+    extra = _rank(rows, scores, [], [], result, order=ids)
+    by_anchor = {(c.document_id, c.ordinal): c for c in extra}
+    anchor_ids = {a.chunk_id for a in anchors}
+    out: list[Candidate] = []
+    for candidate in result.candidates:
+        out.append(candidate)
+        if candidate.chunk_id in anchor_ids:
+            for d in (-1, 1):
+                neighbour = by_anchor.pop((candidate.document_id, (candidate.ordinal or 0) + d), None)
+                if neighbour is not None:
+                    neighbour.fused_rank, neighbour.fused_score = candidate.fused_rank, candidate.fused_score
+                    out.append(neighbour)
+    result.candidates = out
 
 
 def _rank(
@@ -358,6 +463,7 @@ def _rank(
     keyword_hits: list[tuple[int, float]],
     result: RetrievalResult,
     extra: Sequence[tuple[list[tuple[int, float]], float]] = (),
+    order: list[int] | None = None,
 ) -> list[Candidate]:
     params = result.params
     vector_ids = [cid for cid, _ in vector_hits if cid in rows]
@@ -367,19 +473,19 @@ def _rank(
     weights = [(vector_ids, params.vector_weight), (keyword_ids, params.keyword_weight)]
     weights += [([cid for cid, _ in hits if cid in rows], weight) for hits, weight in extra]
     fused = fusion.rrf(weights, k=params.rrf_k)
-    if params.fusion == "convex" and result.mode == RetrievalMode.HYBRID and not extra:
+    if order is None and params.fusion == "convex" and result.mode == RetrievalMode.HYBRID and not extra:
         similarity = {cid: s for cid in rows if (s := scores.get(cid)) is not None}
         bm25 = {cid: -value for cid, value in keyword_hits if cid in rows}  # FTS5's bm25: lower is better
         fused = fusion.convex(similarity, bm25, params.convex_alpha)
         fused.update({cid: 0.0 for cid in rows if cid not in fused})  # no score at all: last
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
-    elif extra:  # several phrasings: their fusion orders, whatever the mode
+    elif order is None and extra:  # several phrasings: their fusion orders, whatever the mode
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
-    elif result.mode == RetrievalMode.VECTOR:
+    elif order is None and result.mode == RetrievalMode.VECTOR:
         order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))
-    elif result.mode == RetrievalMode.KEYWORD:
+    elif order is None and result.mode == RetrievalMode.KEYWORD:
         order = keyword_ids
-    else:
+    elif order is None:
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
     candidates = []
     for position, cid in enumerate(order, start=1):
@@ -396,18 +502,38 @@ def _rank(
                 keyword_rank=keyword_rank.get(cid),
                 fused_rank=position,
                 fused_score=fused.get(cid, 0.0),
+                ordinal=int(r[10]),
             )
         )
     return candidates
 
 
 def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
+    """Each candidate's fate, in its ranked order. Run again after a reranker reorders them: a
+    chunk merged into its neighbour stays merged (its text is in the merged source already)."""
+    duplicates = hygiene.near_duplicates(candidates) if params.dedupe else set()
+    per_document: Counter[int] = Counter()
     kept = 0
     for candidate in candidates:
-        if candidate.score is not None and candidate.score < params.threshold:
+        if candidate.fate == CandidateFate.MERGED:
+            continue
+        if candidate.chunk_id in duplicates:
+            candidate.fate = CandidateFate.NEAR_DUPLICATE
+        elif candidate.score is not None and candidate.score < params.threshold:
             candidate.fate = CandidateFate.BELOW_THRESHOLD
         elif kept >= params.top_k:
             candidate.fate = CandidateFate.BEYOND_TOP_K
+        elif params.per_document and per_document[candidate.document_id] >= params.per_document:
+            candidate.fate = CandidateFate.OVER_DOCUMENT_CAP
         else:
             candidate.fate = CandidateFate.KEPT
+            per_document[candidate.document_id] += 1
             kept += 1
+    if params.merge_adjacent:
+        merged, gone = hygiene.merge_adjacent([c for c in candidates if c.fate == CandidateFate.KEPT])
+        replacement = {c.chunk_id: c for c in merged}
+        for i, candidate in enumerate(candidates):
+            if candidate.chunk_id in gone:
+                candidate.fate = CandidateFate.MERGED
+            elif candidate.chunk_id in replacement:
+                candidates[i] = replacement[candidate.chunk_id]

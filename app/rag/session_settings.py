@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.rag.answer_mode import AnswerMode
+from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.ranking_modes import ExpansionMode, RerankMode
 
 TOP_K_RANGE = (1, 50)  # sources kept for an answer
@@ -40,6 +41,10 @@ class RagSettings(BaseModel):
     # Ranking stages (app/rag/ranking_modes.py): both off for the offline default, which they did not help.
     rerank: RerankMode = RerankMode.AUTO
     expansion: ExpansionMode = ExpansionMode.OFF
+    # How many retrieval passes evaluate-and-widen may take (app/rag/widen.py).
+    quality: Quality = Quality.BALANCED
+    # AUTO: follow-ups rewritten into standalone queries by chat models that declare they can.
+    rewrite: RewriteMode = RewriteMode.AUTO
 
     @classmethod
     def of(cls, source: object) -> RagSettings:
@@ -60,6 +65,8 @@ class RagSettingsPatch:
     answer_mode: AnswerMode | None = None
     rerank: RerankMode | None = None
     expansion: ExpansionMode | None = None
+    quality: Quality | None = None
+    rewrite: RewriteMode | None = None
 
     def problems(self) -> list[tuple[str, str]]:
         """Each value out of its bounds, as ``(field, message)``: all of them, to be reported at once."""

@@ -9,6 +9,7 @@ from enum import StrEnum
 
 
 class Stage(StrEnum):
+    REWRITE = "rewrite"  # the chat model's standalone rewrite of a follow-up (app/rag/rewrite.py)
     RETRIEVAL_EMBED = "retrieval_embed"  # the question's embedding
     RETRIEVAL_VECTOR = "retrieval_vector"  # nearest neighbours in the vector index
     RETRIEVAL_KEYWORD = "retrieval_keyword"  # BM25 search in the in-memory keyword index

@@ -45,19 +45,20 @@ from app.llm.base import (
     TextDelta,
     Usage,
 )
-from app.rag import answer_mode, budget, citations, extractive, guard, prompting
+from app.rag import answer_mode, budget, citations, conversation, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
 from app.rag.degradation import DegradationReason
 from app.rag.ranking_modes import ExpansionMode, RerankMode
-from app.rag.retrieval import Candidate, CandidateFate, RetrievalParams, RetrievalResult
+from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_store, ranking
+from app.services import chat_answer, chat_store, ranking, turn_search
 from app.services.chat_events import (
     ChatEvent,
     DoneEvent,
     ErrorEvent,
     RetrievalEvent,
+    SearchProgressEvent,
     SourceRef,
     StoredAnswer,
     TokenEvent,
@@ -193,7 +194,10 @@ class ChatService:
         ended = TurnLog(turn, trace)  # the turn's log line, whichever way it ends
         try:
             choice = self._choose(turn.chat)
-            retrieval = await self._retrieve(turn, trace)
+            searched: list[RetrievalResult] = []
+            async for progress in self._retrieve(turn, trace, searched):
+                yield progress
+            retrieval = searched[0] if searched else None
             candidates = retrieval.kept if retrieval else []
             if choice.used is AnswerMode.EXTRACTIVE:
                 with trace.stage(Stage.EXTRACT):
@@ -349,35 +353,62 @@ class ChatService:
                 log.error("answer %s stays 'streaming' until the next start marks it interrupted", message_id)
                 return False
 
-    async def _retrieve(self, turn: Turn, trace: TraceBuilder) -> RetrievalResult | None:
+    async def _retrieve(
+        self, turn: Turn, trace: TraceBuilder, out: list[RetrievalResult]
+    ) -> AsyncIterator[SearchProgressEvent]:
+        """Search in a worker thread (app/services/turn_search.py), streaming a progress event per
+        pass; the pass answered with is appended to ``out``. A failed search is a degradation."""
         chat = turn.chat
         if not chat.rag.enable_rag:
-            return None
-        params = RetrievalParams.for_session(self.settings.rag, top_k=chat.rag.top_k, threshold=chat.rag.threshold)
+            return
         model, capabilities = self._helper_model(chat)
-        try:
-            ranked = await ranking.retrieve_ranked(
+        stages = await ranking.expand(self.settings, chat.rag, turn.question, model=model, capabilities=capabilities)
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[SearchProgressEvent | None] = asyncio.Queue()
+        asker = turn_search.Asker(chat.project_id, chat.provider, chat.model, chat.rag)
+        earlier = conversation.user_turns(turn.history)
+
+        def progress(step: turn_search.Pass) -> None:
+            loop.call_soon_threadsafe(events.put_nowait, _progress(turn, step))
+
+        def search() -> turn_search.TurnSearch:
+            return turn_search.search(
                 self.store,
                 self.embedder(),
                 self.settings,
-                chat.project_id,
+                self.models,
+                asker,
                 turn.question,
-                params,
-                chat.rag,
-                model=model,
-                capabilities=capabilities,
-                endpoint=self.reranker,
+                earlier,
+                progress=progress,
+                alternatives=stages.phrasings,
+                alternative_weight=self.settings.expansion.weight,
             )
+
+        job = asyncio.ensure_future(anyio.to_thread.run_sync(search))
+        job.add_done_callback(lambda _: events.put_nowait(None))
+        job.add_done_callback(_quiet)
+        while (event := await events.get()) is not None:
+            yield event
+        try:
+            found = job.result()
         except (RagchatError, DBAPIError) as exc:
             reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
             log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
             trace.degrade(DegradationReason.RETRIEVAL_FAILED, f"no context: {reason}")
-            return None
-        result = ranked.result
-        trace.set_retrieval(result)
-        if ranked.ranking is not None:
-            trace.set_ranking(ranked.ranking)
-        return result
+            return
+        trace.set_search(turn_search.trace_entry(found, chat.rag))
+        if found.rewrite.ms:
+            trace.timing(Stage.REWRITE, found.rewrite.ms)
+        if found.result is not None:
+            await ranking.rerank_found(
+                found.result, self.settings, chat.rag, stages, model=model, endpoint=self.reranker
+            )
+            trace.timing(Stage.RETRIEVAL_EMBED, found.embed_ms)  # the query's, before the passes' stages
+            trace.set_retrieval(found.result)
+            if stages.on:
+                trace.set_ranking(stages.ranking)
+            out.append(found.result)
 
     def _helper_model(self, chat: SessionSnapshot) -> tuple[ChatModel | None, ModelCapabilities]:
         """The session's chat model when a ranking stage may call it (expansion, the judge), else None."""
@@ -467,6 +498,25 @@ class ChatService:
 
 def _given(content: str, cited: list[tuple[SourceRef, CitationKind]]) -> Settled:
     return content, cited
+
+
+def _progress(turn: Turn, step: turn_search.Pass) -> SearchProgressEvent:
+    return SearchProgressEvent(
+        turn.message_id,
+        step.number,
+        step.budget,
+        step.queries[0],
+        step.rewritten,
+        step.kept,
+        step.best_score,
+        step.decision,
+    )
+
+
+def _quiet(job: asyncio.Future[turn_search.TurnSearch]) -> None:
+    """Mark a job's exception retrieved when its turn has gone away without reading it."""
+    if not job.cancelled():
+        job.exception()
 
 
 def _free(slot: Slot | None) -> None:

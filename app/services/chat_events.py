@@ -1,4 +1,5 @@
-"""What a chat turn streams to its client, in order: one Retrieval, Tokens, then Done or Error."""
+"""What a chat turn streams to its client, in order: a SearchProgress per retrieval pass, one
+Retrieval, Tokens, then Done or Error."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from app.errors import ErrorCode
 from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
+from app.rag.widen import Decision
 from app.services.records import ChatMessage, Citation
 
 
@@ -29,6 +31,20 @@ class RetrievalEvent:
     sources: list[SourceRef]
     no_context: bool  # RAG was on and nothing passed the threshold: the answer has no grounding
     degraded: list[Degradation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SearchProgressEvent:
+    """One retrieval pass has ended (evaluate-and-widen): a client can show "searching again…"."""
+
+    message_id: int
+    number: int  # 1-based
+    budget: int  # the most passes the session's quality allows
+    query: str  # the query searched: the message, or the chat model's standalone rewrite of it
+    rewritten: bool  # ``query`` is the chat model's rewrite
+    kept: int  # sources this pass kept
+    best_score: float | None
+    decision: Decision  # WIDEN: another pass follows
 
 
 @dataclass(frozen=True)
@@ -61,4 +77,4 @@ class ErrorEvent:
     stored: bool = True  # False when the answer could not be kept (its session was deleted meanwhile)
 
 
-ChatEvent = RetrievalEvent | TokenEvent | DoneEvent | ErrorEvent
+ChatEvent = SearchProgressEvent | RetrievalEvent | TokenEvent | DoneEvent | ErrorEvent

@@ -64,6 +64,12 @@ def _history(db: Session, session_id: int, before_id: int, turns: int) -> list[M
     return [Message("user" if role is Role.USER else "assistant", content) for role, content in reversed(rows)]
 
 
+def recent(store: Database, session_id: int, turns: int) -> list[Message]:
+    """The messages the session's next turn would take as its history (``turns`` at most)."""
+    with store.read() as db:
+        return _history(db, session_id, 2**62, turns)
+
+
 @dataclass(frozen=True)
 class Keyed:
     """What a client key (clientMessageId) already names in a session."""

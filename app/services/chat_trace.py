@@ -25,6 +25,7 @@ from app.services.trace_model import (
     TraceCandidate,
     TraceCitations,
     TraceRanking,
+    TraceSearch,
     TraceSettings,
     TraceTokens,
 )
@@ -82,6 +83,10 @@ class TraceBuilder:
     def set_ranking(self, ranking: TraceRanking) -> None:
         """What expansion and reranking did (app/services/ranking.py)."""
         self._trace.ranking = ranking
+
+    def set_search(self, search: TraceSearch) -> None:
+        """What the turn searched and how: its query, the rewrite, every pass (app/services/turn_search.py)."""
+        self._trace.search = search
 
     def set_budget(self, report: BudgetReport) -> None:
         self._trace.tokens = TraceTokens(

@@ -6,67 +6,60 @@ falls back to what it was given; the trace records what ran and why something di
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-import anyio.to_thread
-
-from app.db.database import Database
-from app.llm.base import ChatModel, Embedder, ModelCapabilities, Reranker
+from app.llm.base import ChatModel, ModelCapabilities, Reranker
 from app.rag import expansion, rerank
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.judge import ChatJudge
 from app.rag.ranking_modes import RerankMode, expansion_used, rerank_used
-from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
+from app.rag.retrieval import RetrievalResult
 from app.rag.session_settings import RagSettings
 from app.rag.stages import Stage
 from app.services.trace_model import TraceRanking
 from app.settings import Settings
 
 
-@dataclass(frozen=True)
-class Ranked:
-    result: RetrievalResult
-    ranking: TraceRanking | None  # None when no ranking stage was on
+@dataclass
+class Stages:
+    """The ranking stages of one turn: what expansion proposed, and the trace's record of both."""
+
+    ranking: TraceRanking = field(default_factory=TraceRanking)
+    on: bool = False  # any stage ran (else the trace has no ranking section)
+    expanded: expansion.Expansion | None = None
+
+    @property
+    def phrasings(self) -> list[str]:
+        return self.expanded.phrasings if self.expanded is not None else []
 
 
-async def retrieve_ranked(
-    store: Database,
-    embedder: Embedder,
+async def expand(
+    settings: Settings, rag: RagSettings, query: str, *, model: ChatModel | None, capabilities: ModelCapabilities
+) -> Stages:
+    """Multi-query expansion when ``rag`` turns it on for this model; its phrasings are searched beside
+    ``query`` (``retrieve(alternatives=...)``). Never raises: a failure or timeout is recorded."""
+    stages = Stages()
+    if model is not None and expansion_used(rag.expansion, capable=capabilities.grounded_writing):
+        stages.on = True
+        cfg = settings.expansion
+        stages.expanded = await expansion.expand(model, query, count=cfg.phrasings, seconds=cfg.timeout)
+        stages.ranking.expansions = list(stages.expanded.phrasings)
+        stages.ranking.expansion_failed = stages.expanded.failed
+    return stages
+
+
+async def rerank_found(
+    result: RetrievalResult,
     settings: Settings,
-    project_id: int,
-    query: str,
-    params: RetrievalParams,
     rag: RagSettings,
+    stages: Stages,
     *,
     model: ChatModel | None,
-    capabilities: ModelCapabilities,
     endpoint: Reranker | None,
-) -> Ranked:
-    """Retrieve for ``query`` with the stages ``rag`` turns on. Errors of retrieval itself propagate,
-    as from :func:`app.rag.retrieval.retrieve`; the stages' own never do."""
-    ranking = TraceRanking()
-    on = False
-    phrasings: list[str] = []
-    expanded: expansion.Expansion | None = None
-    if model is not None and expansion_used(rag.expansion, capable=capabilities.grounded_writing):
-        on = True
-        cfg = settings.expansion
-        expanded = await expansion.expand(model, query, count=cfg.phrasings, seconds=cfg.timeout)
-        phrasings = expanded.phrasings
-        ranking.expansions, ranking.expansion_failed = list(phrasings), expanded.failed
-
-    def search() -> RetrievalResult:
-        return retrieve(
-            store,
-            embedder,
-            project_id,
-            query,
-            params,
-            alternatives=phrasings,
-            alternative_weight=settings.expansion.weight,
-        )
-
-    result = await anyio.to_thread.run_sync(search)
+) -> None:
+    """Record the expansion's time and failure on ``result``, then rerank its first candidates when
+    ``rag`` asks for it (the fused order stays when the reranker fails)."""
+    expanded = stages.expanded
     if expanded is not None:
         result.timings_ms = {Stage.EXPANSION: expanded.ms, **result.timings_ms}
         if expanded.failed is not None:
@@ -75,10 +68,10 @@ async def retrieve_ranked(
             )
     reranker, window = _reranker(settings, rag, model, endpoint)
     if reranker is not None:
-        on = True
+        stages.on = True
         outcome = await rerank.rerank(result, reranker, window=window, weight=settings.rerank.weight)
+        ranking = stages.ranking
         ranking.reranker, ranking.reranked, ranking.rerank_failed = outcome.reranker, outcome.candidates, outcome.failed
-    return Ranked(result, ranking if on else None)
 
 
 def _reranker(

@@ -2,8 +2,8 @@
 the message (camelCase keys, the aliases below), read back through ``parse`` by the GraphQL types,
 the CLI and the answer bench.
 
-Versions: 1 is the only shape so far; its ``answer`` entry came later, so older version-1 traces
-have none (it defaults to None), and its ``degraded`` entries were plain messages until they got a
+Versions: 1 is the only shape so far; its ``answer`` and ``search`` entries came later, so older
+version-1 traces have none (they default to None), and its ``degraded`` entries were plain messages until they got a
 reason (read by app.rag.degradation.Degradation.of). A trace of an unknown version or one that does not validate is
 logged and read as None: a corrupt row costs its explanation, never the message.
 """
@@ -17,12 +17,16 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from app.rag.answer_mode import AnswerMode
+from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import Degradation
 from app.rag.guard import Decision
 from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
+from app.rag.rewrite import RewriteOutcome
 from app.rag.session_settings import RagSettings
 from app.rag.stages import Stage
+from app.rag.widen import Decision as PassDecision
+from app.rag.widen import Judge
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +129,51 @@ class TraceAnswer(_Camel):
     guard: TraceGuard | None = None
 
 
+class TraceRewrite(_Camel):
+    outcome: RewriteOutcome
+    query: str | None
+    reason: str
+    ms: float = 0.0
+
+
+class TracePass(_Camel):
+    """One retrieval pass of evaluate-and-widen."""
+
+    number: int
+    budget: int
+    queries: list[str]
+    candidates: int
+    threshold: float
+    kept: int
+    best_score: float | None
+    adequate: bool
+    value: float
+    judge: Judge
+    reason: str
+    decision: PassDecision
+    ms: float
+    cache_hit: bool | None = None
+
+
+class TraceCache(_Camel):
+    embedding_hits: int = 0
+    embedding_misses: int = 0
+    result_hits: int = 0
+    result_misses: int = 0
+
+
+class TraceSearch(_Camel):
+    """What the turn searched and how (issue 15): absent in traces from before it."""
+
+    quality: Quality
+    rewrite_mode: RewriteMode
+    searched: str  # the query searched: the message, or its rewrite
+    earlier: list[str]  # the earlier user turns the history-aware query took into account
+    rewrite: TraceRewrite
+    passes: list[TracePass] = Field(default_factory=list)
+    cache: TraceCache = Field(default_factory=TraceCache)
+
+
 class RetrievalTrace(_Camel):
     version: int = TRACE_VERSION
     query: str
@@ -139,6 +188,7 @@ class RetrievalTrace(_Camel):
     budget: TraceBudget | None = None
     source_chunk_ids: list[int] | None = None
     answer: TraceAnswer | None = None
+    search: TraceSearch | None = None
     citations: TraceCitations | None = None
     ranking: TraceRanking | None = None
     degraded: list[StoredDegradation] = Field(default_factory=list)

@@ -64,6 +64,7 @@ CHAT = (
     """subscription($s: ID!, $c: String!) { chat(sessionId: $s, content: $c) {
   __typename
   ... on ChatQueued { position }
+  ... on ChatSearchProgress { messageId number budget query rewritten kept bestScore decision }
   ... on ChatRetrieval { messageId noContext degraded { reason message } sources { number documentName score text location { lineStart } } }
   ... on ChatToken { text }
   ... on ChatDone { answer { """

@@ -16,6 +16,7 @@ from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
 from tests.waiting import wait_until
 
 EVENT = """__typename
+  ... on ChatSearchProgress { messageId number }
   ... on ChatRetrieval { messageId userMessageId }
   ... on ChatToken { text }
   ... on ChatDone { answer { id status content } }
@@ -63,13 +64,15 @@ def test_subscribing_again_after_a_dropped_connection_follows_the_same_turn(
     model.enqueue(ANSWER)
     with api.websocket() as first:
         stream = first.subscribe(CHAT, s=sid, c="How do penguins keep warm?", k="turn-1")
+        assert next(stream)["data"]["chat"]["__typename"] == "ChatSearchProgress"
         retrieval = next(stream)["data"]["chat"]
         next(stream), next(stream)
     # the socket is gone (as when a network drops); graphql-ws reconnects and subscribes again
     with api.websocket() as second:
         events = _events(second, CHAT, s=sid, c="How do penguins keep warm?", k="turn-1")
 
-    assert events[0] == retrieval  # the same turn, replayed from its start
+    assert events[0]["__typename"] == "ChatSearchProgress"
+    assert events[1] == retrieval  # the same turn, replayed from its start
     assert _text(events) == ANSWER and events[-1]["__typename"] == "ChatDone"
     assert events[-1]["answer"]["id"] == retrieval["messageId"]
     assert len(model.history) == 1
@@ -89,6 +92,7 @@ def test_a_turn_keeps_running_while_any_listener_is_left(
         stream = first.subscribe(CHAT, s=sid, c="penguins?", k="k")
         next(stream), next(stream)
         follower = second.subscribe(CHAT, s=sid, c="penguins?", k="k")
+        assert next(follower)["data"]["chat"]["__typename"] == "ChatSearchProgress"
         assert next(follower)["data"]["chat"]["__typename"] == "ChatRetrieval"
         first.stop("1")  # the first listener stops on purpose; the second one still listens
         rest = [e["data"]["chat"] for e in follower]

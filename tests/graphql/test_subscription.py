@@ -21,10 +21,18 @@ def test_sources_arrive_before_tokens_then_the_stored_message(api: Api, model: F
     model.enqueue("Penguins huddle together [1].")
     with api.websocket() as ws:
         events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="How do penguins keep warm?")]
+    passes = [e for e in events if e["__typename"] == "ChatSearchProgress"]
+    assert events[: len(passes)] == passes and passes, "a progress event per retrieval pass comes first"
+    events = events[len(passes) :]
+    assert [p["number"] for p in passes] == list(range(1, len(passes) + 1)) and len(passes) <= passes[0]["budget"]
+    assert {p["query"] for p in passes} == {"How do penguins keep warm?"} and not passes[0]["rewritten"]
+    assert [p["decision"] for p in passes[:-1]] == ["WIDEN"] * (len(passes) - 1)
+    progress = passes[-1]
     kinds = [e["__typename"] for e in events]
     assert kinds[0] == "ChatRetrieval" and kinds[-1] == "ChatDone"
     assert set(kinds[1:-1]) == {"ChatToken"} and len(kinds) > 3
     assert events[0]["sources"][0]["documentName"] == "penguins.md" and events[0]["noContext"] is False
+    assert progress["messageId"] == events[0]["messageId"] and progress["kept"] == len(events[0]["sources"])
     assert "".join(e["text"] for e in events[1:-1]) == "Penguins huddle together [1]."
     done = events[-1]["answer"]
     assert done["status"] == "COMPLETE" and done["citations"][0]["marker"] == 1

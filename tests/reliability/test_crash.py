@@ -90,7 +90,9 @@ def test_sigkill_during_a_chat_turn_is_marked_interrupted_on_restart(tmp_path: P
         sid = sid["createChatSession"]["id"]
         with api.websocket() as ws:
             stream = ws.subscribe(CHAT, s=sid, c="How do penguins keep warm?")
-            message_id = next(stream)["data"]["chat"]["messageId"]
+            message_id = next(stream)["data"]["chat"]["messageId"]  # a search pass's, then the retrieval's
+            while next(stream)["data"]["chat"]["__typename"] != "ChatRetrieval":
+                pass
             for _ in range(3):
                 assert next(stream)["data"]["chat"]["__typename"] == "ChatToken"
             server.kill()  # mid-answer

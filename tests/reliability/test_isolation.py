@@ -112,7 +112,8 @@ def test_nothing_of_another_project_is_ever_returned(
                     CHAT.replace("documentName", "documentName chunkId documentId"), s=sid, c=question
                 )
             ]
-        _assert_own(events[0]["sources"], docs, chunks, "chat sources")
+        retrieval = next(e for e in events if e["__typename"] == "ChatRetrieval")
+        _assert_own(retrieval["sources"], docs, chunks, "chat sources")
         _assert_own(events[-1]["answer"]["citations"], docs, chunks, "streamed citations")
         CASES["isolation: projects checked"] += 1
     CASES["isolation: generated worlds"] += 1

@@ -14,7 +14,14 @@ from app.rag.degradation import DegradationReason
 from app.rag.ingest import Ingestor, Source
 from app.services import chat_store, projects, sessions
 from app.services.chat import ChatService
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
+from app.services.chat_events import (
+    ChatEvent,
+    DoneEvent,
+    ErrorEvent,
+    RetrievalEvent,
+    SearchProgressEvent,
+    TokenEvent,
+)
 from app.services.sessions import SessionChanges
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.waiting import wait_until
@@ -47,6 +54,10 @@ class Rig:
         ).id
 
     async def ask(self, session_id: int, question: str) -> list[ChatEvent]:
+        """The turn's events but its search progress (tests/services/test_turn_search.py covers those)."""
+        return [e for e in await self.ask_all(session_id, question) if not isinstance(e, SearchProgressEvent)]
+
+    async def ask_all(self, session_id: int, question: str) -> list[ChatEvent]:
         turn = await self.service.start(session_id, question)
         return [event async for event in self.service.run(turn)]
 

@@ -15,7 +15,7 @@ from app.errors import BusyError
 from app.llm.base import ModelCapabilities
 from app.services import sessions
 from app.services.chat import ChatService
-from app.services.chat_events import DoneEvent, RetrievalEvent, TokenEvent
+from app.services.chat_events import DoneEvent, RetrievalEvent, SearchProgressEvent, TokenEvent
 from app.services.chat_store import Turn
 from app.services.slots import PoolLoad, SlotPool
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
@@ -168,6 +168,8 @@ async def test_a_listener_that_fell_behind_takes_the_piled_up_tokens_at_once(rig
     rig.model.enqueue("one two three four")
     listener = await rig.service.live.chat(rig.new_chat(), "penguins", None, lost=lambda: False)
     first = await anext(listener)
+    while isinstance(first, SearchProgressEvent):
+        first = await anext(listener)
     assert isinstance(first, RetrievalEvent)
     await asyncio.sleep(0.2)  # the turn runs on while this listener reads nothing
     token = await anext(listener)

@@ -67,7 +67,11 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             probe=probe_ollama(settings.ollama),
             # Ollama runs 4 requests in parallel by default (OLLAMA_NUM_PARALLEL) and queues the rest,
             # where a queued one would wait for its first token against our idle timeout instead.
-            capabilities=ModelCapabilities(concurrency=4, tool_calling=True),
+            # Rewriting a follow-up and a YES/NO judgement are short, easy tasks for the general models
+            # served this way (not measured here: none runs offline); a session can turn rewrite OFF.
+            capabilities=ModelCapabilities(
+                concurrency=4, tool_calling=True, query_rewriting=True, retrieval_judging=True
+            ),
         ),
         Provider[ChatModel](
             name="openai",
@@ -83,6 +87,8 @@ def builtin_providers(settings: Settings) -> list[Provider[ChatModel]]:
             # A remote service: each stream is mostly waiting on the network; its rate limits answer
             # 429 (ProviderRateLimitError) past this. 32 streams cost ~1 ms of this loop per token
             # batch (docs/BENCHMARKS.md, concurrency).
-            capabilities=ModelCapabilities(concurrency=32, tool_calling=True),
+            capabilities=ModelCapabilities(
+                concurrency=32, tool_calling=True, query_rewriting=True, retrieval_judging=True
+            ),
         ),
     ]

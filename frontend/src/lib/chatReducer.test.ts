@@ -65,6 +65,25 @@ describe("chatReducer", () => {
     expect(running.items[1]!.status).toBe("STREAMING");
   });
 
+  it("keeps the last search pass while retrieval runs (searching again, the rewritten query), and forgets it with the sources", () => {
+    const pass = (number: number, decision: "WIDEN" | "BUDGET"): ChatEventFieldsFragment => ({
+      __typename: "ChatSearchProgress",
+      messageId: "2",
+      number,
+      budget: 2,
+      query: "How do I install Aurora?",
+      rewritten: true,
+      kept: 0,
+      bestScore: null,
+      decision,
+    });
+    const first = run({ type: "sent", key: "t1", content: "And how?" }, ev(pass(1, "WIDEN")));
+    expect(first.items[1]).toMatchObject({ status: "PENDING", searching: { number: 1, budget: 2, decision: "WIDEN", rewritten: true, query: "How do I install Aurora?" } });
+    const second = chatReducer(first, ev(pass(2, "BUDGET")));
+    expect(second.items[1]!.searching).toMatchObject({ number: 2, decision: "BUDGET" });
+    expect(chatReducer(second, ev(retrieval)).items[1]!.searching).toBeUndefined();
+  });
+
   it("says a place in line as people do", () => {
     expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map(ordinal)).toEqual([
       "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th",

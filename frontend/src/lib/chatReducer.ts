@@ -1,5 +1,6 @@
 // The conversation as the chat screen shows it: stored messages plus the answer being streamed.
-// Subscription events (ChatQueued* -> ChatRetrieval -> ChatToken* -> ChatDone | ChatError) arrive for one item,
+// Subscription events (ChatQueued* -> ChatSearchProgress* -> ChatRetrieval -> ChatToken* -> ChatDone | ChatError)
+// arrive for one item,
 // identified by a client key, because the first event to carry the server's message id is
 // ChatRetrieval and a turn can fail before it.
 
@@ -12,6 +13,7 @@ import type {
   MessageFieldsFragment,
   Role,
   TraceSummaryFieldsFragment,
+  SearchDecision,
 } from "../gql/graphql";
 
 export interface SourceView {
@@ -65,6 +67,17 @@ export interface ChatItem {
   previous: ChatItem | null;
   /** While the question waits for a free generation slot: its place in line (1 = next). */
   queued?: number;
+  /** While retrieval runs: the last pass that ended (WIDEN: another, wider one is under way). */
+  searching?: SearchPass;
+}
+
+export interface SearchPass {
+  number: number;
+  budget: number;
+  /** The query searched: the message, or the chat model's standalone rewrite of it. */
+  query: string;
+  rewritten: boolean;
+  decision: SearchDecision;
 }
 
 export interface ChatState {
@@ -174,6 +187,18 @@ function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment):
   switch (event.__typename) {
     case "ChatQueued":
       return patch(state, key, (item) => ({ ...item, queued: event.position }));
+    case "ChatSearchProgress":
+      return patch(state, key, (item) => ({
+        ...item,
+        queued: undefined,
+        searching: {
+          number: event.number,
+          budget: event.budget,
+          query: event.query,
+          rewritten: event.rewritten,
+          decision: event.decision,
+        },
+      }));
     case "ChatRetrieval": {
       const withQuestion = patch(state, questionKey(key), (q) => ({ ...q, id: event.userMessageId, status: "COMPLETE" }));
       return patch(withQuestion, key, (item) => ({
@@ -181,6 +206,7 @@ function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment):
         id: event.messageId,
         status: "STREAMING",
         queued: undefined,
+        searching: undefined,
         content: "",
         error: null,
         previous: null,

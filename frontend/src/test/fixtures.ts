@@ -23,6 +23,7 @@ export function trace(overrides: Partial<TraceFieldsFragment> = {}): TraceFields
     citations: null,
     answer: null,
     ranking: null,
+    search: null,
     ...overrides,
   };
 }

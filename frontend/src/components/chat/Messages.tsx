@@ -1,5 +1,5 @@
 import { type ReactNode, useCallback, useEffect, useMemo, useRef, useState } from "react";
-import type { ChatItem } from "../../lib/chatReducer";
+import type { ChatItem, SearchPass } from "../../lib/chatReducer";
 import { cx } from "../../lib/cx";
 import { ordinal } from "../../lib/ordinal";
 import { Button, LinkButton } from "../Button";
@@ -98,7 +98,9 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
           <Pending>
             {item.queued
               ? `Waiting for a free slot (${ordinal(item.queued)} in line)…`
-              : item.previous
+              : item.searching
+                ? <SearchingLine pass={item.searching} />
+                : item.previous
                 ? "Generating the answer again…"
                 : "Searching your documents…"}
           </Pending>
@@ -232,4 +234,18 @@ function Pending({ children }: { children: ReactNode }) {
       {children}
     </p>
   );
+}
+
+/** What the search is doing, from its last progress event: searching again after a weak pass, or
+ *  which standalone question the model rewrote the follow-up into. */
+function SearchingLine({ pass }: { pass: SearchPass }) {
+  const searchingFor = pass.rewritten ? <> for “<span data-testid="searching-query">{pass.query}</span>”</> : null;
+  if (pass.decision === "WIDEN") {
+    return (
+      <span data-testid="searching-again">
+        Searching again, wider (pass {pass.number + 1} of at most {pass.budget}){searchingFor}…
+      </span>
+    );
+  }
+  return <span data-testid="searching-done">Found the sources{searchingFor}; reading them…</span>;
 }

@@ -31,6 +31,20 @@ const trace: TraceFieldsFragment = {
   citations: { valid: 1, invalidRemoved: 2, attributed: false },
   answer: null,
   ranking: null,
+  search: null,
+};
+
+const searched: NonNullable<TraceFieldsFragment["search"]> = {
+  quality: "BALANCED",
+  rewriteMode: "ON",
+  searched: "How do I install ragchat from source?",
+  earlier: [],
+  rewrite: { outcome: "USED", query: "How do I install ragchat from source?", reason: "rewritten by the chat model", ms: 420 },
+  passes: [
+    { number: 1, budget: 2, queries: ["How do I install ragchat from source?"], candidates: 20, threshold: 0.3, kept: 0, bestScore: null, adequate: false, judge: "HEURISTIC", reason: "no source passed the threshold", decision: "WIDEN", ms: 14, cacheHit: false },
+    { number: 2, budget: 2, queries: ["How do I install ragchat from source?"], candidates: 40, threshold: 0.25, kept: 2, bestScore: 0.41, adequate: false, judge: "HEURISTIC", reason: "best score 0.41 (needs 0.45)", decision: "BUDGET", ms: 21, cacheHit: false },
+  ],
+  cache: { embeddingHits: 0, embeddingMisses: 1, resultHits: 0, resultMisses: 2 },
 };
 
 function renderPanel(onClose = vi.fn()) {
@@ -138,6 +152,17 @@ describe("TracePanel", () => {
     expect(facts).toHaveTextContent("Sentences quoted2");
     expect(facts).not.toHaveTextContent("Answer guard");
     expect(screen.queryByRole("button", { name: "Show the model's text" })).toBeNull();
+  });
+
+  it("shows what was searched, the rewrite and every retrieval pass with its verdict", () => {
+    render(<TracePanel trace={{ ...trace, search: searched }} open onClose={vi.fn()} />);
+    const panel = screen.getByRole("dialog", { name: "Why this answer" });
+    expect(within(panel).getByTestId("trace-searched")).toHaveTextContent("How do I install ragchat from source?");
+    expect(within(panel).getByTestId("trace-rewrite").dataset.outcome).toBe("USED");
+    const passes = within(panel).getAllByTestId("trace-pass");
+    expect(passes.map((p) => p.dataset.decision)).toEqual(["WIDEN", "BUDGET"]);
+    expect(passes[0]).toHaveTextContent("searched again");
+    expect(passes[1]).toHaveTextContent("0.25");
   });
 
   it("has no Answer section for a trace from before answer modes", () => {

@@ -9,6 +9,7 @@ import { Table, numeric } from "../Table";
 import { AlertIcon } from "../icons";
 import { FateBadge, FateLegend, Score, fateCounts, fateReason } from "../retrieval/Fate";
 import { OriginalDisclosure } from "./AnswerNotice";
+import { SearchDetails } from "./SearchSection";
 import shared from "../../styles/shared.module.css";
 import styles from "./TracePanel.module.css";
 
@@ -48,6 +49,11 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
         </Notice>
       )}
       {trace.answer && <AnswerSection answer={trace.answer} messageId={messageId} />}
+      {trace.search && (
+        <TraceSection id="trace-search" title="Search">
+          <SearchDetails search={trace.search} />
+        </TraceSection>
+      )}
       <TraceSection id="trace-settings" title="Settings used">
         <dl className={styles.kv} data-testid="trace-settings">
           <dt>Model</dt>

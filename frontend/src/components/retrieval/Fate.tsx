@@ -10,9 +10,20 @@ export const FATE_LABELS: Record<CandidateFate, string> = {
   BELOW_THRESHOLD: "Below threshold",
   BEYOND_TOP_K: "Beyond top K",
   OVER_BUDGET: "Over budget",
+  NEAR_DUPLICATE: "Near duplicate",
+  OVER_DOCUMENT_CAP: "Document cap",
+  MERGED: "Merged",
 };
 
-export const FATE_ORDER: CandidateFate[] = ["KEPT", "BELOW_THRESHOLD", "BEYOND_TOP_K", "OVER_BUDGET"];
+export const FATE_ORDER: CandidateFate[] = [
+  "KEPT",
+  "MERGED",
+  "BELOW_THRESHOLD",
+  "BEYOND_TOP_K",
+  "NEAR_DUPLICATE",
+  "OVER_DOCUMENT_CAP",
+  "OVER_BUDGET",
+];
 
 /** Kept (green), below threshold (grey), beyond top K (amber), over budget (violet): data-fate picks the look. */
 export function FateBadge({ fate }: { fate: CandidateFate }) {
@@ -60,6 +71,12 @@ export function fateReason(
       return `passed the threshold, but top K is ${settings.topK}`;
     case "OVER_BUDGET":
       return "kept, but cut to fit the model's context window";
+    case "NEAR_DUPLICATE":
+      return "nearly the same text as a better-ranked chunk";
+    case "OVER_DOCUMENT_CAP":
+      return "its document already gave as many sources as one document may";
+    case "MERGED":
+      return "kept, merged into the adjacent chunk of its document ranked above it";
   }
 }
 
@@ -86,7 +103,15 @@ export function Score({ score, threshold, children }: { score: number | null; th
 }
 
 export function fateCounts(items: readonly { fate: CandidateFate }[]): Record<CandidateFate, number> {
-  const counts: Record<CandidateFate, number> = { KEPT: 0, BELOW_THRESHOLD: 0, BEYOND_TOP_K: 0, OVER_BUDGET: 0 };
+  const counts: Record<CandidateFate, number> = {
+    KEPT: 0,
+    BELOW_THRESHOLD: 0,
+    BEYOND_TOP_K: 0,
+    OVER_BUDGET: 0,
+    NEAR_DUPLICATE: 0,
+    OVER_DOCUMENT_CAP: 0,
+    MERGED: 0,
+  };
   for (const item of items) counts[item.fate] += 1;
   return counts;
 }

@@ -18,6 +18,8 @@ const session: SessionFieldsFragment = {
   answerMode: "AUTO",
   rerank: "AUTO",
   expansion: "OFF",
+  quality: "BALANCED",
+  rewrite: "AUTO",
   createdAt: "2025-01-01T10:00:00",
   updatedAt: "2025-01-01T10:00:00",
 };
@@ -157,6 +159,17 @@ describe("SessionSettingsForm", () => {
     await user.click(screen.getByRole("radio", { name: "Generative" }));
     await user.click(screen.getByRole("button", { name: "Save" }));
     expect(onSubmit).toHaveBeenCalledExactlyOnceWith({});
+  });
+
+  it("offers the search quality and follow-up rewrite, and saves only what changed", async () => {
+    const { user, onSubmit } = setup();
+    const group = screen.getByRole("group", { name: "Search" });
+    expect(within(group).getByLabelText("Quality")).toHaveValue("BALANCED");
+    expect(within(group).getByLabelText("Rewrite follow-ups")).toHaveValue("AUTO");
+    await user.selectOptions(within(group).getByLabelText("Quality"), "THOROUGH");
+    await user.selectOptions(within(group).getByLabelText("Rewrite follow-ups"), "OFF");
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenCalledExactlyOnceWith({ quality: "THOROUGH", rewrite: "OFF" });
   });
 
   it("shows an error for no particular field above the buttons", async () => {

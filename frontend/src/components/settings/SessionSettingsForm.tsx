@@ -3,6 +3,7 @@ import type { ExpansionMode, ProvidersQuery, RerankMode, SessionFieldsFragment, 
 import type { FieldErrors } from "../../lib/results";
 import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
+import { SearchControl } from "./SearchControl";
 import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
 import styles from "./SessionSettingsForm.module.css";
 
@@ -156,6 +157,14 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
       </Fieldset>
 
       <AnswerModeControl value={draft.answerMode} onChange={(mode) => set("answerMode", mode)} />
+
+      <SearchControl
+        quality={draft.quality}
+        rewrite={draft.rewrite}
+        disabled={!draft.enableRag}
+        onQuality={(quality) => set("quality", quality)}
+        onRewrite={(rewrite) => set("rewrite", rewrite)}
+      />
 
       <Fieldset legend="Model">
         <FieldRow>

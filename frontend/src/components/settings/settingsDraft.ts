@@ -1,4 +1,4 @@
-import type { AnswerMode, ExpansionMode, RerankMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
+import type { AnswerMode, ExpansionMode, Quality, RerankMode, RewriteMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -14,6 +14,8 @@ export interface SettingsDraft {
   answerMode: AnswerMode;
   rerank: RerankMode;
   expansion: ExpansionMode;
+  quality: Quality;
+  rewrite: RewriteMode;
 }
 
 export const TOP_K_RANGE = [1, 50] as const;
@@ -38,6 +40,20 @@ export const EXPANSION_MODES: readonly { mode: ExpansionMode; label: string }[] 
   { mode: "AUTO", label: "Auto: on for models that follow instructions reliably" },
 ];
 
+/** How hard a turn searches: the most retrieval passes of evaluate-and-widen. */
+export const QUALITIES: readonly { value: Quality; label: string }[] = [
+  { value: "QUICK", label: "Quick: one search" },
+  { value: "BALANCED", label: "Balanced: search again once when the sources look weak" },
+  { value: "THOROUGH", label: "Thorough: up to four searches, each wider" },
+];
+
+/** Whether the chat model rewrites a follow-up into a standalone question before searching. */
+export const REWRITE_MODES: readonly { value: RewriteMode; label: string }[] = [
+  { value: "AUTO", label: "Auto: when the model says it can" },
+  { value: "ON", label: "Always" },
+  { value: "OFF", label: "Never: search with the conversation's recent questions" },
+];
+
 export function draftOf(session: SessionFieldsFragment): SettingsDraft {
   return {
     title: session.title,
@@ -51,6 +67,8 @@ export function draftOf(session: SessionFieldsFragment): SettingsDraft {
     answerMode: session.answerMode,
     rerank: session.rerank,
     expansion: session.expansion,
+    quality: session.quality,
+    rewrite: session.rewrite,
   };
 }
 
@@ -96,5 +114,7 @@ export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft):
   if (draft.answerMode !== session.answerMode) input.answerMode = draft.answerMode;
   if (draft.rerank !== session.rerank) input.rerank = draft.rerank;
   if (draft.expansion !== session.expansion) input.expansion = draft.expansion;
+  if (draft.quality !== session.quality) input.quality = draft.quality;
+  if (draft.rewrite !== session.rewrite) input.rewrite = draft.rewrite;
   return input;
 }
