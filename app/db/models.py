@@ -429,6 +429,7 @@ class IngestionItem(Base):
     name: Mapped[str] = mapped_column(String(1000))
     size_bytes: Mapped[int] = mapped_column(Integer, default=0)
     source_path: Mapped[str] = mapped_column(Text)
+    source_url: Mapped[str | None] = mapped_column(Text)  # fetched from (addDocumentFromUrl), 0016
     state: Mapped[ItemState] = mapped_column(StoredEnum(ItemState), default=ItemState.QUEUED)
     outcome: Mapped[str | None] = mapped_column(String(20))  # FileStatus once it ended in READY or FAILED
     error: Mapped[str | None] = mapped_column(Text)

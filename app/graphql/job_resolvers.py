@@ -18,7 +18,7 @@ from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.job_types import IngestionItem, IngestionJob
 from app.security import bearer_token, key_number
-from app.services import jobs, spool
+from app.services import jobs, spool, url_documents
 from app.services.records import JobOrigin
 
 # How often a waiting client re-reads its job when no event came (another process may move it).
@@ -66,6 +66,26 @@ async def upload(info: Info, project_id: strawberry.ID, files: list[Upload], wai
         for item in files:  # starlette's spooled temporary files: release them now
             if callable(getattr(item, "close", None)):
                 await item.close()  # type: ignore[attr-defined]
+    container.jobs.wake()
+    if wait:
+        await wait_for_job(info, job_id)
+    return await _job(info, job_id)
+
+
+async def from_url(info: Info, project_id: strawberry.ID, url: str, wait: bool) -> Any:
+    """Fetch the document (the SSRF guard and limits apply, in a worker thread), queue its job, wake
+    the worker; with ``wait``, return once it has ended."""
+    container = info.context.container
+    key_id = _api_key_id(info)
+
+    def queue() -> int:
+        pid = parse_id(project_id, "projectId")
+        return url_documents.queue_from_url(container.store, container.settings, pid, url, key_id)
+
+    try:
+        job_id = await anyio.to_thread.run_sync(queue)
+    except RagchatError as exc:
+        return to_graphql(exc)
     container.jobs.wake()
     if wait:
         await wait_for_job(info, job_id)

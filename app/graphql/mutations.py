@@ -34,7 +34,7 @@ from app.graphql.results import (
 from app.graphql.subscriptions import CLIENT_MESSAGE_ID, QUESTION
 from app.graphql.tool_resolvers import ToolMutation
 from app.rag.ingest import FileStatus, IngestSummary
-from app.services import chat_turns, documents, projects, sessions, url_documents
+from app.services import chat_turns, documents, projects, sessions
 
 
 async def _answer(info: Info, finished: chat_turns.Finished) -> MessageResult:
@@ -215,7 +215,8 @@ class Mutation(ToolMutation):
     @strawberry.mutation(
         description="Fetch a document from an http(s) URL and add (or update) it. The server refuses URLs that lead "
         "to loopback, private or link-local addresses (unless its operator allows them), follows a few redirects, "
-        "checking each, and limits the size, time and content type; the document remembers its sourceUrl."
+        "checking each, and limits the size, time and content type. The fetch happens in the request; the "
+        "document is then ingested by an ingestion job (origin URL), like an upload, and remembers its sourceUrl."
     )
     async def add_document_from_url(
         self,
@@ -228,19 +229,15 @@ class Mutation(ToolMutation):
                 "the URL path's last part; the name of a stored document updates it."
             ),
         ],
+        wait: Annotated[
+            bool,
+            strawberry.argument(
+                description="Return only once the document has been ingested (or failed), for scripts; the "
+                "request stays open that long."
+            ),
+        ] = False,
     ) -> UrlDocumentResult:
-        container = info.context.container
-
-        def run() -> IngestSummary:
-            return url_documents.add_from_url(
-                container.store,
-                container.embedder,
-                container.settings.ingest,
-                parse_id(project_id, "projectId"),
-                url,
-            )
-
-        return await _reported(info, run)
+        return await job_resolvers.from_url(info, project_id, url, wait)
 
     @strawberry.mutation(description="Delete a document with its chunks and vectors.")
     async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:

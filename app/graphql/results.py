@@ -138,19 +138,19 @@ JobChangeResult = Annotated[
     ),
 ]
 UrlDocumentResult = Annotated[
-    UploadReport
+    IngestionJob
     | NotFoundError
     | ValidationError
     | UrlRefusedError
     | FetchFailedError
     | TooLargeError
     | UnsupportedTypeError
-    | ProviderError
+    | LimitExceededError
     | StorageError,
     strawberry.union(
         "UrlDocumentResult",
-        description="What happened to the fetched document (one file in the report), or why nothing was fetched "
-        "or written.",
+        description="The job ingesting the fetched document (queued, or ended with wait), or why nothing was "
+        "fetched or stored.",
     ),
 ]
 ChatSessionResult = Annotated[

@@ -104,7 +104,7 @@ class ItemRunner:
         try:
             self.ingestor.ingest_one(
                 row.project_id,
-                Source(row.name, path.read_bytes),
+                Source(row.name, path.read_bytes, row.source_url),
                 self.parser,
                 embedded,
                 lambda db, outcome: jobs.finish_in(db, row.id, outcome),

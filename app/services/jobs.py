@@ -43,6 +43,7 @@ class Intake:
     size_bytes: int
     path: Path
     skipped: str | None = None
+    source_url: str | None = None  # the address it was fetched from (its document records it)
 
 
 def spool_dir(settings: Settings) -> Path:
@@ -78,6 +79,7 @@ def create(
                 name=intake.name,
                 size_bytes=intake.size_bytes,
                 source_path=str(intake.path),
+                source_url=intake.source_url,
                 state=ItemState.QUEUED if intake.skipped is None else ItemState.SKIPPED,
                 error=intake.skipped,
                 chunks_done=0,

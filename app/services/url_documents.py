@@ -1,7 +1,11 @@
 """Documents added by URL: fetched through the SSRF guard (app/net/fetch.py), named from the
-server's file name or the URL, then ingested like an upload, remembering where they came from."""
+server's file name or the URL, then queued as an ingestion job like an upload (or, for the CLI,
+ingested at once), remembering where they came from."""
 
 from __future__ import annotations
+
+import shutil
+import uuid
 
 from app.db.database import Database
 from app.errors import ValidationError
@@ -11,8 +15,9 @@ from app.net.fetch import Fetched, FetchPolicy, fetch
 from app.rag.ingest import IngestSummary, Source
 from app.rag.parsing import kind_by_name
 from app.rag.types import DocumentKind
-from app.services import documents, projects
-from app.settings import IngestSettings
+from app.services import documents, jobs, projects
+from app.services.records import JobOrigin
+from app.settings import IngestSettings, Settings
 
 # The media types a parser reads, and the extension that picks it when the URL's name has none.
 MEDIA_TYPES: dict[str, str] = {
@@ -61,17 +66,45 @@ def document_name(fetched: Fetched) -> str:
     return documents.clean_upload_name(name[: documents.MAX_NAME - len(extension)] + extension, "url")
 
 
-def add_from_url(
-    store: Database, embedder: Embedder, settings: IngestSettings, project_id: int, url: str
-) -> IngestSummary:
-    """Fetch ``url`` and ingest it into the knowledge base; the document records the final URL.
-    Raises the fetch errors of app/errors.py (nothing written) or ValidationError for a bad URL."""
+def _fetched(store: Database, settings: IngestSettings, project_id: int, url: str) -> Fetched:
     url = url.strip()
     if not url:
         raise ValidationError("url", "needs a URL")
     if len(url) > MAX_URL:
         raise ValidationError("url", f"is longer than {MAX_URL} characters")
     projects.get(store, project_id)  # a missing knowledge base is said before anything is fetched
-    fetched = fetch(url, policy_of(settings))
+    return fetch(url, policy_of(settings))
+
+
+def add_from_url(
+    store: Database, embedder: Embedder, settings: IngestSettings, project_id: int, url: str
+) -> IngestSummary:
+    """Fetch ``url`` and ingest it now (`ragchat ingest --url`, in its own foreground); the document
+    records the final URL. Raises the fetch errors of app/errors.py (nothing written) or
+    ValidationError for a bad URL."""
+    fetched = _fetched(store, settings, project_id, url)
     source = Source.from_bytes(document_name(fetched), fetched.data, source_url=fetched.url)
     return documents.ingest(store, embedder, settings, project_id, [source])
+
+
+def queue_from_url(
+    store: Database,
+    settings: Settings,
+    project_id: int,
+    url: str,
+    api_key_id: int | None = None,
+) -> int:
+    """Fetch ``url`` (bounded by the fetch policy, in the caller's thread), spool the body and queue
+    an ingestion job for it (origin URL) for the server's worker; returns the job's id. Raises the
+    fetch errors (nothing stored), ValidationError, or LimitExceededError when the queue is full."""
+    fetched = _fetched(store, settings.ingest, project_id, url)
+    folder = jobs.spool_dir(settings) / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    target = folder / "0"
+    target.write_bytes(fetched.data)
+    intake = jobs.Intake(document_name(fetched), len(fetched.data), target, source_url=fetched.url)
+    try:
+        return jobs.create(store, settings.jobs, project_id, JobOrigin.URL, [intake], api_key_id).id
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise

@@ -14,12 +14,13 @@ from app.settings import Settings
 from tests.graphql.client import Api
 from tests.graphql.ops import CREATE_PROJECT
 from tests.net.server import serving
+from tests.waiting import wait_until
 
 ADD_URL = """
-mutation($p: ID!, $url: String!) {
-  addDocumentFromUrl(projectId: $p, url: $url) {
+mutation($p: ID!, $url: String!, $wait: Boolean! = true) {
+  addDocumentFromUrl(projectId: $p, url: $url, wait: $wait) {
     __typename
-    ... on UploadReport { added updated failed files { name status error document { name kind sourceUrl chunkCount } } }
+    ... on IngestionJob { origin finished items { name state outcome error document { name kind sourceUrl chunkCount } } }
     ... on UrlRefusedError { message reason }
     ... on FetchFailedError { message status }
     ... on TooLargeError { message limitBytes }
@@ -50,23 +51,25 @@ def _base(web: ThreadingHTTPServer) -> str:
     return f"http://127.0.0.1:{web.server_address[1]}"
 
 
-def _add(api: Api, project: str, url: str) -> dict[str, Any]:
-    result: dict[str, Any] = api.run(ADD_URL, p=project, url=url)["addDocumentFromUrl"]
+def _add(api: Api, project: str, url: str, *, wait: bool = True) -> dict[str, Any]:
+    result: dict[str, Any] = api.run(ADD_URL, p=project, url=url, wait=wait)["addDocumentFromUrl"]
     return result
 
 
 def test_a_document_is_fetched_parsed_and_remembers_its_url(api: Api, web: ThreadingHTTPServer) -> None:
     pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
     url = f"{_base(web)}/redirect?to=/notes.md"
-    added = _add(api, pid, url)
-    assert added["__typename"] == "UploadReport" and added["added"] == 1
-    (file,) = added["files"]
+    added = _add(api, pid, url)  # fetched in the request, ingested by the worker as a job (issue 17 item 4)
+    assert (added["__typename"], added["origin"], added["finished"]) == ("IngestionJob", "URL", True)
+    (item,) = added["items"]
     final = f"{_base(web)}/notes.md"
-    assert file["document"] == {"name": "notes.md", "kind": "MARKDOWN", "sourceUrl": final, "chunkCount": 1}
-    named = _add(api, pid, f"{_base(web)}/download")  # Content-Disposition: "../../etc/tides.txt"
-    assert named["files"][0]["document"]["name"] == "tides.txt"
+    assert (item["state"], item["outcome"]) == ("READY", "ADDED")
+    assert item["document"] == {"name": "notes.md", "kind": "MARKDOWN", "sourceUrl": final, "chunkCount": 1}
+    named = _add(api, pid, f"{_base(web)}/download", wait=False)  # Content-Disposition: "../../etc/tides.txt"
+    assert named["__typename"] == "IngestionJob" and named["items"][0]["name"] == "tides.txt"
     again = _add(api, pid, final)
-    assert again["files"][0]["status"] == "UNCHANGED"
+    assert again["items"][0]["outcome"] == "UNCHANGED"
+    wait_until(lambda: api.run(DOCS, id=pid)["project"]["documentCount"] == 2, 30, "the queued URL to be ingested")
     listed = api.run(DOCS, id=pid)["project"]
     assert listed["documentCount"] == 2
     assert {e["node"]["name"]: e["node"]["sourceUrl"] for e in listed["documents"]["edges"]} == {
