@@ -8,14 +8,14 @@ history-aware query (app/rag/conversation.py), and the trace says which way it w
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.errors import ProviderError
-from app.llm.base import ChatModel, GenerationOptions, Message, ModelCapabilities, TextDelta
+from app.errors import ProviderError, ProviderTimeoutError
+from app.llm.base import ChatModel, Message, ModelCapabilities
+from app.llm.complete import complete
 from app.rag.conversation_settings import RewriteMode
 from app.rag.prompting import template
 from app.rag.sanitize import strip_control
@@ -65,22 +65,13 @@ async def rewrite(model: ChatModel, message: str, earlier: Sequence[str], second
     def done(outcome: RewriteOutcome, query: str | None, reason: str) -> Rewrite:
         return Rewrite(outcome, query, reason, round((time.perf_counter() - started) * 1000, 3))
 
-    options = GenerationOptions(max_tokens=MAX_TOKENS, temperature=0.0, stop=("\n",))
-    parts: list[str] = []
     try:
-        async with asyncio.timeout(seconds):
-            stream = model.stream(messages(message, earlier), options)
-            try:
-                async for event in stream:
-                    if isinstance(event, TextDelta):
-                        parts.append(event.text)
-            finally:
-                await stream.aclose()  # type: ignore[attr-defined]
-    except TimeoutError:
+        reply = await complete(model, messages(message, earlier), max_tokens=MAX_TOKENS, seconds=seconds, stop=("\n",))
+    except ProviderTimeoutError:
         return done(RewriteOutcome.TIMED_OUT, None, f"no rewrite within {seconds:g} s")
     except ProviderError as exc:
         return done(RewriteOutcome.FAILED, None, f"the model failed: {exc.message}")
-    text = clean("".join(parts))
+    text = clean(reply)
     if text is None:
         return done(RewriteOutcome.FAILED, None, "the model's reply was not a usable question")
     return done(RewriteOutcome.USED, text, "rewritten by the chat model")

@@ -11,13 +11,13 @@ in the neighbouring chunks of its strongest hits; the expansions of issue 15 ite
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.errors import ProviderError
-from app.llm.base import ChatModel, GenerationOptions, Message, TextDelta
+from app.llm.base import ChatModel, Message
+from app.llm.complete import complete
 from app.rag import sentences, vector_store
 from app.rag.prompting import Source, format_source, template
 from app.rag.retrieval import RetrievalParams, RetrievalResult
@@ -86,20 +86,11 @@ async def judged(
         return fallback
     sources = "\n\n".join(format_source(Source(i, c.document_name, "", c.text)) for i, c in enumerate(kept, start=1))
     messages = [Message("system", template("adequacy_judge")), Message("user", f"{sources}\n\nQuestion: {question}")]
-    parts: list[str] = []
     try:
-        async with asyncio.timeout(seconds):
-            stream = model.stream(messages, GenerationOptions(max_tokens=4, temperature=0.0))
-            try:
-                async for event in stream:
-                    if isinstance(event, TextDelta):
-                        parts.append(event.text)
-            finally:
-                await stream.aclose()  # type: ignore[attr-defined]
-    except (TimeoutError, ProviderError) as exc:
-        reason = f"{fallback.reason} (the model's judgement failed: {getattr(exc, 'message', 'timed out')})"
+        reply = (await complete(model, messages, max_tokens=4, seconds=seconds)).strip().upper()
+    except ProviderError as exc:  # a timeout too (ProviderTimeoutError)
+        reason = f"{fallback.reason} (the model's judgement failed: {exc.message})"
         return replace(fallback, reason=reason)
-    reply = "".join(parts).strip().upper()
     if reply.startswith("YES"):
         return Verdict(True, max(fallback.value, 0.5), "the chat model judged the sources adequate", Judge.MODEL)
     if reply.startswith("NO"):
