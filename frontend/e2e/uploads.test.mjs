@@ -56,7 +56,7 @@ describe("uploads follow their ingestion job", () => {
     // The file with no text fails with the reason; retrying it runs it again (and it fails again).
     const broken = row(page, "broken.txt", "failed");
     await broken.waitFor({ timeout: 30_000 });
-    assert.match(await broken.textContent(), /binary|text|decode|read/i);
+    assert.match(await broken.textContent(), /empty|no text/i);
     await page.getByRole("button", { name: "Retry broken.txt" }).click();
     await broken.waitFor({ timeout: 30_000 });
 
