@@ -18,6 +18,7 @@ from app.bench import retrieval as retrieval_bench
 from app.container import Container
 from app.llm.base import Reranker
 from app.rag.answer_mode import AnswerMode
+from app.rag.conversation_settings import Quality
 from app.rag.judge import ChatJudge
 from app.rag.ranking_modes import RerankMode
 from app.rag.retrieval_mode import RetrievalMode
@@ -53,6 +54,11 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             None, help="Chat provider for expansion/judge (default: RAGCHAT_LLM__PROVIDER)."
         ),
         model: str | None = typer.Option(None, help="Chat model for expansion/judge (default: RAGCHAT_LLM__MODEL)."),
+        quality: list[Quality] = typer.Option(
+            [],
+            help="Instead of the modes: search each query as a chat turn at this quality (evaluate and widen, the "
+            "server's default session settings), scored on the sources it keeps. Repeat for several.",
+        ),
     ) -> None:
         """nDCG@10 and Recall@100 (trec_eval semantics, via ir-measures) on a BEIR dataset."""
         settings = settings_or_exit()  # type: ignore[operator]
@@ -76,11 +82,12 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
                 data,
                 embedder,
                 settings,
-                mode,
+                [] if quality else mode,
                 progress=lambda _: bar.advance(task),
                 cache=cache,
                 params={k: v for k, v in chosen.items() if v is not None},
                 stages=stages,
+                qualities=quality,
             )
         if as_json:
             sys.stdout.write(json.dumps(result.as_json(), indent=2) + "\n")
@@ -88,11 +95,17 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         table = Table(
             title=f"{dataset.name} / {split}: {result.docs} docs, {result.chunks} chunks, {result.queries} queries"
         )
-        for column in ("mode", "nDCG@10", "Recall@100", "search s"):
+        for column in ("mode", "nDCG@10", "Recall@100", "search s", "passes", "no source"):
             table.add_column(column, justify="right")
         for m, values in result.metrics.items():
+            turn = "mean_passes" in values
             table.add_row(
-                m, f"{values['ndcg@10']:.4f}", f"{values['recall@100']:.4f}", f"{result.timings[f'search_{m}']:.1f}"
+                m,
+                f"{values['ndcg@10']:.4f}",
+                f"{values['recall@100']:.4f}",
+                f"{result.timings[f'search_{m}']:.1f}",
+                f"{values['mean_passes']:.2f}" if turn else "",
+                f"{values['no_source']:.1%}" if turn else "",
             )
         Console().print(table)
         console.print({k: round(v, 2) for k, v in result.timings.items()})

@@ -45,7 +45,7 @@ class RagDefaults(RagSettings):
     keyword_weight: float = Field(1.0, ge=0.0, le=10.0)
     # Hybrid fusion: rrf (by rank, the weights above) or convex (by score: convex_alpha x cosine +
     # (1 - convex_alpha) x BM25, each min-max normalised over the candidates). docs/BENCHMARKS.md.
-    fusion: Literal["rrf", "convex"] = "rrf"
+    fusion: Literal["rrf", "convex"] = "convex"
     convex_alpha: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False)
 
 

@@ -9,10 +9,12 @@ import dataclasses
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
 import ir_measures
 from ir_measures import R, nDCG
 
@@ -20,11 +22,13 @@ from app.bench import scratch
 from app.bench.beir import BeirDataset
 from app.container import Container
 from app.llm.base import ChatModel, Embedder, Reranker, Vectors
-from app.rag import expansion, rerank
+from app.rag import expansion, query_cache, rerank
+from app.rag.conversation_settings import Quality
 from app.rag.ingest import FileResult
 from app.rag.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
-from app.services import projects
+from app.rag.session_settings import RagSettings
+from app.services import projects, turn_search
 from app.settings import Settings
 
 CANDIDATES = 300  # chunks per ranking: enough distinct documents for Recall@100
@@ -82,9 +86,13 @@ def run(
     cache: bool = True,
     params: dict[str, object] | None = None,
     stages: Stages = Stages(),
+    qualities: Sequence[Quality] = (),
 ) -> BenchResult:
     """Ingest ``dataset`` (or reuse its cached scratch database: app/bench/scratch.py), then rank its
-    queries in each mode, with ``params`` overriding RetrievalParams' fields (fusion, feedback)."""
+    queries in each mode, with ``params`` overriding RetrievalParams' fields (fusion, feedback); and
+    for each of ``qualities``, search each query as a chat turn of a session with the server's default
+    settings at that quality would (app/services/turn_search.py: evaluate and widen), scored on the
+    sources the turn keeps (metrics ``turn_<quality>``)."""
     result = BenchResult(docs=len(dataset.corpus), queries=len(dataset.queries))
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         started = time.perf_counter()
@@ -108,6 +116,19 @@ def run(
                 result.metrics[mode] = _measure(dataset, run_)
                 if mode == RetrievalMode.VECTOR:
                     result.calibration = _calibrate(dataset, best_scores)
+            if qualities:  # load the in-memory indexes outside the timings
+                _turns(container, embedder, settings, pid, dataset, qualities[0], first=1)
+            for quality in qualities:
+                query_cache.clear_embeddings()  # every quality searches cold, as a new question does
+                query_cache.results(container.store.engine).clear()
+                started = time.perf_counter()
+                run_, passes, empty = _turns(container, embedder, settings, pid, dataset, quality)
+                result.timings[f"search_turn_{quality}"] = time.perf_counter() - started
+                result.metrics[f"turn_{quality}"] = {
+                    **_measure(dataset, run_),
+                    "mean_passes": statistics.fmean(passes) if passes else 0.0,
+                    "no_source": empty / max(1, len(dataset.queries)),
+                }
         finally:
             container.close()
     return result
@@ -177,6 +198,42 @@ async def _staged(
     if stages.reranker is not None:
         await rerank.rerank(found, stages.reranker, window=stages.window, weight=stages.weight)
     return found
+
+
+def _turns(
+    container: Container,
+    embedder: Embedder,
+    settings: Settings,
+    pid: int,
+    dataset: BeirDataset,
+    quality: Quality,
+    first: int | None = None,
+) -> tuple[dict[str, dict[str, float]], list[int], int]:
+    """Each query searched as the first turn of a session at ``quality`` (its other settings the
+    server's defaults): the documents of the sources it keeps, best first; the passes each took; and
+    how many queries kept no source at all."""
+    rag = RagSettings.of(settings.rag).model_copy(update={"quality": quality})
+    asker = turn_search.Asker(pid, settings.llm.provider, settings.llm.model, rag)
+
+    async def each() -> tuple[dict[str, dict[str, float]], list[int], int]:
+        run_: dict[str, dict[str, float]] = {}
+        passes: list[int] = []
+        empty = 0
+        models = container.chat_models
+        for qid, text in list(dataset.queries.items())[:first]:
+            found = await anyio.to_thread.run_sync(
+                turn_search.search, container.store, embedder, settings, models, asker, text, ()
+            )
+            kept = found.result.kept if found.result is not None else []
+            docs: dict[str, float] = {}
+            for position, cand in enumerate(kept):
+                docs.setdefault(cand.document_name.removesuffix(".txt"), -float(position))
+            run_[qid] = docs
+            passes.append(len(found.passes))
+            empty += not kept
+        return run_, passes, empty
+
+    return anyio.run(each)
 
 
 def _measure(dataset: BeirDataset, run_: dict[str, dict[str, float]]) -> dict[str, float]:

@@ -17,6 +17,7 @@ from app.net.addresses import Refusal as UrlRefusal
 from app.rag.answer_mode import AnswerMode
 from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import DegradationReason
+from app.rag.fusion import Fusion
 from app.rag.guard import Decision as GuardDecision
 from app.rag.ingest import FileStatus
 from app.rag.intake import SkipReason
@@ -138,7 +139,17 @@ expose(
     {
         RetrievalMode.VECTOR: "By the cosine similarity of the chunk's embedding to the question's.",
         RetrievalMode.KEYWORD: "By the question's words (BM25 with SQLite FTS5's tokens, per knowledge base).",
-        RetrievalMode.HYBRID: "Both rankings fused by reciprocal rank (RRF).",
+        RetrievalMode.HYBRID: "Both rankings fused: by score (CONVEX, the default) or by rank (RRF).",
+    },
+)
+expose(
+    Fusion,
+    "How a search fused its rankings (RAGCHAT_RAG__FUSION).",
+    {
+        Fusion.CONVEX: "By score: alpha x the cosine similarity + (1 - alpha) x the BM25 score, each min-max "
+        "normalised over the candidates (the default for hybrid search).",
+        Fusion.RRF: "By rank: the sum of weight / (k + rank) over the rankings; always used when several "
+        "phrasings (expansion) or feedback rankings are fused.",
     },
 )
 expose(
@@ -361,6 +372,7 @@ __all__ = [
     "ErrorCode",
     "ExpansionMode",
     "FileStatus",
+    "Fusion",
     "GuardDecision",
     "ItemState",
     "JobOrigin",

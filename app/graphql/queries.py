@@ -24,6 +24,7 @@ from app.graphql.results import (
     ProjectResult,
     SearchResult,
     call,
+    settle,
 )
 from app.graphql.search_types import SearchResults, search_results
 from app.graphql.tool_resolvers import ToolQuery
@@ -249,20 +250,21 @@ class Query(ToolQuery):
     ) -> SearchResult:
         container = info.context.container
 
-        def preview() -> SearchResults:
-            found = search.preview(
+        async def preview() -> SearchResults:
+            found = await search.preview(
                 container.store,
-                container.embedder,
+                lambda: container.embedder,  # built (on first use) in the search's worker thread
                 container.settings,
                 container.chat_models,
+                container.reranker,
                 parse_id(session_id, "sessionId"),
                 message,
                 top_k=top_k,
                 threshold=threshold,
             )
-            return search_results(found.result, found.search)
+            return search_results(found.result, found.search, found.ranking)
 
-        return await call(preview, raising=UNREADABLE)
+        return await settle(preview(), raising=UNREADABLE)
 
     @strawberry.field(description="Chat-model providers this server knows, whether each answers now, and their models.")
     async def providers(self, info: Info) -> list[ProviderInfo]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
@@ -179,8 +179,13 @@ async def call(fn: Callable[[], T], *, raising: tuple[type[RagchatError], ...] =
     """Run a blocking service call in a worker thread; expected errors become schema types.
     (Typed Any: each resolver's union declares which of them it can return.) Errors in ``raising``
     are ones the resolver's union has no member for: they stay GraphQL errors, message and all."""
+    return await settle(anyio.to_thread.run_sync(fn), raising=raising)
+
+
+async def settle(work: Awaitable[T], *, raising: tuple[type[RagchatError], ...] = ()) -> Any:
+    """Await a service call; expected errors become schema types, as :func:`call`'s do."""
     try:
-        return await anyio.to_thread.run_sync(fn)
+        return await work
     except raising:
         raise
     except RagchatError as exc:

@@ -8,10 +8,18 @@ import strawberry
 
 from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
-from app.graphql.enums import CandidateFate, RetrievalMode
+from app.graphql.enums import CandidateFate, Fusion, RetrievalMode
 from app.graphql.errors import ValidationError
 from app.graphql.search_trace_types import TraceSearch, search_of
-from app.graphql.trace_types import KEYWORD_RANK, SCORE, VECTOR_RANK, Degradation, Location, StageTiming
+from app.graphql.trace_types import (
+    KEYWORD_RANK,
+    SCORE,
+    VECTOR_RANK,
+    Degradation,
+    Location,
+    StageTiming,
+    TraceRanking,
+)
 from app.rag.retrieval import Candidate, RetrievalResult
 from app.services import trace_model
 from app.services.pages import Page, PageRequest, page_of
@@ -27,8 +35,16 @@ class SearchHit:
     score: float | None = strawberry.field(description=SCORE)
     vector_rank: int | None = strawberry.field(description=VECTOR_RANK)
     keyword_rank: int | None = strawberry.field(description=KEYWORD_RANK)
-    fused_rank: int = strawberry.field(description="Its place in `hits`, 1-based.")
+    fused_rank: int = strawberry.field(
+        description="Its place in the fused ranking, 1-based: its place in `hits` unless a reranker (a retrieval "
+        "preview of a session that reranks) reordered them."
+    )
     fate: CandidateFate = strawberry.field(description="What topK and threshold did with it.")
+    rerank_score: float | None = strawberry.field(
+        default=None,
+        description="The reranker's score (its own scale, only comparable within one search); null when no "
+        "reranker scored it.",
+    )
 
 
 # A hit's cursor is its position in the ranked list.
@@ -55,6 +71,7 @@ class SearchResults:
     query: str = strawberry.field(description="The query searched.")
     mode: RetrievalMode = strawberry.field(description="The retrieval mode asked for.")
     effective_mode: RetrievalMode = strawberry.field(description="Differs from mode when search degraded.")
+    fusion: Fusion | None = strawberry.field(description="How the rankings were fused; null when one ran alone.")
     top_k: int = strawberry.field(description="At most this many hits are kept.")
     threshold: float = strawberry.field(description="The cosine similarity a hit needed to be kept, 0-1.")
     embedding_space: str | None = strawberry.field(
@@ -69,6 +86,11 @@ class SearchResults:
         default=None,
         description="For a retrieval preview: the query searched (the message in its conversation, or its "
         "rewrite), the rewrite and every pass, as the next turn's trace would show them; null for a plain search.",
+    )
+    ranking: TraceRanking | None = strawberry.field(
+        default=None,
+        description="For a retrieval preview: the ranking stages the next turn would run (expansion's phrasings, "
+        "the reranker), as its trace would show them; null when none would (or for a plain search).",
     )
     candidates: strawberry.Private[list[SearchHit]]
 
@@ -108,15 +130,22 @@ def _hit(c: Candidate) -> SearchHit:
         keyword_rank=c.keyword_rank,
         fused_rank=c.fused_rank,
         fate=CandidateFate(c.fate),
+        rerank_score=c.rerank_score,
     )
 
 
-def search_results(result: RetrievalResult, search: trace_model.TraceSearch | None = None) -> SearchResults:
+def search_results(
+    result: RetrievalResult,
+    search: trace_model.TraceSearch | None = None,
+    ranking: trace_model.TraceRanking | None = None,
+) -> SearchResults:
     return SearchResults(
         search=search_of(search),
+        ranking=TraceRanking(**ranking.model_dump()) if ranking is not None else None,
         query=result.query,
         mode=RetrievalMode(result.params.mode),
         effective_mode=RetrievalMode(result.mode),
+        fusion=result.fusion,
         top_k=result.params.top_k,
         threshold=result.params.threshold,
         embedding_space=result.space,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import strawberry
 
-from app.graphql.enums import AnswerMode, CandidateFate, GuardDecision, RetrievalMode, Stage
+from app.graphql.enums import AnswerMode, CandidateFate, Fusion, GuardDecision, RetrievalMode, Stage
 from app.graphql.search_trace_types import TraceSearch, search_of
 from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
@@ -65,8 +65,9 @@ class TraceCandidate:
         "that ran."
     )
     fused_score: float = strawberry.field(
-        description="Weighted reciprocal-rank fusion score: the sum of weight / (k + rank) over the rankings that "
-        "found it (0 when none did). Only comparable within one search."
+        description="Its fused score, by the trace's `fusion`: CONVEX, alpha x normalised cosine + (1 - alpha) x "
+        "normalised BM25 (0-1); RRF, the sum of weight / (k + rank) over the rankings that found it (0 when none "
+        "did). Only comparable within one search."
     )
     fate: CandidateFate = strawberry.field(description="What the settings did with it.")
     location: Location = strawberry.field(description="Where it sits in its document.")
@@ -165,6 +166,11 @@ class RetrievalTrace:
         description="The retrieval mode that ran: settings.mode unless search degraded; null when retrieval was "
         "off or failed."
     )
+    fusion: Fusion | None = strawberry.field(
+        default=None,
+        description="How the rankings were fused; null when one ranking ran alone, retrieval was off, or the trace "
+        "predates the field.",
+    )
     embedding_space: str | None = strawberry.field(
         description='The embedding space searched ("provider/model@dimensions"); null when nothing was searched.'
     )
@@ -262,6 +268,7 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
         model=trace.model,
         settings=TraceSettings(**settings.model_dump()),
         effective_mode=trace.effective_mode,
+        fusion=trace.fusion,
         embedding_space=trace.embedding_space,
         no_context=trace.no_context,
         degraded=list(trace.degraded),

@@ -6,6 +6,14 @@ better one candidate is than the next where RRF keeps only the order."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from enum import StrEnum
+
+
+class Fusion(StrEnum):
+    """How a search fused its rankings (the trace records it)."""
+
+    CONVEX = "convex"  # by score: the hybrid default, one vector and one keyword ranking
+    RRF = "rrf"  # by rank: RAGCHAT_RAG__FUSION=rrf, and always for several phrasings or feedback
 
 
 def rrf(rankings: Sequence[tuple[Sequence[int], float]], k: int = 60) -> dict[int, float]:

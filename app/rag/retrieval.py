@@ -67,7 +67,7 @@ class RetrievalParams:
     neighbours: int = 0  # the strongest hits whose adjacent chunks join the candidates (a widened pass)
     # Hybrid: "rrf" (ranks, weighted above) or "convex" (scores: convex_alpha x cosine + the rest x BM25,
     # each min-max normalised over the candidates). Several phrasings or feedback are always fused by RRF.
-    fusion: str = "rrf"
+    fusion: str = "convex"
     convex_alpha: float = 0.75
     # Pseudo-relevance feedback (app/rag/feedback.py): the first N chunks of the fused ranking move the
     # question (0: off); the moved vector's and terms' rankings are fused with these weights (0: not run).
@@ -162,6 +162,7 @@ class RetrievalResult:
     space: str | None = None
     alternatives: list[str] = field(default_factory=list)  # other phrasings searched with the query
     cache: CacheUse = field(default_factory=CacheUse)
+    fusion: fusion.Fusion | None = None  # how several rankings were fused; None when one ranking ran alone
 
     @property
     def kept(self) -> list[Candidate]:
@@ -479,14 +480,17 @@ def _rank(
         fused = fusion.convex(similarity, bm25, params.convex_alpha)
         fused.update({cid: 0.0 for cid in rows if cid not in fused})  # no score at all: last
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+        result.fusion = fusion.Fusion.CONVEX
     elif order is None and extra:  # several phrasings: their fusion orders, whatever the mode
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+        result.fusion = fusion.Fusion.RRF
     elif order is None and result.mode == RetrievalMode.VECTOR:
         order = sorted(vector_ids, key=lambda c: (-(scores.get(c) or -2.0), c))
     elif order is None and result.mode == RetrievalMode.KEYWORD:
         order = keyword_ids
     elif order is None:
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
+        result.fusion = fusion.Fusion.RRF
     candidates = []
     for position, cid in enumerate(order, start=1):
         r = rows[cid]

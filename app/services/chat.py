@@ -40,7 +40,6 @@ from app.llm.base import (
     ChatModels,
     Embedder,
     GenerationOptions,
-    ModelCapabilities,
     Reranker,
     TextDelta,
     Usage,
@@ -48,7 +47,6 @@ from app.llm.base import (
 from app.rag import answer_mode, budget, citations, conversation, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
 from app.rag.degradation import DegradationReason
-from app.rag.ranking_modes import ExpansionMode, RerankMode
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
@@ -361,7 +359,7 @@ class ChatService:
         chat = turn.chat
         if not chat.rag.enable_rag:
             return
-        model, capabilities = self._helper_model(chat)
+        model, capabilities = ranking.helper_model(self.models, chat.provider, chat.model, chat.rag)
         stages = await ranking.expand(self.settings, chat.rag, turn.question, model=model, capabilities=capabilities)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[SearchProgressEvent | None] = asyncio.Queue()
@@ -409,12 +407,6 @@ class ChatService:
             if stages.on:
                 trace.set_ranking(stages.ranking)
             out.append(found.result)
-
-    def _helper_model(self, chat: SessionSnapshot) -> tuple[ChatModel | None, ModelCapabilities]:
-        """The session's chat model when a ranking stage may call it (expansion, the judge), else None."""
-        if chat.rag.expansion is ExpansionMode.OFF and chat.rag.rerank is not RerankMode.JUDGE:
-            return None, ModelCapabilities()
-        return self.models.get(chat.provider, chat.model), self.models.capabilities(chat.provider, chat.model)
 
     def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:
         sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]

@@ -79,6 +79,7 @@ class TraceBuilder:
             self.timing(stage, ms)
         self._trace.embedding_space = result.space
         self._trace.effective_mode = result.mode
+        self._trace.fusion = result.fusion
 
     def set_ranking(self, ranking: TraceRanking) -> None:
         """What expansion and reranking did (app/services/ranking.py)."""

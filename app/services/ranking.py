@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.llm.base import ChatModel, ModelCapabilities, Reranker
+from app.llm.base import ChatModel, ChatModels, ModelCapabilities, Reranker
 from app.rag import expansion, rerank
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.judge import ChatJudge
-from app.rag.ranking_modes import RerankMode, expansion_used, rerank_used
+from app.rag.ranking_modes import ExpansionMode, RerankMode, expansion_used, rerank_used
 from app.rag.retrieval import RetrievalResult
 from app.rag.session_settings import RagSettings
 from app.rag.stages import Stage
@@ -31,6 +31,15 @@ class Stages:
     @property
     def phrasings(self) -> list[str]:
         return self.expanded.phrasings if self.expanded is not None else []
+
+
+def helper_model(
+    models: ChatModels, provider: str, model: str, rag: RagSettings
+) -> tuple[ChatModel | None, ModelCapabilities]:
+    """The session's chat model when a ranking stage may call it (expansion, the judge), else None."""
+    if rag.expansion is ExpansionMode.OFF and rag.rerank is not RerankMode.JUDGE:
+        return None, ModelCapabilities()
+    return models.get(provider, model), models.capabilities(provider, model)
 
 
 async def expand(

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import anyio.to_thread
 
 from app.db.database import Database
 from app.errors import ValidationError
-from app.llm.base import ChatModels, Embedder
+from app.llm.base import ChatModels, Embedder, Reranker
 from app.rag import conversation
 from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.sanitize import clean_message
 from app.rag.session_settings import RagSettings
-from app.services import chat_store, projects, sessions, turn_search
+from app.services import chat_store, projects, ranking, sessions, turn_search
 from app.services.sessions import SessionChanges, validate_changes
-from app.services.trace_model import TraceSearch
+from app.services.trace_model import TraceRanking, TraceSearch
 from app.settings import Settings
 
 
@@ -44,13 +47,15 @@ def search(
 class Preview:
     result: RetrievalResult
     search: TraceSearch
+    ranking: TraceRanking | None  # the ranking stages that ran (expansion, reranking); None when none did
 
 
-def preview(
+async def preview(
     store: Database,
-    embedder: Embedder,
+    embedder: Callable[[], Embedder],
     settings: Settings,
     models: ChatModels,
+    reranker: Reranker | None,
     chat_id: int,
     message: str,
     *,
@@ -58,24 +63,48 @@ def preview(
     threshold: float | None,
 ) -> Preview:
     """What the chat session ``chat_id`` would retrieve for ``message`` as its next turn, under its
-    settings (or the overrides being tuned): the same search a turn runs (app/services/turn_search.py),
-    after the session's recent user turns. The chat model is called only when that search would call
-    it (a rewrite or a judgement the session's settings and model ask for). Runs in a worker thread."""
+    settings (or the overrides being tuned): the same stages a turn runs — expansion, the search
+    (app/services/turn_search.py) after the session's recent user turns, reranking
+    (app/services/ranking.py). The chat model is called only when the turn would call it (expansion,
+    a rewrite, a judgement the session's settings and model ask for)."""
     text = _query(settings, message)
-    chat = sessions.get(store, chat_id)
-    rag = RagSettings.of(chat)
-    rag = rag.model_copy(
-        update={
-            "top_k": rag.top_k if top_k is None else top_k,
-            "threshold": rag.threshold if threshold is None else threshold,
-        }
-    )
+
+    def load() -> tuple[RagSettings, turn_search.Asker, list[str]]:
+        chat = sessions.get(store, chat_id)
+        rag = RagSettings.of(chat)
+        rag = rag.model_copy(
+            update={
+                "top_k": rag.top_k if top_k is None else top_k,
+                "threshold": rag.threshold if threshold is None else threshold,
+            }
+        )
+        earlier = conversation.user_turns(chat_store.recent(store, chat_id, settings.chat.history_turns))
+        return rag, turn_search.Asker(chat.project_id, chat.provider, chat.model, rag), earlier
+
+    rag, asker, earlier = await anyio.to_thread.run_sync(load)
     chosen = params(settings, top_k=rag.top_k, threshold=rag.threshold, mode=settings.rag.mode)
-    earlier = conversation.user_turns(chat_store.recent(store, chat_id, settings.chat.history_turns))
-    asker = turn_search.Asker(chat.project_id, chat.provider, chat.model, rag)
-    found = turn_search.search(store, embedder, settings, models, asker, text, earlier, params=chosen)
+    model, capabilities = ranking.helper_model(models, asker.provider, asker.model, rag)
+    stages = await ranking.expand(settings, rag, text, model=model, capabilities=capabilities)
+
+    def run() -> turn_search.TurnSearch:
+        return turn_search.search(
+            store,
+            embedder(),
+            settings,
+            models,
+            asker,
+            text,
+            earlier,
+            params=chosen,
+            alternatives=stages.phrasings,
+            alternative_weight=settings.expansion.weight,
+        )
+
+    found = await anyio.to_thread.run_sync(run)
+    if found.result is not None:
+        await ranking.rerank_found(found.result, settings, rag, stages, model=model, endpoint=reranker)
     result = found.result or RetrievalResult(query=found.searched, mode=chosen.mode, params=chosen)
-    return Preview(result, turn_search.trace_entry(found, rag))
+    return Preview(result, turn_search.trace_entry(found, rag), stages.ranking if stages.on else None)
 
 
 def _query(settings: Settings, query: str) -> str:

@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from app.rag.answer_mode import AnswerMode
 from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import Degradation
+from app.rag.fusion import Fusion
 from app.rag.guard import Decision
 from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
@@ -184,6 +185,7 @@ class RetrievalTrace(_Camel):
     history_turns: int = 0
     embedding_space: str | None = None
     effective_mode: RetrievalMode | None = None
+    fusion: Fusion | None = None  # absent in traces from before convex fusion
     tokens: TraceTokens | None = None
     budget: TraceBudget | None = None
     source_chunk_ids: list[int] | None = None

@@ -79,6 +79,47 @@ describe("a follow-up is searched in its conversation, as hard as the chat's qua
     assert.ok(decisions.slice(0, -1).every((d) => d === "WIDEN"), `every pass but the last widened (${decisions})`);
     assert.notEqual(decisions.at(-1), "WIDEN");
     await screenshot(page, "trace-search");
+    await panel.getByRole("button", { name: "Close" }).click();
+    await panel.waitFor({ state: "detached" });
+    assert.deepEqual(page.problems, []);
+  });
+
+  test("expansion and the judge, switched on in the settings, show in the stream and the trace", async () => {
+    await page.getByRole("button", { name: "Chat settings" }).click();
+    const drawer = page.getByRole("dialog", { name: "Chat settings" });
+    await drawer.getByTestId("expansion").selectOption("ON");
+    await drawer.getByTestId("rerank").selectOption("JUDGE");
+    await drawer.getByRole("button", { name: "Save settings" }).click();
+    await drawer.waitFor({ state: "detached" });
+
+    // Every line the pending answer shows while it searches, as the progress events render it.
+    await page.evaluate(() => {
+      window.searchLines = [];
+      new MutationObserver(() => {
+        for (const el of document.querySelectorAll('[data-testid="searching-again"], [data-testid="searching-done"]')) {
+          const line = el.textContent;
+          if (window.searchLines.at(-1) !== line) window.searchLines.push(line);
+        }
+      }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    });
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("Which command installs Aurora?");
+    await box.press("Enter");
+    const third = assistant(page).nth(2);
+    await third.and(page.locator('[data-status="COMPLETE"]')).waitFor({ timeout: 30_000 });
+    const lines = await page.evaluate(() => window.searchLines);
+    assert.ok(lines.includes("Found the sources; reading them…"), `lines seen: ${JSON.stringify(lines)}`);
+
+    await third.getByRole("button", { name: "Why this answer" }).click();
+    const panel = page.getByRole("dialog", { name: "Why this answer" });
+    const ranking = panel.getByTestId("trace-ranking");
+    await ranking.waitFor();
+    assert.match(await ranking.textContent(), /Aurora installer steps/);
+    assert.match(await ranking.textContent(), /judge:scripted\/scripted: scored the first \d+/);
+    const rerank = await panel.getByTestId("trace-candidate").evaluateAll((rows) => rows.map((r) => Array.from(r.querySelectorAll("td")).at(-2)?.textContent));
+    assert.ok(rerank.includes("3.000"), `rerank scores ${rerank}`);
+    assert.match(await panel.getByTestId("trace-fusion").textContent(), /rank \(RRF\)/);  // two phrasings: fused by rank
+    await screenshot(page, "trace-ranking");
     assert.deepEqual(page.problems, []);
   });
 });

@@ -207,9 +207,10 @@ def test_search_and_retrieval_preview(api: Api) -> None:
     sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "topK": 1, "threshold": 0.0})[
         "createChatSession"
     ]["id"]
-    query = 'query($p: ID!) { search(projectId: $p, query: "penguins winter", topK: 1, threshold: 0, mode: VECTOR) { __typename ... on SearchResults { effectiveMode kept { documentName score fate } hits { ... on SearchHitConnection { totalCount edges { node { fate } } } } } } }'
+    query = 'query($p: ID!) { search(projectId: $p, query: "penguins winter", topK: 1, threshold: 0, mode: VECTOR) { __typename ... on SearchResults { effectiveMode fusion kept { documentName score fate } hits { ... on SearchHitConnection { totalCount edges { node { fate } } } } } } }'
     found = api.run(query, p=pid)["search"]
     assert found["kept"][0]["documentName"] == "penguins.md" and found["effectiveMode"] == "VECTOR"
+    assert found["fusion"] is None  # one ranking: nothing fused
     assert nodes(found["hits"])[0]["fate"] == "KEPT" and found["hits"]["totalCount"] >= 1
     preview = 'query($s: ID!, $t: Float) { retrievalPreview(sessionId: $s, message: "penguins winter", threshold: $t) { ... on SearchResults { threshold kept { documentName score } } ... on ValidationError { fields { field } } } }'
     loose = api.run(preview, s=sid, t=0.0)["retrievalPreview"]

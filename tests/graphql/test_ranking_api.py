@@ -59,3 +59,29 @@ def test_a_judge_that_rates_nothing_keeps_the_fused_order(api: Api, model: FakeC
     assert trace["ranking"]["rerankFailed"].startswith("judge:fake/scripted rated no passage")
     assert [c["fusedRank"] for c in trace["candidates"]] == sorted(c["fusedRank"] for c in trace["candidates"])
     assert {"reason": "RERANK_FAILED"} in trace["degraded"]
+
+
+PREVIEW = """query($s: ID!, $m: String!) { retrievalPreview(sessionId: $s, message: $m) { __typename
+  ... on SearchResults { fusion ranking { expansions expansionFailed reranker reranked rerankFailed }
+    hits { ... on SearchHitConnection { edges { node { documentName rerankScore fusedRank } } } } } } }"""
+
+
+def test_the_preview_runs_the_same_ranking_stages_as_the_turn(api: Api, model: FakeChatModel) -> None:
+    """retrievalPreview is what the next turn would retrieve, so it expands and reranks too (and
+    says so): the same phrasing and ratings give the same order the turn above got."""
+    sid = _session(api, rerank="JUDGE", expansion="ON", topK=2)
+    model.enqueue("penguin colonies in the cold", "[1] 1\n[2] 0\n[3] 3")
+    found = api.run(PREVIEW, s=sid, m="penguins winter")["retrievalPreview"]
+    assert found["ranking"] == {
+        "expansions": ["penguin colonies in the cold"],
+        "expansionFailed": None,
+        "reranker": "judge:fake/scripted",
+        "reranked": 3,
+        "rerankFailed": None,
+    }
+    assert found["fusion"] == "RRF"  # several phrasings are fused by rank
+    first = found["hits"]["edges"][0]["node"]
+    assert first["rerankScore"] == 3.0 and first["fusedRank"] == 3
+    api.run(UPDATE, id=sid, input={"rerank": "AUTO", "expansion": "OFF"})  # no stage runs (no rerank endpoint)
+    quiet = api.run(PREVIEW, s=sid, m="penguins winter")["retrievalPreview"]  # no ranking; fused by score
+    assert quiet["ranking"] is None and quiet["fusion"] == "CONVEX"

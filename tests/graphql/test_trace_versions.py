@@ -20,7 +20,7 @@ SEND = """mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $
 MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage { content noContext
   degraded { reason message }
   usage { prompt completion context }
-  trace { query provider model effectiveMode embeddingSpace noContext degraded { reason message }
+  trace { query provider model effectiveMode fusion embeddingSpace noContext degraded { reason message }
     settings { enableRag topK threshold includeCitations mode }
     candidates { chunkId documentId documentName score vectorRank keywordRank fusedRank fusedScore fate
       location { charStart charEnd lineStart lineEnd page headingPath } }
@@ -86,6 +86,11 @@ def _message(api: Api) -> str:
     return str(api.run(SEND, s=sid, c="Where do penguins breed?")["sendMessage"]["id"])
 
 
+def test_a_new_turn_records_how_its_hybrid_search_fused(api: Api) -> None:
+    trace = api.run(MESSAGE, id=_message(api))["message"]["trace"]
+    assert trace["effectiveMode"] == "HYBRID" and trace["fusion"] == "CONVEX"
+
+
 def _store(container: Container, message_id: str, trace: object) -> None:
     with container.store.write() as db:
         row = db.get(ChatMessage, int(message_id))
@@ -99,6 +104,7 @@ def test_an_old_version_1_trace_without_answer_still_reads(api: Api, fake_contai
     got = api.run(MESSAGE, id=mid)["message"]
     trace = got["trace"]
     assert trace["answer"] is None and trace["effectiveMode"] == "HYBRID"
+    assert trace["fusion"] is None  # recorded only since convex fusion
     assert trace["settings"] == {
         "enableRag": True,
         "topK": 5,

@@ -58,3 +58,23 @@ def test_convex_fusion_ranks_by_scores_not_ranks(container: Container) -> None:
     vector_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=1.0)
     by_cosine = retrieve(container.store, embedder, pid, "penguins", vector_only).candidates
     assert [c.score for c in by_cosine] == sorted((c.score for c in by_cosine), reverse=True)
+
+
+def test_the_result_says_how_it_fused(container: Container) -> None:
+    """Convex for a hybrid search (the default), RRF when asked for or when several phrasings are fused,
+    and nothing when one ranking ran alone: the trace and the search results show this value."""
+    embedder = FakeEmbedder()
+    pid = _ingest(container, embedder, "fz", {"a.txt": "penguins breed in winter", "b.txt": "owls hunt at night"})
+
+    def fused(**kw: object) -> object:
+        params = RetrievalParams(top_k=5, threshold=-1.0, **kw)  # type: ignore[arg-type]
+        return retrieve(container.store, embedder, pid, "penguins", params).fusion
+
+    assert RetrievalParams().fusion == "convex"
+    assert fused() == "convex"
+    assert fused(fusion="rrf") == "rrf"
+    assert fused(mode="vector") is None and fused(mode="keyword") is None
+    found = retrieve(
+        container.store, embedder, pid, "penguins", RetrievalParams(top_k=5, threshold=-1.0), alternatives=["owls"]
+    )
+    assert found.fusion == "rrf"

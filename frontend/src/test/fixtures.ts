@@ -12,6 +12,7 @@ export function trace(overrides: Partial<TraceFieldsFragment> = {}): TraceFields
     provider: "local",
     model: "SmolLM2-135M-Instruct",
     effectiveMode: "HYBRID",
+    fusion: "CONVEX",
     embeddingSpace: "local/all-MiniLM-L6-v2-int8@384",
     noContext: false,
     degraded: [],

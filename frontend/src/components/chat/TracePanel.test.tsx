@@ -17,6 +17,7 @@ const trace: TraceFieldsFragment = {
   provider: "scripted",
   model: "scripted",
   effectiveMode: "KEYWORD",
+  fusion: null,
   embeddingSpace: "local/all-MiniLM-L6-v2-int8@384",
   noContext: false,
   degraded: [{ reason: "VECTOR_SEARCH_FAILED", message: "vector search failed; used keyword search only" }],

@@ -76,6 +76,12 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
                 ran as {trace.effectiveMode.toLowerCase()}
               </Badge>
             )}
+            {trace.fusion && (
+              <span className="muted" data-testid="trace-fusion">
+                {" "}
+                · fused by {trace.fusion === "CONVEX" ? "score (convex)" : "rank (RRF)"}
+              </span>
+            )}
           </dd>
           {trace.embeddingSpace && (
             <>

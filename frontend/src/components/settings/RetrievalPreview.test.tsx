@@ -8,19 +8,21 @@ import { RetrievalPreview } from "./RetrievalPreview";
 const where = { page: null, lineStart: 1, lineEnd: 4, headingPath: "Guide > Install" };
 const scores = [0.71, 0.55, 0.32, 0.12];
 
-function answer(topK: number, threshold: number): MockLink.MockedResponse<RetrievalPreviewQuery> {
+type Ranking = { expansions: string[]; expansionFailed: string | null; reranker: string | null; reranked: number; rerankFailed: string | null };
+
+function answer(topK: number, threshold: number, ranking: Ranking | null = null): MockLink.MockedResponse<RetrievalPreviewQuery> {
   let kept = 0;
   const hits = scores.map((score, i) => {
     const passes = score >= threshold;
     const fate = passes && kept < topK ? "KEPT" : passes ? "BEYOND_TOP_K" : "BELOW_THRESHOLD";
     if (fate === "KEPT") kept += 1;
-    return { chunkId: String(i + 1), documentId: "1", documentName: "guide.md", text: `passage ${i + 1}`, score, vectorRank: i + 1, keywordRank: null, fusedRank: i + 1, fate, location: where } as const;
+    return { chunkId: String(i + 1), documentId: "1", documentName: "guide.md", text: `passage ${i + 1}`, score, vectorRank: i + 1, keywordRank: null, fusedRank: i + 1, rerankScore: ranking?.reranker ? 4 - i : null, fate, location: where } as const;
   });
   return {
     request: { query: RetrievalPreviewDocument, variables: { sessionId: "7", message: "How do I install it?", topK, threshold } },
     result: {
       data: {
-        retrievalPreview: { __typename: "SearchResults", query: "How do I install it?", topK, threshold, mode: "HYBRID", effectiveMode: "HYBRID", degraded: [], timings: [],
+        retrievalPreview: { __typename: "SearchResults", query: "How do I install it?", topK, threshold, mode: "HYBRID", effectiveMode: "HYBRID", fusion: ranking ? "RRF" : "CONVEX", ranking, degraded: [], timings: [],
           kept: hits.filter((hit) => hit.fate === "KEPT").map((hit) => ({ chunkId: hit.chunkId })),
           hits: { __typename: "SearchHitConnection", totalCount: hits.length, edges: hits.map((node) => ({ node })) },
         },
@@ -54,5 +56,11 @@ describe("RetrievalPreview", () => {
       </MockedProvider>,
     );
     expect(screen.getByText("Fix top K and threshold to see the preview.")).toBeInTheDocument();
+  });
+  it("shows the ranking stages the next turn would run: its other phrasings and its reranker", async () => {
+    const ranking = { expansions: ["setting it up"], expansionFailed: null, reranker: "judge:local/smol", reranked: 4, rerankFailed: null };
+    render(<MockedProvider mocks={[answer(2, 0.3, ranking)]}>{preview(2, 0.3)}</MockedProvider>);
+    expect(await screen.findByTestId("preview-ranking")).toHaveTextContent("also searched “setting it up” · reranked the first 4 by judge:local/smol");
+    expect(screen.getAllByTestId("preview-hit")[0]).toHaveTextContent("rerank 4.00");
   });
 });

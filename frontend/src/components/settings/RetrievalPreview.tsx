@@ -72,6 +72,15 @@ export function RetrievalPreview({ sessionId, topK, threshold, enabled, initialQ
   );
 }
 
+type Ranking = NonNullable<SearchResultsFieldsFragment["ranking"]>;
+
+/** The ranking stages the next turn would run: its other phrasings and its reranker. */
+function RankingHint({ ranking }: { ranking: Ranking }) {
+  const phrasings = ranking.expansions.length > 0 ? `also searched ${ranking.expansions.map((e) => `“${e}”`).join(", ")}` : ranking.expansionFailed;
+  const reranked = ranking.reranker && (ranking.rerankFailed ?? `reranked the first ${ranking.reranked} by ${ranking.reranker}`);
+  return <Hint data-testid="preview-ranking">{[phrasings, reranked].filter(Boolean).join(" · ")}</Hint>;
+}
+
 function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragment; stale: boolean }) {
   const [all, setAll] = useState(false);
   // The best 100 candidates (one page); the summary counts them all (totalCount).
@@ -93,6 +102,7 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
           </>
         )}
       </p>
+      {results.ranking && <RankingHint ranking={results.ranking} />}
       {results.degraded.length > 0 && <Hint>Degraded: {results.degraded.map((d) => d.message).join("; ")}</Hint>}
       {!page && <FormError>{"message" in results.hits ? results.hits.message : "Candidates unavailable."}</FormError>}
       {loaded.length > 0 && <FateLegend counts={counts} onlyPresent small />}
@@ -102,6 +112,7 @@ function PreviewResults({ results, stale }: { results: SearchResultsFieldsFragme
             <div className={styles.hitHead}>
               <span className={cx(styles.rank, "mono")}>#{hit.fusedRank}</span>
               <span className={styles.doc}>{hit.documentName}</span>
+              {hit.rerankScore != null && <span className="muted mono">rerank {hit.rerankScore.toFixed(2)}</span>}
               <span className="muted">
                 {formatPlace(hit.location)}
                 {hit.location.headingPath && ` · ${formatHeadingPath(hit.location.headingPath)}`}
