@@ -75,9 +75,7 @@ def test_threshold_applies_before_top_k(container: Container) -> None:
     it is dropped first, and top_k=1 then keeps the next candidate instead of nothing. (RRF, whose
     per-ranking weights make the keyword ranking decide the order.)"""
     embedder, pid = _pinned_project(container)
-    params = RetrievalParams(
-        mode="hybrid", top_k=1, threshold=0.6, fusion="rrf", vector_weight=0.1, keyword_weight=5.0
-    )
+    params = RetrievalParams(mode="hybrid", top_k=1, threshold=0.6, fusion="rrf", vector_weight=0.1, keyword_weight=5.0)
     result = retrieve(container.store, embedder, pid, "query words", params)
     assert result.candidates[0].document_name == "b.txt"
     assert result.candidates[0].fate == "below_threshold"
