@@ -86,9 +86,10 @@ async def test_the_preview_shows_what_the_next_turn_retrieves(plain: OfficeRig) 
     plain.model.enqueue("The Leeds office has 142 desks [1].")
     await plain.ask(sid, FIRST)
     settings = plain.container.settings
-    shown = search.preview(
-        plain.container.store, plain.embedder, settings, plain.models, sid, FOLLOW_UP, top_k=None, threshold=None
-    )
+    shown = await search.preview(
+        plain.container.store, lambda: plain.embedder, settings, plain.models, None, sid, FOLLOW_UP,
+        top_k=None, threshold=None,
+    )  # fmt: skip
     plain.model.enqueue(ANSWER)
     trace = plain.trace(await plain.ask(sid, FOLLOW_UP))
     assert [c.document_name for c in shown.result.kept] == _kept(trace) == ["leeds.md"]
@@ -196,25 +197,26 @@ async def test_results_are_cached_until_the_knowledge_base_changes(plain: Office
     sid = plain.new_chat(top_k=2, threshold=0.0, quality=Quality.QUICK)
     store, settings = plain.container.store, plain.container.settings
 
-    def preview() -> tuple[bool | None, int, int, list[str]]:
-        shown = search.preview(
-            store, plain.embedder, settings, plain.models, sid, "car parking", top_k=None, threshold=None
-        )
+    async def preview() -> tuple[bool | None, int, int, list[str]]:
+        shown = await search.preview(
+            store, lambda: plain.embedder, settings, plain.models, None, sid, "car parking",
+            top_k=None, threshold=None,
+        )  # fmt: skip
         (one,) = shown.search.passes
         cache = shown.search.cache
         return one.cache_hit, cache.embedding_hits, cache.embedding_misses, [c.document_name for c in shown.result.kept]
 
     query_cache.clear_embeddings()
-    assert preview()[:3] == (False, 0, 1)
-    assert preview()[:3] == (True, 1, 0)
+    assert (await preview())[:3] == (False, 0, 1)
+    assert (await preview())[:3] == (True, 1, 0)
     documents.ingest(
         store, plain.embedder, settings.ingest, plain.project_id,
         [Source.from_bytes("porto.md", b"# Porto office\n\nThe Porto office has 9 car parking spaces.")],
     )  # fmt: skip
-    hit, _, _, kept = preview()
+    hit, _, _, kept = await preview()
     assert hit is False and "porto.md" in kept
-    assert preview()[0] is True
+    assert (await preview())[0] is True
     porto = next(d for d in documents.list_for(store, plain.project_id) if d.name == "porto.md")
     documents.delete(store, porto.id)
-    hit, _, _, kept = preview()
+    hit, _, _, kept = await preview()
     assert hit is False and "porto.md" not in kept
