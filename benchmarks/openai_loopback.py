@@ -1,7 +1,7 @@
-"""An OpenAI-compatible chat server on 127.0.0.1 that streams a fixed answer, one token every
-``--delay`` seconds: a remote provider whose cost is waiting, for benchmarks/provider_concurrency.py.
-It runs in a process of its own, so its work does not share the measured server's GIL, and stops
-by itself after ``--lifetime`` seconds.
+"""An OpenAI-compatible chat server on 127.0.0.1 that streams an answer (the distinct words of the
+prompt's first source, cited), one token every ``--delay`` seconds: a remote provider whose cost is
+waiting, for benchmarks/provider_concurrency.py. It runs in a process of its own, so its work does
+not share the measured server's GIL, and stops by itself after ``--lifetime`` seconds.
 
     python -m benchmarks.openai_loopback --port 8123 --tokens 50 --delay 0.02
 
@@ -14,7 +14,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
+
+SOURCE = re.compile(r'<source id="(\d+)"[^>]*>\n(.*?)\n</source>', re.DOTALL)
+
+
+def words(request: object, tokens: int) -> list[str]:
+    """The answer's ``tokens`` pieces: the words of the prompt's first source, as one sentence citing
+    it (an answer the answer guard keeps, as ragchat's would be), padded with distinct words."""
+    messages = request.get("messages") if isinstance(request, dict) else None
+    last = messages[-1].get("content") if isinstance(messages, list) and messages else None
+    found = SOURCE.findall(last) if isinstance(last, str) else []
+    said = list(dict.fromkeys(w for w in (found[0][1].replace(".", " ").split() if found else []) if w.isalnum()))
+    said = said[: tokens - 1]  # each word once: a repeated one would be a loop the guard stops
+    said += [f"t{n}" for n in range(len(said), tokens - 1)]
+    return [f"{w} " for w in said] + ["[1]."]
 
 
 def _chunk(payload: object) -> bytes:
@@ -36,19 +51,19 @@ async def _connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
                 if name.strip().lower() == "content-length":
                     length = int(value)
             request = json.loads(await reader.readexactly(length)) if length else {}
-            await _answer(writer, str(request.get("model", "loopback")), tokens, delay)
+            await _answer(writer, str(request.get("model", "loopback")), words(request, tokens), delay)
     except (ConnectionError, asyncio.IncompleteReadError):
         pass  # the client stopped an answer
     finally:
         writer.close()
 
 
-async def _answer(writer: asyncio.StreamWriter, model: str, tokens: int, delay: float) -> None:
+async def _answer(writer: asyncio.StreamWriter, model: str, pieces: list[str], delay: float) -> None:
     writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
     base = {"id": "bench", "object": "chat.completion.chunk", "created": 0, "model": model}
-    for n in range(tokens):
+    tokens = len(pieces)
+    for text in pieces:
         await asyncio.sleep(delay)
-        text = f"t{n} " if n < tokens - 1 else "[1]."  # distinct words: the answer guard sees no loop
         writer.write(_chunk({**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}))
         await writer.drain()
     writer.write(_chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))

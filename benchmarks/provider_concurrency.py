@@ -29,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -48,33 +49,47 @@ GOAL_LAG_P99_MS = 25.0
 log = logging.getLogger("benchmarks")
 
 
+@dataclass(frozen=True)
+class Loopback:
+    base_url: str
+    pid: int
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (Linux's /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def loopback(tokens: int, delay: float, lifetime: float) -> Iterator[str]:
-    """The OpenAI-compatible server in its own process; its base URL."""
+def loopback(tokens: int, delay: float, lifetime: float) -> Iterator[Loopback]:
+    """The OpenAI-compatible server in its own process: its base URL and process id."""
     port = free_port()
     args = ["--port", str(port), "--tokens", str(tokens), "--delay", str(delay), "--lifetime", str(lifetime)]
     command = [sys.executable, "-m", "benchmarks.openai_loopback", *args]
     with subprocess.Popen(command, stdout=subprocess.PIPE, cwd=common.ROOT) as process:
         try:
             assert process.stdout is not None and process.stdout.readline().strip() == b"ready", "did not start"
-            yield f"http://127.0.0.1:{port}/v1"
+            yield Loopback(f"http://127.0.0.1:{port}/v1", process.pid)
         finally:
             process.terminate()
             process.wait(10)
 
 
-def _phase(server: Live, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
+def _phase(server: Live, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
     url = server.api.base.replace("http://", "ws://") + "/graphql"
     command = [sys.executable, "-m", "benchmarks.stream_clients", "--url", url, "--turns", str(turns), *sessions]
     server.ticker.take()
     pauses = GcPauses()
     gc.callbacks.append(pauses)
+    provider_cpu = process_cpu(provider.pid)
     cpu = time.process_time()  # the server's threads (clients and provider are other processes)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=common.ROOT, check=True)
     finally:
         gc.callbacks.remove(pauses)
     cpu = time.process_time() - cpu
+    provider_cpu = process_cpu(provider.pid) - provider_cpu
     lags = server.ticker.take()
     found = json.loads(done.stdout)
     counts, seconds = found["counts"], found["seconds"]
@@ -97,12 +112,22 @@ def _phase(server: Live, sessions: list[str], turns: int, cap: int) -> dict[str,
         "gc_pause_max_ms": pauses.longest * 1000,
         "server_cpu_s": cpu,
         "server_cpu_ms_per_token": cpu * 1000 / max(counts.get("tokens", 0), 1),
+        # The load generators share the machine's cores: their CPU time says how much of it they took.
+        "clients_cpu_s": found["cpu_s"],
+        "clients_cpu_ms_per_token": found["cpu_s"] * 1000 / max(counts.get("tokens", 0), 1),
+        "provider_cpu_s": provider_cpu,
+        "provider_cpu_ms_per_token": provider_cpu * 1000 / max(counts.get("tokens", 0), 1),
         "load_average": os.getloadavg()[0],
     }
 
 
 def _server_phases(
-    cfg: Config, kb: data.KnowledgeBase, base_url: str, chat: dict[str, Any], plan: list[tuple[int, int]], turns: int
+    cfg: Config,
+    kb: data.KnowledgeBase,
+    provider: Loopback,
+    chat: dict[str, Any],
+    plan: list[tuple[int, int]],
+    turns: int,
 ) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         copy = kb.copy_to(Path(tmp))
@@ -110,7 +135,7 @@ def _server_phases(
             copy.path,
             rag={"mode": "vector"},
             llm={"provider": "openai", "model": "loopback"},
-            openai={"base_url": base_url, "api_key": "bench"},
+            openai={"base_url": provider.base_url, "api_key": "bench"},
             chat=chat,
         )
         # The knowledge base's space, so retrieval runs (its vectors are synthetic anyway).
@@ -118,14 +143,24 @@ def _server_phases(
         with live(settings, embedder, chat_registry(settings)) as server:
             streams = max(n for n, _ in plan)
             sessions = [
-                create_session(server.api, kb.project_id, provider="openai", model="loopback", threshold=0.0)
+                # One retrieval pass, no rewrite: the stream of tokens is the subject, not the chat
+                # model's helper replies (each would be a whole loopback answer, untimed by the clients).
+                create_session(
+                    server.api,
+                    kb.project_id,
+                    provider="openai",
+                    model="loopback",
+                    threshold=0.0,
+                    quality="QUICK",
+                    rewrite="OFF",
+                )
                 for _ in range(streams)
             ]
-            _phase(server, sessions[:1], 1, 0)  # warm: the index loads, the adapter connects
+            _phase(server, provider, sessions[:1], 1, 0)  # warm: the index loads, the adapter connects
             phases = []
             for n, cap in plan:
                 log.info("provider concurrency: %d streams, cap %d", n, cap)
-                phases.append(_phase(server, sessions[:n], turns, cap))
+                phases.append(_phase(server, provider, sessions[:n], turns, cap))
             return phases
 
 
@@ -139,11 +174,11 @@ def run(cfg: Config) -> dict[str, Any]:
     kb = data.knowledge_base(cfg, n)
     declared = 32 if not cfg.tiny else 4
     limits = {} if not cfg.tiny else {"openai": declared}  # tiny: 4 streams stand for 32
-    with loopback(tokens, delay, lifetime=900) as base_url:
+    with loopback(tokens, delay, lifetime=900) as provider:
         now = _server_phases(
-            cfg, kb, base_url, {"limits": limits}, [(1, declared), (many, declared), (past, declared)], turns
+            cfg, kb, provider, {"limits": limits}, [(1, declared), (many, declared), (past, declared)], turns
         )
-        before = _server_phases(cfg, kb, base_url, {"limits": {"openai": 3}, "queue_timeout": 0}, [(many, 3)], turns)
+        before = _server_phases(cfg, kb, provider, {"limits": {"openai": 3}, "queue_timeout": 0}, [(many, 3)], turns)
     single = now[0]["tokens_per_s"]
     phases = [*now, *before]
     labels = ["1 stream", f"{many} streams", f"{past} streams (past the cap)", f"{many} streams, before: cap 3"]
@@ -166,6 +201,8 @@ def run(cfg: Config) -> dict[str, Any]:
             p["lag_ms"]["max"],
             p["gc_pause_max_ms"],
             p["server_cpu_ms_per_token"],
+            p["clients_cpu_ms_per_token"],
+            p["provider_cpu_ms_per_token"],
             p["load_average"],
         ]
         for p in phases
@@ -187,6 +224,8 @@ def run(cfg: Config) -> dict[str, Any]:
             "max ms",
             "longest GC pause ms",
             "server CPU ms / token",
+            "clients' CPU ms / token",
+            "provider's CPU ms / token",
             "load avg",
         ],
         rows,

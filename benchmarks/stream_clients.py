@@ -1,7 +1,8 @@
 """Chat clients for benchmarks/provider_concurrency.py, in a process of their own so that their
 work does not share the measured server's GIL: one graphql-transport-ws connection per session,
 ``--turns`` questions each, one after the other, all sessions at once. Prints one JSON object:
-the seconds from the first connection to the last answer, and counts by event (``tokens`` counts
+the seconds from the first connection to the last answer, this process's CPU seconds meanwhile
+(the load generator shares the machine's cores with the server it measures), and counts by event (``tokens`` counts
 the words of the ChatToken texts, so tokens sent together in one event count each).
 
     python -m benchmarks.stream_clients --url ws://127.0.0.1:8000/graphql --turns 3 1 2 3
@@ -51,9 +52,10 @@ async def _stream(url: str, sid: str, turns: int, counts: Counter[str], errors: 
 async def _everyone(url: str, sessions: list[str], turns: int) -> dict[str, object]:
     counts: Counter[str] = Counter()
     errors: list[str] = []
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(_stream(url, sid, turns, counts, errors) for sid in sessions))
-    return {"seconds": time.perf_counter() - started, "counts": dict(counts), "errors": errors[:5]}
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"seconds": seconds, "cpu_s": cpu, "counts": dict(counts), "errors": errors[:5]}
 
 
 def main() -> None:

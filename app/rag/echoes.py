@@ -123,7 +123,10 @@ def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _source_labels(text: str, sources: Sequence[prompting.Source]) -> list[tuple[int, int]]:
     """``[1] name.md, lines 1-4`` (marker and all at a line start; after a sentence the marker stays)."""
     spans: list[tuple[int, int]] = []
+    folded = text.casefold()
     for source in sources:
+        if source.document.casefold() not in folded:
+            continue  # no label without the name: the pattern, new for each name, is not compiled
         heading = source.location.partition(", ")[2]
         where = r"(?:lines?\s+\d+(?:\s*[-\u2013]\s*\d+)?|pages?\s+\d+)"
         where += rf"(?:\s*,\s*{re.escape(heading)})?" if heading else ""

@@ -176,9 +176,9 @@ class _LoopWatch:
         for p in range(1, min(self.o.max_period, len(t) // 2) + 1):
             repeats = 8 if p <= 2 else 3
             need = max(p * repeats, self.o.min_loop_tokens)
-            if need > len(t):
+            if need > len(t) or t[-1] != t[-1 - p]:  # the first comparison fails for most periods: no generator
                 continue
-            if all(t[-i] == t[-i - p] for i in range(1, need - p + 1)):
+            if all(t[-i] == t[-i - p] for i in range(2, need - p + 1)):
                 shown = " ".join(x for x in t[-p:] if x != "\n")
                 return Reason("loop", f"the text “{shown}” repeats {need // p}+ times in a row")
         return None

@@ -36,7 +36,9 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
 
 def near_duplicates(candidates: Sequence[Candidate]) -> set[int]:
     """Chunk ids of candidates nearly identical to a better-ranked one (``candidates`` best first)."""
-    seen: list[frozenset[tuple[str, ...]]] = []
+    # Shingles as small ints (numbered in this call): the n^2 comparisons then hash no tuples.
+    numbers: dict[tuple[str, ...], int] = {}
+    seen: list[frozenset[int]] = []
     exact: set[str] = set()
     found: set[int] = set()
     for candidate in candidates[:COMPARED]:
@@ -44,13 +46,23 @@ def near_duplicates(candidates: Sequence[Candidate]) -> set[int]:
         if normal in exact:
             found.add(candidate.chunk_id)
             continue
-        shingles = _shingles(candidate.text)
-        if any(len(shingles & s) >= NEAR_DUPLICATE * len(shingles | s) for s in seen):
+        shingles = frozenset([numbers.setdefault(t, len(numbers)) for t in _shingles(candidate.text)])
+        if any(_near(shingles, s) for s in seen):
             found.add(candidate.chunk_id)
             continue
         exact.add(normal)
         seen.append(shingles)
     return found
+
+
+def _near(a: frozenset[int], b: frozenset[int]) -> bool:
+    """Jaccard(a, b) >= NEAR_DUPLICATE. Sizes too far apart cannot reach it (the intersection is at
+    most the smaller, the union at least the larger), so most pairs need no set operation."""
+    small, large = sorted((len(a), len(b)))
+    if small < NEAR_DUPLICATE * large:
+        return False
+    both = len(a & b)
+    return both >= NEAR_DUPLICATE * (len(a) + len(b) - both)
 
 
 def merge_adjacent(kept: list[Candidate]) -> tuple[list[Candidate], set[int]]:

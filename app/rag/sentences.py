@@ -24,6 +24,7 @@ stop words out, numbers kept (they carry facts). Words alone match across inflec
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -266,9 +267,17 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+_POSSESSIVE = re.compile(r"['\u2019]s$")
+# The guard, citations, widen and extractive answers take the terms of the same sources again and
+# again (every turn, several times per turn): remembered, per word and per text. Bounded; texts
+# longer than TERMS_CACHED_CHARS (a long answer or document) are not kept.
+TERMS_CACHED_CHARS = 4096
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light suffix stripper: enough for plurals and common verb forms to meet."""
-    w = re.sub(r"['\u2019]s$", "", word)
+    w = _POSSESSIVE.sub("", word)
     if len(w) <= 3 or w[0].isdigit():
         return w
     if w.endswith("ies") and len(w) > 4:
@@ -292,7 +301,12 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Content words: stemmed, stop words and one-letter words out, numbers kept; in order."""
-    return [stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    return list(_terms(text) if len(text) <= TERMS_CACHED_CHARS else _terms.__wrapped__(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _terms(text: str) -> tuple[str, ...]:
+    return tuple(stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit()))
 
 
 def numbers(text: str) -> set[str]:

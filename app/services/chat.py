@@ -66,6 +66,7 @@ from app.services.chat_log import TurnLog
 from app.services.chat_store import SessionSnapshot, Turn
 from app.services.chat_trace import TraceBuilder
 from app.services.slots import Queued, Slot, SlotPools
+from app.services.step_deadline import StepDeadline
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -430,19 +431,20 @@ class ChatService:
         options = GenerationOptions(max_tokens=prompt.report.answer_reserve, temperature=self.settings.llm.temperature)
         stream = model.stream(prompt.messages, options)
         started = time.perf_counter()
-        deadline = started + limits.total_timeout
+        steps = StepDeadline()  # one timer for the stream, not one per token
+        deadline = steps.time() + limits.total_timeout
         first = True
         try:
             while True:
-                remaining = deadline - time.perf_counter()
+                now = steps.time()
+                remaining = deadline - now
                 # The first token waits for the prompt to be read; later ones only for the next token.
                 wait = limits.first_token_timeout if first else limits.idle_timeout
                 idle_bound = wait <= remaining
                 try:
                     # Not asyncio.wait_for: on 3.11 it swallows a cancellation that arrives as the token
                     # does, and a turn whose client left would then run on (and stay 'streaming').
-                    async with asyncio.timeout(max(min(wait, remaining), 0.001)):
-                        event = await anext(stream)
+                    event = await steps.step(anext(stream), now + max(min(wait, remaining), 0.001))
                 except StopAsyncIteration:
                     break
                 except TimeoutError as exc:
@@ -462,6 +464,7 @@ class ChatService:
                 elif isinstance(event, Usage):
                     trace.set_usage(event)
         finally:
+            steps.close()
             await stream.aclose()  # type: ignore[attr-defined]
             trace.timing(Stage.GENERATE, (time.perf_counter() - started) * 1000)
 
