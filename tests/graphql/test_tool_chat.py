@@ -507,3 +507,35 @@ def test_decisions_need_the_api_key_when_keys_are_configured(tmp_path: Path, mod
             assert keyed.run(APPROVE, id="1")["approveToolCall"]["__typename"] == "NotFoundError"
     finally:
         built.close()
+
+
+REGENERATE = f"""mutation($m: ID!) {{ regenerateMessage(messageId: $m) {{ __typename
+  ... on ChatMessage {{ id content toolCalls {{ {CALL_FIELDS} }} }} {ERRORS} }} }}"""
+DELETE_TOOL = "mutation($id: ID!) { deleteTool(id: $id) { __typename } }"
+
+
+def test_regenerating_drops_undecided_calls_keeps_decided_ones_and_never_rewrites_an_outcome(
+    api: Api, model: FakeChatModel, endpoint: Endpoint
+) -> None:
+    _, answer, _ = previewed(api, model, endpoint)
+    old_preview = answer["toolCalls"][0]["id"]
+    model.enqueue(calls(("create_ticket", {"title": "Printer still on fire"})), "Approve the new ticket.")
+    again = api.run(REGENERATE, m=answer["id"])["regenerateMessage"]
+    assert again["id"] == answer["id"]
+    (new,) = again["toolCalls"]  # the undecided preview went with the old answer
+    assert new["id"] != old_preview and new["status"] == "PREVIEW" and new["position"] == 0
+    assert api.run(APPROVE, id=old_preview)["approveToolCall"]["__typename"] == "NotFoundError"
+    approved = api.run(APPROVE, id=new["id"])["approveToolCall"]
+    assert approved["status"] == "APPROVED" and endpoint.created == 1
+    model.enqueue("Nothing more to do.")
+    kept = api.run(REGENERATE, m=answer["id"])["regenerateMessage"]
+    assert [(c["id"], c["status"]) for c in kept["toolCalls"]] == [(new["id"], "APPROVED")]
+    refused = api.run(REGENERATE, m=approved["outcomeMessageId"])["regenerateMessage"]
+    assert refused["__typename"] == "ValidationError" and "approved tool call" in refused["message"]
+    # A deleted tool leaves its calls, by name.
+    tool_id = approved["toolId"]
+    assert api.run(DELETE_TOOL, id=tool_id)["deleteTool"]["__typename"] == "ToolDeleted"
+    after = api.run(REJECT, id=new["id"])["rejectToolCall"]
+    assert after["__typename"] == "ConflictError"
+    (call,) = api.run(REGENERATE, m=answer["id"])["regenerateMessage"]["toolCalls"]
+    assert call["toolId"] is None and call["toolName"] == "create_ticket" and call["status"] == "APPROVED"
