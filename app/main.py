@@ -22,7 +22,7 @@ from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
-from app.services import chat_store, health
+from app.services import chat_store, health, tool_calls
 from app.settings import Settings
 from app.web import BUILT_FRONTEND, frontend_app
 
@@ -43,11 +43,14 @@ async def _open_store(container: Container) -> bool:
             )
             return False
         recovered = await anyio.to_thread.run_sync(chat_store.recover_interrupted, container.store)
+        calls = await anyio.to_thread.run_sync(tool_calls.recover_interrupted, container.store)
     except StorageError as exc:
         log.error("%s (%s); requests will fail until it can be used", exc.message, container.settings.database_url)
         return False
     if recovered:
         log.warning("%d answers were interrupted by the last shutdown; marked failed", recovered)
+    if calls:
+        log.warning("%d approved tool calls were interrupted by the last shutdown; their outcome is unknown", calls)
     return True
 
 

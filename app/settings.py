@@ -223,6 +223,27 @@ class ToolSettings(BaseModel):
     # A ranked tool below this cosine similarity to the message is not offered; None: no minimum.
     min_score: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     secrets: dict[str, SecretStr] = Field(default_factory=dict)
+    # HTTP tools reach only public addresses unless the operator allows private ones (all of them,
+    # or these networks): a model chooses the arguments, never where a call goes.
+    allow_private: bool = False
+    allowed_networks: list[str] = Field(default_factory=list)
+    max_response_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)  # an HTTP tool's answer
+    # The tool loop of a chat turn (app/services/tool_loop.py LoopLimits).
+    max_calls: int = Field(8, ge=1, le=50)  # tool calls per answer
+    max_rounds: int = Field(4, ge=1, le=20)  # model replies that may call tools
+    call_timeout: float = Field(20.0, gt=0, le=120, allow_inf_nan=False)  # seconds, a tool's own may be lower
+    total_timeout: float = Field(90.0, gt=0, le=600, allow_inf_nan=False)  # seconds for all calls and rounds
+    max_output_chars: int = Field(8000, ge=200, le=200_000)  # of one result, as the model reads it
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _tool_networks(cls, networks: list[str]) -> list[str]:
+        for network in networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"not a network: {network!r} ({exc})") from None
+        return networks
 
     @field_validator("secrets")
     @classmethod

@@ -45,6 +45,17 @@ class ToolKind(StrEnum):
     HTTP = "http"  # an operator's endpoint, called with the arguments filled into its URL template
 
 
+class ToolCallStatus(StrEnum):
+    """Where a model's tool call is in its life (migration 0017)."""
+
+    EXECUTED = "executed"  # ran during the turn and returned a result
+    FAILED = "failed"  # refused or failed during the turn (unknown tool, bad arguments, timeout, error)
+    PREVIEW = "preview"  # a side-effecting call: shown to the user, waiting for approve or reject
+    RUNNING = "running"  # approved: executing now (claimed once, so it runs once)
+    APPROVED = "approved"  # approved and run: its result, or the error of its one attempt
+    REJECTED = "rejected"  # the user said no: never ran
+
+
 class HttpMethod(StrEnum):
     GET = "GET"
     POST = "POST"

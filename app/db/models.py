@@ -37,6 +37,7 @@ from app.db.enums import (
     MessageStatus,
     Role,
     SpaceStatus,
+    ToolCallStatus,
     ToolKind,
 )
 
@@ -375,6 +376,43 @@ class ToolVector(Base):
     space: Mapped[str] = mapped_column(String(300))
     text_hash: Mapped[str] = mapped_column(String(64))
     vector: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class StoredToolCall(Base):
+    """One tool call a model made while writing an answer (migration 0017), in the order it made
+    them. The tool may be deleted later: ``tool_name`` stays, ``tool_id`` becomes NULL. A
+    side-effecting call is stored as ``preview`` and runs only when approved: the move out of
+    ``preview`` is one conditional UPDATE, so it runs once however often it is approved."""
+
+    __tablename__ = "tool_calls"
+    __table_args__ = (
+        CheckConstraint(one_of("status", ToolCallStatus), name="ck_tool_calls_status"),
+        CheckConstraint("result_chars >= 0 AND position >= 0", name="ck_tool_calls_counts"),
+        UniqueConstraint("message_id", "position", name="uq_tool_calls_message_position"),
+        Index("ix_tool_calls_session_id", "session_id"),
+        Index("ix_tool_calls_status", "status"),
+        NEVER_REUSED_IDS,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    message_id: Mapped[int] = mapped_column(ForeignKey("chat_messages.id", ondelete="CASCADE"))
+    session_id: Mapped[int] = mapped_column(ForeignKey("chat_sessions.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)  # 0-based, in the order the model called
+    call_id: Mapped[str] = mapped_column(String(200))  # the model's id for the call
+    tool_id: Mapped[int | None] = mapped_column(ForeignKey("tools.id", ondelete="SET NULL"))
+    tool_name: Mapped[str] = mapped_column(String(200))  # as the model called it (maybe no tool's)
+    arguments: Mapped[str] = mapped_column(Text)  # the JSON text the model wrote, unparsed
+    status: Mapped[ToolCallStatus] = mapped_column(StoredEnum(ToolCallStatus))
+    result: Mapped[str | None] = mapped_column(Text)  # its output, capped (RESULT_MAX characters)
+    result_chars: Mapped[int] = mapped_column(Integer, default=0)  # the output's size before the cap
+    error: Mapped[str | None] = mapped_column(Text)
+    ms: Mapped[float | None] = mapped_column(Float)  # how long it ran
+    preview: Mapped[str | None] = mapped_column(Text)  # what it would do (its dry run's output, or a summary)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # approved or rejected
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The message that told the conversation how an approved or rejected call ended.
+    outcome_message_id: Mapped[int | None] = mapped_column(ForeignKey("chat_messages.id", ondelete="SET NULL"))
 
 
 class SessionToolGroup(Base):

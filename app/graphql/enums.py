@@ -231,6 +231,8 @@ expose(
         Stage.RERANK: "A reranker scoring the first candidates (an HTTP rerank endpoint, or the chat model as judge).",
         Stage.REWRITE: "The chat model rewriting a follow-up into a standalone query (before retrieval).",
         Stage.EXTRACT: "Choosing the sentences to quote (extractive answers).",
+        Stage.TOOL_SELECT: "Choosing the tools offered: the session's groups, similarity to the message, core tools.",
+        Stage.TOOLS: "The tool loop: the model's replies and the calls it made, until it answered.",
         Stage.BUDGET: "Building the prompt to fit the model's context window (tokenizing).",
         Stage.FIRST_TOKEN: "From calling the chat model to its first token (included in GENERATE).",
         Stage.GENERATE: "From calling the chat model to its last token.",

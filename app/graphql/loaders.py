@@ -14,7 +14,7 @@ import anyio.to_thread
 from strawberry.dataloader import DataLoader
 
 from app.container import Container
-from app.services import batches, tools
+from app.services import batches, tool_calls, tools
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -44,3 +44,4 @@ class Loaders:
         self.tool_groups: DataLoader[int, list[str]] = _loader(
             lambda ids: list(tools.session_groups(store, ids).values())
         )
+        self.tool_calls_by_message = _loader(partial(tool_calls.by_messages, store))

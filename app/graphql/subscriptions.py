@@ -31,9 +31,20 @@ from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
 from app.graphql.errors import NotFoundError as NotFoundErrorType
 from app.graphql.job_types import IngestionItem
+from app.graphql.tool_call_types import ChatToolCall, ChatToolPreview, ChatToolResult
 from app.graphql.trace_types import SCORE, Degradation, Location
 from app.services import sessions
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent, RetrievalEvent, SearchProgressEvent, TokenEvent
+from app.services.chat_events import (
+    ChatEvent,
+    DoneEvent,
+    ErrorEvent,
+    RetrievalEvent,
+    SearchProgressEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ToolPreviewEvent,
+    ToolResultEvent,
+)
 from app.services.chat_live import Listener
 from app.services.slots import Queued
 
@@ -118,7 +129,15 @@ class ChatError(Error):
 
 
 ChatEventType = Annotated[
-    ChatQueued | ChatSearchProgress | ChatRetrieval | ChatToken | ChatDone | ChatError,
+    ChatQueued
+    | ChatSearchProgress
+    | ChatRetrieval
+    | ChatToken
+    | ChatToolCall
+    | ChatToolResult
+    | ChatToolPreview
+    | ChatDone
+    | ChatError,
     strawberry.union("ChatEvent", description="One event of a streamed answer."),
 ]
 
@@ -242,6 +261,8 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
             no_context=event.no_context,
             degraded=list(event.degraded),
         )
+    if isinstance(event, ToolCallEvent | ToolResultEvent | ToolPreviewEvent):
+        return _tool_event(event)
     if isinstance(event, DoneEvent):
         if event.answer is not None:  # as the turn stored it: no need to read it again
             return ChatDone(answer=types.ChatMessage.stored(info, event.answer))
@@ -261,11 +282,40 @@ async def _convert(info: Info, event: ChatEvent) -> ChatEventType:
     )
 
 
+def _tool_event(event: ToolCallEvent | ToolResultEvent | ToolPreviewEvent) -> ChatEventType:
+    message_id = strawberry.ID(str(event.message_id))
+    if isinstance(event, ToolCallEvent):
+        return ChatToolCall(message_id=message_id, call_id=event.call_id, name=event.name, arguments=event.arguments)
+    stored = strawberry.ID(str(event.tool_call_id)) if event.tool_call_id is not None else None
+    if isinstance(event, ToolPreviewEvent):
+        return ChatToolPreview(
+            message_id=message_id,
+            call_id=event.call_id,
+            tool_call_id=stored,
+            name=event.name,
+            arguments=event.arguments,
+            preview=event.preview,
+        )
+    return ChatToolResult(
+        message_id=message_id,
+        call_id=event.call_id,
+        tool_call_id=stored,
+        name=event.name,
+        ok=event.ok,
+        error=event.error,
+        summary=event.summary,
+        size=event.size,
+        truncated=event.truncated,
+        ms=event.ms,
+    )
+
+
 @strawberry.type(description="Streams, over a websocket at /graphql (graphql-transport-ws).")
 class Subscription:
     @strawberry.subscription(
         description="Ask a question and stream the answer: ChatRetrieval, then ChatToken pieces, then ChatDone or "
-        "ChatError. Over a websocket (graphql-transport-ws) at /graphql."
+        "ChatError. In a session with tool groups, ChatToolCall / ChatToolResult (or ChatToolPreview) come between "
+        "the tokens as the model calls tools. Over a websocket (graphql-transport-ws) at /graphql."
     )
     async def chat(
         self,

@@ -3,14 +3,16 @@ Query and Mutation (queries.py, mutations.py) inherit these fields."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import strawberry
+from strawberry.scalars import JSON
 
-from app.errors import StorageError
+from app.errors import RagchatError, StorageError
 from app.graphql.context import Info
-from app.graphql.errors import parse_id
+from app.graphql.errors import parse_id, to_graphql
 from app.graphql.results import call
+from app.graphql.tool_call_types import ToolCall, ToolCallDecisionResult, ToolTest, ToolTestResult
 from app.graphql.tool_types import (
     CreateToolInput,
     DeleteToolResult,
@@ -24,12 +26,13 @@ from app.graphql.tool_types import (
     ToolSelectionResult,
     UpdateToolInput,
 )
-from app.services import tool_selection, tools
+from app.services import tool_approval, tool_selection, tools
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
 UNREADABLE = (StorageError,)
 _TOOL_ID = strawberry.argument(description="The tool.")
 _SESSION_ID = strawberry.argument(description="The chat session.")
+_CALL_ID = strawberry.argument(description="The stored tool call (ToolCall.id, ChatToolPreview.toolCallId).")
 
 
 @strawberry.type
@@ -119,3 +122,66 @@ class ToolMutation:
             return SessionToolGroups(session_id=strawberry.ID(str(sid)), groups=kept)
 
         return await call(run)
+
+    @strawberry.mutation(
+        description="Approve a previewed tool call (status PREVIEW): it runs now, once, and its outcome is recorded "
+        "and appended to the conversation as an assistant message (`outcomeMessageId`). Approving it again, or "
+        "twice at once, runs nothing more: each returns the recorded outcome. A rejected call is a ConflictError; "
+        "one that needed no approval a ValidationError."
+    )
+    async def approve_tool_call(self, info: Info, id: Annotated[strawberry.ID, _CALL_ID]) -> ToolCallDecisionResult:
+        c = info.context.container
+        return await _decided(
+            lambda: tool_approval.approve(c.store, lambda: c.embedder, c.settings, parse_id(id, "id"))
+        )
+
+    @strawberry.mutation(
+        description="Reject a previewed tool call: it never runs. Rejecting it again returns it; an approved call "
+        "is a ConflictError."
+    )
+    async def reject_tool_call(self, info: Info, id: Annotated[strawberry.ID, _CALL_ID]) -> ToolCallDecisionResult:
+        store = info.context.container.store
+        return await _decided(lambda: tool_approval.reject(store, parse_id(id, "id")))
+
+    @strawberry.mutation(
+        description="Run a tool once with these arguments and show what a model would read (for the tools page). "
+        "A tool with side effects runs only its preview (its dry-run request, or none). Nothing is stored."
+    )
+    async def test_tool(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _TOOL_ID],
+        arguments: Annotated[
+            JSON, strawberry.argument(description="The arguments: an object valid against its inputSchema.")
+        ],
+        project_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(description="The knowledge base a built-in tool runs over (required for those)."),
+        ] = None,
+    ) -> ToolTestResult:
+        c = info.context.container
+        try:
+            project = parse_id(project_id, "projectId") if project_id is not None else None
+            tested = await tool_approval.test(
+                c.store, lambda: c.embedder, c.settings, parse_id(id, "id"), arguments, project
+            )
+        except RagchatError as exc:
+            error: Any = to_graphql(exc)  # NotFoundError or ValidationError: a run's failure is in ToolTest
+            return error
+        return ToolTest(
+            tool_id=strawberry.ID(str(tested.tool_id)),
+            dry_run=tested.dry_run,
+            ok=tested.ok,
+            output=tested.output,
+            error=tested.error,
+            size=tested.size,
+            truncated=tested.truncated,
+            ms=tested.ms,
+        )
+
+
+async def _decided(run: Any) -> Any:
+    try:
+        return ToolCall.of(await run())
+    except RagchatError as exc:
+        return to_graphql(exc)

@@ -6,6 +6,7 @@ import strawberry
 
 from app.graphql.enums import AnswerMode, CandidateFate, GuardDecision, RetrievalMode, Stage
 from app.graphql.search_trace_types import TraceSearch, search_of
+from app.graphql.tool_call_types import TraceTools
 from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
 from app.services import trace_model
@@ -191,6 +192,10 @@ class RetrievalTrace:
     ranking: TraceRanking | None = strawberry.field(
         default=None, description="Expansion and reranking; null when neither was on (and in older traces)."
     )
+    tools: TraceTools | None = strawberry.field(
+        default=None,
+        description="Tool selection's stages and the model's tool calls; null when the session allows no tools.",
+    )
 
 
 def _answer(answer: trace_model.TraceAnswer | None) -> TraceAnswer | None:
@@ -277,4 +282,5 @@ def trace_of(trace: trace_model.RetrievalTrace) -> RetrievalTrace:
         else None,
         answer=_answer(trace.answer),
         search=search_of(trace.search),
+        tools=TraceTools.of(trace.tools) if trace.tools is not None else None,
     )

@@ -15,6 +15,7 @@ from app.graphql.enums import AnswerMode, CitationKind, DocumentKind, DocumentSt
 from app.graphql.errors import ValidationError
 from app.graphql.job_types import JOB_CURSOR, IngestionJob, IngestionJobConnection, IngestionJobConnectionResult
 from app.graphql.rag_settings import RagSettingsFields
+from app.graphql.tool_call_types import ToolCall
 from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, tokens_of, trace_of
 from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
@@ -320,6 +321,13 @@ class ChatMessage:
     @strawberry.field(description="The sources the answer relies on, by marker (empty for a question).")
     async def citations(self, info: Info) -> list[Citation]:
         return [Citation.of(c) for c in await info.context.loaders.citations_by_message.load(int(self.id))]
+
+    @strawberry.field(
+        description="The tool calls the model made while writing this answer, in order (empty for a question and "
+        "when the session allows no tools); previews among them wait for approveToolCall / rejectToolCall."
+    )
+    async def tool_calls(self, info: Info) -> list[ToolCall]:
+        return [ToolCall.of(c) for c in await info.context.loaders.tool_calls_by_message.load(int(self.id))]
 
     @strawberry.field(description="True when RAG was on and no source passed the threshold.")
     def no_context(self) -> bool:

@@ -9,6 +9,10 @@ decompression, which is done here with a bound, so a small gzip that expands is 
 whole fetch, redirects included, has one deadline. Proxies from the environment are ignored (a
 proxy would connect on our behalf to an address nobody checked).
 
+:func:`fetch` also sends an HTTP tool's request (issue 19): another ``method``, a ``body`` and extra
+``headers``; a request that is not a GET never follows a redirect (it would be resent somewhere
+nobody chose), and a policy may accept any 2xx status and any content type.
+
 Errors (app/errors.py): :class:`UrlRefusedError` (the URL or an address it leads to is not
 allowed), :class:`TooLargeError`, :class:`UnsupportedTypeError` (a content type outside the
 policy's list), and :class:`FetchError` for everything else (cannot connect, timed out, an HTTP
@@ -20,7 +24,7 @@ from __future__ import annotations
 import ssl
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from email.message import Message
 from urllib.parse import unquote, urljoin
@@ -41,10 +45,11 @@ class FetchPolicy:
     max_bytes: int
     timeout: float
     max_redirects: int
-    content_types: frozenset[str]
+    content_types: frozenset[str] | None  # None: any media type
     user_agent: str = "ragchat"
     # Certificates are verified against the system's CAs (certifi's); a CA bundle file replaces them.
     ca_file: str | None = None
+    any_success: bool = False  # accept every 2xx status, not only 200 (an HTTP tool's answer)
 
 
 @dataclass(frozen=True)
@@ -65,19 +70,32 @@ class _Target:
     sni: str | None
 
 
-def fetch(url: str, policy: FetchPolicy) -> Fetched:
-    """GET ``url`` within ``policy``. See the module docstring for what is refused and raised."""
+def fetch(
+    url: str,
+    policy: FetchPolicy,
+    *,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Fetched:
+    """Request ``url`` (GET unless told) within ``policy``. See the module docstring for what is
+    refused and raised."""
     deadline = time.monotonic() + policy.timeout
     current = url
+    extra = dict(headers or {})
+    if body is not None:
+        extra.setdefault("Content-Type", "application/json")
     for _hop in range(policy.max_redirects + 1):
         target = _target(current, policy.addresses)
         verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=policy.ca_file) if policy.ca_file else True
         with httpx.Client(trust_env=False, follow_redirects=False, verify=verify) as client:
             try:
                 request = client.build_request(
-                    "GET",
+                    method,
                     target.url,
+                    content=body,
                     headers={
+                        **extra,
                         "Host": target.host_header,
                         "User-Agent": policy.user_agent,
                         "Accept-Encoding": "gzip, deflate",
@@ -88,6 +106,12 @@ def fetch(url: str, policy: FetchPolicy) -> Fetched:
                 response = client.send(request, stream=True)
                 try:
                     if response.status_code in REDIRECTS and "location" in response.headers:
+                        if method != "GET":
+                            raise FetchError(
+                                f"the server redirected the {method} request (HTTP {response.status_code}); "
+                                "only GET requests follow redirects",
+                                status=response.status_code,
+                            )
                         current = urljoin(current, response.headers["location"])
                         continue
                     return _read(current, response, policy, deadline)
@@ -150,10 +174,11 @@ def _remaining(deadline: float, total: float) -> float:
 
 
 def _read(url: str, response: httpx.Response, policy: FetchPolicy, deadline: float) -> Fetched:
-    if response.status_code != 200:
+    success = 200 <= response.status_code < 300 if policy.any_success else response.status_code == 200
+    if not success:
         raise FetchError(f"the server answered HTTP {response.status_code}", status=response.status_code)
     media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media not in policy.content_types:
+    if policy.content_types is not None and media not in policy.content_types:
         raise UnsupportedTypeError(
             f"the server sent {media or 'no content type'}; the documents that can be added are "
             + ", ".join(sorted(policy.content_types)),

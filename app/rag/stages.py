@@ -20,6 +20,8 @@ class Stage(StrEnum):
     EXPANSION = "expansion"  # the chat model proposing alternative phrasings of the question
     RERANK = "rerank"  # a reranker scoring the first candidates
     EXTRACT = "extract"  # quoting sentences for an extractive answer
+    TOOL_SELECT = "tool_select"  # choosing the tools offered: group filter, similarity ranking, core tools
+    TOOLS = "tools"  # the tool loop: the model's rounds and its calls, before the answer streams on
     BUDGET = "budget"  # building the prompt within the model's context window
     FIRST_TOKEN = "first_token"  # from the model's call to its first token
     GENERATE = "generate"  # from the model's call to its last token

@@ -1,5 +1,6 @@
 """What a chat turn streams to its client, in order: a SearchProgress per retrieval pass, one
-Retrieval, Tokens, then Done or Error."""
+Retrieval, Tokens, then Done or Error. A session with tools adds, between tokens, a ToolCall when the
+model calls a tool and a ToolResult when the call ends, or a ToolPreview for a side-effecting one."""
 
 from __future__ import annotations
 
@@ -77,4 +78,37 @@ class ErrorEvent:
     stored: bool = True  # False when the answer could not be kept (its session was deleted meanwhile)
 
 
-ChatEvent = SearchProgressEvent | RetrievalEvent | TokenEvent | DoneEvent | ErrorEvent
+@dataclass(frozen=True)
+class ToolCallEvent:
+    message_id: int
+    call_id: str  # the model's
+    name: str
+    arguments: str  # as the model wrote them
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    message_id: int
+    call_id: str
+    tool_call_id: int | None  # the stored call; None when it could not be stored
+    name: str
+    ok: bool
+    error: str | None
+    summary: str
+    size: int
+    truncated: bool
+    ms: float
+
+
+@dataclass(frozen=True)
+class ToolPreviewEvent:
+    message_id: int
+    call_id: str
+    tool_call_id: int | None
+    name: str
+    arguments: str
+    preview: str
+
+
+ToolEvent = ToolCallEvent | ToolResultEvent | ToolPreviewEvent
+ChatEvent = SearchProgressEvent | RetrievalEvent | TokenEvent | ToolEvent | DoneEvent | ErrorEvent

@@ -8,7 +8,17 @@ Callers above the services (the GraphQL types) name these types from here, never
 
 from __future__ import annotations
 
-from app.db.enums import CitationKind, DocumentStatus, HttpMethod, ItemState, JobOrigin, MessageStatus, Role, ToolKind
+from app.db.enums import (
+    CitationKind,
+    DocumentStatus,
+    HttpMethod,
+    ItemState,
+    JobOrigin,
+    MessageStatus,
+    Role,
+    ToolCallStatus,
+    ToolKind,
+)
 from app.db.models import (
     ChatMessage,
     ChatSession,
@@ -18,6 +28,7 @@ from app.db.models import (
     IngestionItem,
     IngestionJob,
     Project,
+    StoredToolCall,
     Tool,
 )
 
@@ -37,6 +48,8 @@ __all__ = [
     "MessageStatus",
     "Project",
     "Role",
+    "StoredToolCall",
     "Tool",
+    "ToolCallStatus",
     "ToolKind",
 ]

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from app.db.enums import ToolCallStatus
 from app.rag.answer_mode import AnswerMode
 from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import Degradation
@@ -174,6 +175,42 @@ class TraceSearch(_Camel):
     cache: TraceCache = Field(default_factory=TraceCache)
 
 
+class TraceToolCandidate(_Camel):
+    name: str
+    score: float | None = None
+
+
+class TraceSelectedTool(_Camel):
+    name: str
+    score: float | None = None
+    reason: str  # app.services.tool_selection.Reason
+
+
+class TraceToolCall(_Camel):
+    call_id: str
+    name: str
+    arguments: str
+    status: ToolCallStatus
+    error: str | None = None
+    result_chars: int = 0
+    truncated: bool = False
+    ms: float = 0.0
+
+
+class TraceTools(_Camel):
+    """Tools in the turn (issue 19): selection's three stages and every call; absent without tools."""
+
+    groups: list[str]
+    candidates: list[TraceToolCandidate] = Field(default_factory=list)
+    selected: list[TraceSelectedTool] = Field(default_factory=list)
+    top_k: int
+    min_score: float | None = None
+    degraded: str | None = None
+    calls: list[TraceToolCall] = Field(default_factory=list)
+    rounds: int = 0
+    stopped: str | None = None
+
+
 class RetrievalTrace(_Camel):
     version: int = TRACE_VERSION
     query: str
@@ -191,6 +228,7 @@ class RetrievalTrace(_Camel):
     search: TraceSearch | None = None
     citations: TraceCitations | None = None
     ranking: TraceRanking | None = None
+    tools: TraceTools | None = None
     degraded: list[StoredDegradation] = Field(default_factory=list)
     timings_ms: dict[Stage, float] = Field(default_factory=dict)
     candidates: list[TraceCandidate] = Field(default_factory=list)

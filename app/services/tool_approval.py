@@ -1,0 +1,115 @@
+"""Approve or reject a previewed tool call (issue 19, item 5), and test a tool (``testTool``).
+
+Approval runs the call exactly once: :func:`app.services.tool_calls.claim` moves it out of
+``preview`` with one conditional UPDATE, and only the approval that did so runs it; any other
+approval (at the same time, or later) waits until the outcome is recorded and returns it. The run
+is bounded by the tool's timeout; its outcome, success or failure, is recorded once and appended
+to the conversation (tool_calls.settle). A call is never run twice: one that fails stays failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+
+from app.db.database import Database
+from app.db.enums import ToolCallStatus, ToolKind
+from app.db.models import StoredToolCall
+from app.errors import RagchatError, ValidationError
+from app.rag.sanitize import strip_control
+from app.services import projects, tool_calls, tool_exec, tools
+from app.services.tool_builtins import check_arguments
+from app.services.tools import EmbedderFactory
+from app.settings import Settings
+
+log = logging.getLogger("ragchat.tools")
+WAIT_STEP = 0.05  # seconds between looks at a call another approval is running
+
+
+async def approve(store: Database, embedder: EmbedderFactory, settings: Settings, call_id: int) -> StoredToolCall:
+    claimed = await anyio.to_thread.run_sync(tool_calls.claim, store, call_id)
+    if not claimed.claimed:
+        return await _outcome(store, claimed.call)
+    row, tool = claimed.call, claimed.tool
+    if tool is None:
+        ran = tool_exec.Ran(None, f"the tool {row.tool_name!r} no longer exists", 0.0)
+    else:
+        try:
+            arguments = check_arguments(tool, row.arguments)  # the tool may have changed since the preview
+        except ValidationError as exc:
+            ran = tool_exec.Ran(None, f"invalid arguments for the tool as it is now: {exc.message}", 0.0)
+        else:
+            ctx = tool_exec.context(store, embedder, settings, claimed.project_id)
+            ran = await _shielded(tool_exec.run_once(tool_exec.executor(ctx), tool, arguments, tool.timeout_seconds))
+    text = strip_control(ran.output.content) if ran.output is not None else None
+    log.info("approved tool call %s (%s) ran once: %s", call_id, row.tool_name, ran.error or "ok")
+    return await anyio.to_thread.run_sync(tool_calls.settle, store, call_id, text, len(text or ""), ran.error, ran.ms)
+
+
+async def _shielded(job: Any) -> tool_exec.Ran:
+    """Run to the end even when the caller leaves: the outcome must be recorded."""
+    task = asyncio.ensure_future(job)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        result: tool_exec.Ran = await task
+        return result
+
+
+async def _outcome(store: Database, row: StoredToolCall) -> StoredToolCall:
+    """A call another approval claimed: its row once that approval has recorded the outcome."""
+    while row.status is ToolCallStatus.RUNNING:
+        await asyncio.sleep(WAIT_STEP)
+        row = await anyio.to_thread.run_sync(tool_calls.get, store, row.id)
+    return row
+
+
+async def reject(store: Database, call_id: int) -> StoredToolCall:
+    return await anyio.to_thread.run_sync(tool_calls.reject, store, call_id)
+
+
+@dataclass(frozen=True)
+class Tested:
+    tool_id: int
+    dry_run: bool
+    ok: bool
+    output: str
+    error: str | None
+    size: int
+    truncated: bool
+    ms: float
+
+
+async def test(
+    store: Database,
+    embedder: EmbedderFactory,
+    settings: Settings,
+    tool_id: int,
+    arguments: Any,
+    project_id: int | None,
+) -> Tested:
+    """Run a tool once with ``arguments`` (a side-effecting one: its preview only). A built-in tool
+    runs over the knowledge base ``project_id``, which it then needs."""
+    tool = await anyio.to_thread.run_sync(tools.get, store, tool_id)
+    checked = check_arguments(tool, arguments if isinstance(arguments, str) else json.dumps(arguments))
+    if tool.kind is ToolKind.BUILTIN:
+        if project_id is None:
+            raise ValidationError("projectId", "a built-in tool runs over a knowledge base: name one")
+        await anyio.to_thread.run_sync(projects.get, store, project_id)
+    ctx = tool_exec.context(store, embedder, settings, project_id or 0)
+    run = tool_exec.previewer(ctx) if tool.side_effects else tool_exec.executor(ctx)
+    started = time.perf_counter()
+    ran = await tool_exec.run_once(run, tool, checked, min(tool.timeout_seconds, settings.tools.call_timeout))
+    cap = settings.tools.max_output_chars
+    text = strip_control(ran.output.content) if ran.output is not None else (ran.error or "")
+    ms = ran.ms or round((time.perf_counter() - started) * 1000, 2)
+    return Tested(tool.id, tool.side_effects, ran.error is None, text[:cap], ran.error, len(text), len(text) > cap, ms)
+
+
+__all__ = ["RagchatError", "Tested", "approve", "reject", "test"]

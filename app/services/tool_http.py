@@ -1,0 +1,114 @@
+"""HTTP tools (issue 19, item 7): a call becomes one request through the SSRF-guarded fetcher
+(app/net/fetch.py), never any other client.
+
+- The URL template's ``{name}`` placeholders are filled with the arguments, URL-encoded (a value
+  can never add a path segment, a query parameter or a host: the host is never a placeholder,
+  app/services/tool_definitions.py). A placeholder whose argument is missing is an error to the model.
+- A request that is not a GET carries every argument as its JSON body.
+- Headers carry secrets by name (``RAGCHAT_TOOLS__SECRETS__<NAME>``), read now; a secret that is not
+  configured fails the call, naming the secret (never a value).
+- The tool's timeout bounds the whole request, redirects included; the response is cut off past
+  ``RAGCHAT_TOOLS__MAX_RESPONSE_BYTES``; any 2xx status and any content type is an answer, decoded
+  as UTF-8 (bad bytes replaced).
+- Loopback, private and link-local addresses are refused unless the operator allows them
+  (``RAGCHAT_TOOLS__ALLOW_PRIVATE``, ``RAGCHAT_TOOLS__ALLOWED_NETWORKS``).
+
+A side-effecting tool's preview runs its dry-run request (same rules) or, without one, only
+describes the request it would send (:func:`describe`). What the model reads is fenced and
+stripped of control tokens by the tool loop (app/services/tool_loop.py ``fence``).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from app.db.models import Tool
+from app.errors import FetchError, ValidationError
+from app.net.addresses import AddressPolicy
+from app.net.fetch import FetchPolicy, fetch
+from app.services.tool_builtins import ToolOutput
+from app.settings import ToolSettings
+
+
+def fill(template: str, arguments: Mapping[str, Any]) -> str:
+    """The URL with every ``{name}`` replaced by its argument, URL-encoded (``/`` too; ``{{`` is a
+    literal brace, as in tool_definitions.placeholders)."""
+    out = []
+    for literal, name, _, _ in string.Formatter().parse(template):
+        out.append(literal)
+        if name is None:
+            continue
+        if arguments.get(name) is None:
+            raise ValidationError(f"arguments.{name}", "the tool's URL needs this argument")
+        given = arguments[name]
+        out.append(quote(given if isinstance(given, str) else json.dumps(given), safe=""))
+    return "".join(out)
+
+
+def policy(settings: ToolSettings, timeout: float) -> FetchPolicy:
+    return FetchPolicy(
+        addresses=AddressPolicy.of(settings.allow_private, settings.allowed_networks),
+        max_bytes=settings.max_response_bytes,
+        timeout=timeout,
+        max_redirects=3,
+        content_types=None,
+        user_agent="ragchat-tool",
+        any_success=True,
+    )
+
+
+def headers(tool: Tool, settings: ToolSettings) -> dict[str, str]:
+    out = {}
+    for header, secret in sorted(tool.header_secrets.items()):
+        value = settings.secrets.get(secret.lower())
+        if value is None:
+            raise FetchError(f"the secret {secret!r} its {header} header names is not configured on this server")
+        out[header] = value.get_secret_value()
+    return out
+
+
+def call(
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    settings: ToolSettings,
+    *,
+    method: str | None = None,
+    url_template: str | None = None,
+) -> ToolOutput:
+    """Send the tool's request (or the one given: its dry run) and return the answer's text.
+    Raises FetchError (UrlRefusedError, TooLargeError, ...) or ValidationError (a missing argument)."""
+    method = method or (tool.http_method.value if tool.http_method else "GET")
+    template = url_template or tool.url_template
+    if template is None:
+        raise ValidationError("tool", f"{tool.name!r} is not an HTTP tool")
+    url = fill(template, arguments)
+    body = None if method == "GET" else json.dumps(dict(arguments)).encode()
+    fetched = fetch(
+        url, policy(settings, tool.timeout_seconds), method=method, body=body, headers=headers(tool, settings)
+    )
+    return ToolOutput(fetched.data.decode("utf-8", errors="replace"))
+
+
+def describe(tool: Tool, arguments: Mapping[str, Any]) -> str:
+    """The request a call would send, in words (a side-effecting tool without a dry run)."""
+    method = tool.http_method.value if tool.http_method else "GET"
+    try:
+        url = fill(tool.url_template or "", arguments)
+    except ValidationError as exc:
+        url = f"{tool.url_template} ({exc.message})"
+    body = "" if method == "GET" else f" with the JSON body {json.dumps(dict(arguments), ensure_ascii=False)}"
+    return f"{tool.name} would send {method} {url}{body}"
+
+
+def preview(tool: Tool, arguments: Mapping[str, Any], settings: ToolSettings) -> ToolOutput:
+    """What a side-effecting call would do: its dry run's answer when it has one, else the request
+    described. Never the tool's own request."""
+    dry = tool.dry_run
+    if not dry:
+        return ToolOutput(describe(tool, arguments))
+    answer = call(tool, arguments, settings, method=dry["method"], url_template=dry["url_template"])
+    return ToolOutput(f"{describe(tool, arguments)}. Its dry run answered:\n{answer.content}")
