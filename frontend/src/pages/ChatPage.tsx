@@ -188,7 +188,15 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
               item.role === "USER" ? (
                 <UserMessage key={item.key} item={item} busy={chat.busy} onResend={chat.resend} onDiscard={chat.discard} />
               ) : (
-                <AssistantMessage key={item.key} item={item} busy={chat.busy} onRetry={chat.regenerate} onOpenTrace={setTraceKey} onOpenSettings={openSettings} />
+                <AssistantMessage
+                  key={item.key}
+                  item={item}
+                  busy={chat.busy}
+                  onRetry={chat.regenerate}
+                  onOpenTrace={setTraceKey}
+                  onOpenSettings={openSettings}
+                  onDecideTool={chat.decideTool}
+                />
               ),
             )}
           </div>

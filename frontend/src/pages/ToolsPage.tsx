@@ -7,6 +7,7 @@ import { ConfirmDialog } from "../components/Dialog";
 import { PlusIcon, SlidersIcon } from "../components/icons";
 import { Page, PageHeader } from "../components/Page";
 import { EmptyState, ErrorState, Skeleton } from "../components/States";
+import { TestToolDialog } from "../components/tools/TestToolDialog";
 import { ToolFormDialog } from "../components/tools/ToolFormDialog";
 import { ToolTable } from "../components/tools/ToolTable";
 import { DeleteToolDocument, type ToolFieldsFragment, ToolsDocument } from "../gql/graphql";
@@ -19,6 +20,7 @@ export function ToolsPage() {
   const [editing, setEditing] = useState<ToolFieldsFragment | null>(null);
   const [creating, setCreating] = useState(false);
   const [doomed, setDoomed] = useState<ToolFieldsFragment | null>(null);
+  const [testing, setTesting] = useState<ToolFieldsFragment | null>(null);
   const [deleteTool] = useMutation(DeleteToolDocument, {
     update(cache, { data }) {
       if (data?.deleteTool.__typename === "ToolDeleted") evictDeleted(cache, data.deleteTool);
@@ -57,9 +59,21 @@ export function ToolsPage() {
             Register an HTTP endpoint a model can call.
           </EmptyState>
         )}
-        {tools.length > 0 && <ToolTable tools={tools} onEdit={setEditing} onDelete={setDoomed} />}
+        {tools.length > 0 && (
+          <ToolTable
+            tools={tools}
+            onEdit={setEditing}
+            onDelete={setDoomed}
+            extraActions={(tool) => (
+              <Button size="small" variant="ghost" aria-label={`Test ${tool.name}`} onClick={() => setTesting(tool)}>
+                Test
+              </Button>
+            )}
+          />
+        )}
       </Page>
       <ToolFormDialog open={creating || editing != null} tool={editing} onClose={() => (setCreating(false), setEditing(null))} />
+      <TestToolDialog tool={testing} onClose={() => setTesting(null)} />
       <ConfirmDialog open={doomed != null} title="Delete tool?" confirmLabel="Delete tool" danger onConfirm={confirmDelete} onCancel={() => setDoomed(null)}>
         <p>
           <strong>{doomed?.name}</strong> will no longer be offered to any chat. Calls already made stay in their chats.
