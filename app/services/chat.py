@@ -52,7 +52,7 @@ from app.rag.ranking_modes import ExpansionMode, RerankMode
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_store, ranking, turn_search
+from app.services import chat_answer, chat_store, chat_tools, ranking, turn_search
 from app.services.chat_events import (
     ChatEvent,
     DoneEvent,
@@ -62,6 +62,7 @@ from app.services.chat_events import (
     SourceRef,
     StoredAnswer,
     TokenEvent,
+    ToolEvent,
 )
 from app.services.chat_live import LiveTurns
 from app.services.chat_log import TurnLog
@@ -218,15 +219,19 @@ class ChatService:
                 trace.set_sources(sources, no_context)
                 yield RetrievalEvent(turn.message_id, turn.user_message_id, sources, no_context, trace.degraded)
                 answer_guard = guard.AnswerGuard(turn.question, prompt.sources, session_prompt=turn.chat.system_prompt)
-                tokens = self._generate(model, prompt, trace)
+                tokens = await self._tokens(turn, model, prompt, sources, answer_guard, trace)
                 try:
-                    async for piece in tokens:
-                        parts.append(piece)
-                        yield TokenEvent(turn.message_id, piece)
-                        if answer_guard.feed(piece).stop:
+                    async for item in tokens:
+                        if not isinstance(item, str):  # a tool call's event, between tokens
+                            yield item
+                            continue
+                        parts.append(item)
+                        yield TokenEvent(turn.message_id, item)
+                        if answer_guard.feed(item).stop:
                             break  # a loop: stop the model now rather than at its token limit
                 finally:
                     await tokens.aclose()  # type: ignore[attr-defined]
+                trace.set_sources(sources, no_context)  # with the passages tools read, if any
                 settle = partial(self._checked, turn, answer_guard, sources, choice, trace)
             content, answer = await anyio.to_thread.run_sync(self._finish, turn, settle, trace)
             stored = True
@@ -432,6 +437,23 @@ class ChatService:
             kept[number - 1].fate = CandidateFate.OVER_BUDGET
         trace.set_budget(prompt.report)
         return prompt
+
+    async def _tokens(
+        self,
+        turn: Turn,
+        model: ChatModel,
+        prompt: budget.Prompt,
+        sources: list[SourceRef],
+        answer_guard: guard.AnswerGuard,
+        trace: TraceBuilder,
+    ) -> AsyncIterator[str | ToolEvent]:
+        """The answer's pieces: the tool loop's (app/services/chat_tools.py) when the session offers
+        tools, which adds passages tools read to ``sources`` and the guard's; else the model's."""
+        offered = await chat_tools.prepare(turn, self.store, self.embedder, self.settings, self.models, model, trace)
+        if offered is None:
+            return self._generate(model, prompt, trace)
+        book = chat_tools.Sources(sources, answer_guard.sources)
+        return chat_tools.run(offered, turn, prompt, book, self.store, self.embedder, self.settings, trace)
 
     async def _generate(self, model: ChatModel, prompt: budget.Prompt, trace: TraceBuilder) -> AsyncIterator[str]:
         limits = self.settings.chat

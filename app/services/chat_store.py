@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.db.database import Database
 from app.db.enums import CitationKind, MessageStatus, Role
-from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, utcnow
+from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, StoredToolCall, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
 from app.rag.session_settings import RagSettings
@@ -169,6 +169,10 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
             raise ValidationError("messageId", "only an assistant message can be regenerated")
         if answer.status is MessageStatus.STREAMING:
             raise ConflictError("this answer is still being generated")
+        if db.scalar(select(StoredToolCall.id).where(StoredToolCall.outcome_message_id == message_id).limit(1)):
+            raise ValidationError(
+                "messageId", "this message records how an approved tool call ended; it is not an answer"
+            )
         user = db.scalar(
             select(ChatMessage)
             .where(

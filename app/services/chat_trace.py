@@ -28,6 +28,7 @@ from app.services.trace_model import (
     TraceSearch,
     TraceSettings,
     TraceTokens,
+    TraceTools,
 )
 from app.settings import Settings
 
@@ -116,6 +117,10 @@ class TraceBuilder:
         """How the answer was written: mode requested and used, why, and the guard's verdict
         (built by app.services.chat_answer.trace_entry)."""
         self._trace.answer = answer
+
+    def set_tools(self, tools: TraceTools) -> None:
+        """Tool selection's stages and the calls of the turn (app/services/chat_tools.py)."""
+        self._trace.tools = tools
 
     def set_citations(self, valid: int, invalid: int, *, attributed: bool) -> None:
         self._trace.citations = TraceCitations(valid=valid, invalid_removed=invalid, attributed=attributed)

@@ -152,7 +152,9 @@ def settle(
     """Record the one run of an approved call and tell the conversation how it ended (a complete
     assistant message after the session's last one)."""
     with store.write() as db:
-        row = db.get_one(StoredToolCall, call_id)
+        row = db.get(StoredToolCall, call_id)
+        if row is None:  # its session was deleted while it ran: nothing left to record it in
+            raise NotFoundError("tool call", call_id)
         outcome = outcome_text(row.tool_name, row.arguments, result, error)
         message = ChatMessage(
             session_id=row.session_id,

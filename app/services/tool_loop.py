@@ -10,13 +10,15 @@ Bounds (:class:`LoopLimits`): calls per turn, rounds, a timeout per call (also t
 lower wins), a total time, and an output size cap. Past the call limit or the last round the model
 is asked once more with no tools, so it must answer. A call never crashes the loop: an unknown tool,
 arguments that are not JSON or break the tool's schema, a tool that fails or times out, all return
-an error text to the model. A tool with side effects never runs here: the model is told it needs the
-user's approval (preview-and-approve is the next step of issue 19).
+an error text to the model. A tool with side effects never runs here: given a ``preview`` executor,
+its preview runs instead (its dry run, or the request described: app/services/tool_http.py), the
+call is recorded as ``preview`` and the model is told a preview went to the user, who decides; no
+tool is offered after that round, so the model finishes its answer. Without one, the model is told
+the tool needs an approval this caller cannot give.
 
 Results are untrusted text: control tokens stripped, fenced, and cut to the size cap.
 
-This module is not yet wired into the chat turn (app/services/chat.py); it takes the model, the
-selected tools and an executor, so the turn can call it when tools are on.
+The chat turn runs it through app/services/chat_tools.py when the session allows tools.
 """
 
 from __future__ import annotations
@@ -49,9 +51,15 @@ class LoopLimits:
     max_output_chars: int = 8000  # of one result, as the model reads it
 
 
+PREVIEW_SENT = (
+    "This tool changes things, so it did not run: a preview of the call was sent to the user, who will approve or "
+    "reject it. Do not call it again. Tell the user what you asked it to do and that it waits for their approval."
+)
+
+
 @dataclass(frozen=True)
 class CallRecord:
-    """One call as the trace keeps it."""
+    """One call as the trace keeps it (and the store: ``status``, ``text``, ``preview``)."""
 
     call_id: str
     name: str
@@ -62,6 +70,10 @@ class CallRecord:
     truncated: bool
     ms: float
     sources: tuple[ToolSource, ...] = ()
+    status: str = "executed"  # executed, failed or preview (app.db.enums.ToolCallStatus values)
+    text: str | None = None  # the result (or the error the model was told), control tokens stripped; None: a preview
+    preview: str | None = None  # what a side-effecting call would do
+    tool_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,7 @@ async def run_tool_loop(
     execute: Execute,
     options: GenerationOptions,
     limits: LoopLimits = LoopLimits(),
+    preview: Execute | None = None,
 ) -> AsyncIterator[LoopEvent]:
     """Run rounds until the model answers without calling; see the module docstring."""
     by_name = {tool.name: tool for tool in tools}
@@ -137,7 +150,7 @@ async def run_tool_loop(
         history.append(AssistantToolCalls(calls, "".join(text)))
         for call in calls:
             yield ToolCallStarted(call)
-            record, content = await _run_one(call, by_name, execute, limits, result, deadline)
+            record, content = await _run_one(call, by_name, execute, limits, result, deadline, preview)
             result.calls.append(record)
             history.append(ToolResult(call.id, call.name, content))
             yield ToolCallFinished(record)
@@ -145,6 +158,8 @@ async def run_tool_loop(
 
 
 def _why_stop(result: LoopResult, limits: LoopLimits, deadline: float) -> str | None:
+    if any(record.status == "preview" for record in result.calls):
+        return "a call waits for the user's approval"
     if len(result.calls) >= limits.max_calls:
         return f"the limit of {limits.max_calls} tool calls per answer was reached"
     if result.rounds >= limits.max_rounds:
@@ -161,19 +176,41 @@ async def _run_one(
     limits: LoopLimits,
     result: LoopResult,
     deadline: float,
+    preview: Execute | None = None,
 ) -> tuple[CallRecord, str]:
     """Validate and run one call; every failure becomes an error text for the model."""
     started = time.perf_counter()
+    tool = by_name.get(call.name)
 
     def done(
-        ok: bool, text: str, error: str | None = None, sources: tuple[ToolSource, ...] = ()
+        ok: bool,
+        text: str,
+        error: str | None = None,
+        sources: tuple[ToolSource, ...] = (),
+        *,
+        previewed: str | None = None,
     ) -> tuple[CallRecord, str]:
         content, truncated = fence(call.name, text, limits.max_output_chars, ok=ok)
         ms = round((time.perf_counter() - started) * 1000, 2)
-        record = CallRecord(call.id, call.name, call.arguments, ok, error, len(text), truncated, ms, sources)
+        status = "preview" if previewed is not None else ("executed" if ok else "failed")
+        kept = strip_control(text) if previewed is None else None  # a failure's: what the model was told
+        record = CallRecord(
+            call.id,
+            call.name,
+            call.arguments,
+            ok,
+            error,
+            len(text),
+            truncated,
+            ms,
+            sources,
+            status,
+            kept,
+            previewed,
+            tool.id if tool is not None else None,
+        )
         return record, content
 
-    tool = by_name.get(call.name)
     if tool is None:
         return done(
             False, f"there is no tool named {call.name!r}; use one of: {', '.join(sorted(by_name))}", "unknown tool"
@@ -188,11 +225,20 @@ async def _run_one(
             f"invalid arguments: {exc.message}. Call again with arguments that match the schema.",
             "invalid arguments",
         )
-    if tool.side_effects:
-        message = "this tool changes things, so it runs only after the user approves it, which is not possible here yet"
-        return done(False, message, "needs approval")
     remaining = deadline - time.monotonic()
     timeout = min(tool.timeout_seconds, limits.call_timeout, max(remaining, 0.0))
+    if tool.side_effects:
+        if preview is None:
+            message = "this tool changes things, so it runs only after the user approves it, which is not possible here"
+            return done(False, message, "needs approval")
+        try:
+            shown = await asyncio.wait_for(preview(tool, arguments), timeout=timeout)
+            what = strip_control(shown.content)
+        except TimeoutError:
+            what = f"(its dry run did not answer within {timeout:.3g} s)"
+        except RagchatError as exc:
+            what = f"(its dry run failed: {exc.message})"
+        return done(True, PREVIEW_SENT, previewed=what)
     try:
         output = await asyncio.wait_for(execute(tool, arguments), timeout=timeout)
     except TimeoutError:
