@@ -142,6 +142,8 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
     return null;
   }
 
+  // Messages that record how an approved tool call ended: not answers, so not regenerated.
+  const outcomes = new Set(items.flatMap((i) => i.toolCalls.map((c) => c.outcomeMessageId)));
   const lastQuestion = [...items].reverse().find((i) => i.role === "USER")?.content;
   const traceItem = items.find((i) => i.key === traceKey) ?? null;
   const openSettings = () => setSettingsOpen(true);
@@ -195,6 +197,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
                   onRetry={chat.regenerate}
                   onOpenTrace={setTraceKey}
                   onOpenSettings={openSettings}
+                  regenerable={!outcomes.has(item.id)}
                   onDecideTool={chat.decideTool}
                 />
               ),

@@ -20,6 +20,8 @@ export interface AssistantMessageProps {
   onRetry: (key: string) => void;
   onOpenTrace: (key: string) => void;
   onOpenSettings: () => void;
+  /** False for a message that records how an approved tool call ended: the server will not regenerate it. */
+  regenerable?: boolean;
   /** Approve or reject a previewed tool call (see ToolCallCard). */
   onDecideTool?: (call: ToolCallView, decision: ToolDecision) => Promise<string | null>;
 }
@@ -41,7 +43,7 @@ export function segmentsOf(content: string, calls: readonly ToolCallView[]): ({ 
 const prefersReducedMotion = () => typeof window !== "undefined" && window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
 
 /** An answer: Markdown with linked `[n]` markers, notices, its sources, and what went wrong if it did. */
-export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSettings, onDecideTool }: AssistantMessageProps) {
+export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSettings, regenerable = true, onDecideTool }: AssistantMessageProps) {
   const [active, setActive] = useState<number | null>(null);
   const clear = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const idPrefix = `source-${item.key}`;
@@ -167,14 +169,14 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
           </Notice>
         )}
         <SourceList sources={item.sources} idPrefix={idPrefix} active={active} title={sourcesTitle} compact={pending || streaming} />
-        {(item.trace || (item.status === "COMPLETE" && item.id)) && (
+        {(item.trace || (item.status === "COMPLETE" && item.id && regenerable)) && (
           <div className={styles.actions}>
             {item.trace && (
               <Button variant="ghost" size="small" onClick={() => onOpenTrace(item.key)}>
                 <LayersIcon width={15} height={15} /> Why this answer
               </Button>
             )}
-            {item.status === "COMPLETE" && item.id && (
+            {item.status === "COMPLETE" && item.id && regenerable && (
               <Button variant="ghost" size="small" onClick={() => onRetry(item.key)} disabled={busy}>
                 <RefreshIcon width={14} height={14} /> Regenerate
               </Button>

@@ -1,7 +1,9 @@
-import { render, screen } from "@testing-library/react";
+import { MockedProvider } from "@apollo/client/testing/react";
+import { render, screen, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import type { ToolCallView } from "../../lib/chatReducer";
+import { AssistantMessage } from "./Messages";
 import { ToolCallCard } from "./ToolCallCard";
 
 function call(overrides: Partial<ToolCallView> = {}): ToolCallView {
@@ -64,5 +66,36 @@ describe("ToolCallCard", () => {
     expect(screen.getByTestId("tool-call-result")).toHaveTextContent('{"id": 7}');
     expect(screen.getByTestId("tool-call-outcome")).toHaveTextContent("added to the conversation");
     expect(screen.queryByRole("button")).toBeNull();
+  });
+});
+
+describe("AssistantMessage with tool calls", () => {
+  const answer = {
+    key: "t1", id: "2", role: "ASSISTANT" as const, content: "Let me look. It rains.", status: "COMPLETE" as const, error: null, sources: [], cited: false,
+    noContext: false, degraded: [], trace: null, createdAt: null, unsent: false, previous: null,
+    toolCalls: [call({ status: "EXECUTED", preview: null, result: "rain", name: "weather", offset: 13 })],
+  };
+  const props = { busy: false, onRetry: vi.fn(), onOpenTrace: vi.fn(), onOpenSettings: vi.fn() };
+
+  it("shows each call between the text it was made in, and the answer after it", () => {
+    render(
+      <MockedProvider>
+        <AssistantMessage item={answer} {...props} />
+      </MockedProvider>,
+    );
+    const message = screen.getByTestId("assistant-message");
+    const order = [...message.querySelectorAll('[data-testid="message-segment"], [data-testid="tool-call"], [data-testid="message-content"]')].map((el) => el.getAttribute("data-testid"));
+    expect(order).toEqual(["message-segment", "tool-call", "message-content"]);
+    expect(screen.getByTestId("message-content")).toHaveTextContent("It rains.");
+    expect(within(message).getByRole("button", { name: /Regenerate/ })).toBeInTheDocument();
+  });
+
+  it("offers no Regenerate on the message that records an approved call's outcome", () => {
+    render(
+      <MockedProvider>
+        <AssistantMessage item={{ ...answer, toolCalls: [] }} regenerable={false} {...props} />
+      </MockedProvider>,
+    );
+    expect(screen.queryByRole("button", { name: /Regenerate/ })).toBeNull();
   });
 });
