@@ -101,4 +101,14 @@ describe("chatReducer with tool calls", () => {
     expect(answer.toolCalls[0]).toMatchObject({ status: "REJECTED", offset: null });
     expect(segmentsOf(answer.content, answer.toolCalls).map((p) => ("call" in p ? "call" : "text"))).toEqual(["call", "text"]);
   });
+
+  it("keeps a regenerated answer's decided calls and drops its undecided ones", () => {
+    let state = run({
+      type: "loaded",
+      messages: [message({ toolCalls: [stored({ id: "31", callId: "a", status: "APPROVED" }), stored({ id: "32", callId: "b", status: "PREVIEW" })] })],
+    });
+    state = chatReducer(state, { type: "regenerating", key: "m2" });
+    state = chatReducer(state, { type: "event", key: "m2", event: retrieval });
+    expect(state.items[0]!.toolCalls.map((c) => [c.callId, c.status])).toEqual([["a", "APPROVED"]]);
+  });
 });

@@ -177,6 +177,8 @@ export function toolCallOf(call: ToolCallFieldsFragment, offset: number | null =
   };
 }
 
+const DECIDED = new Set<ToolCallView["status"]>(["APPROVED", "REJECTED", "RUNNING"]);
+
 function upsertCall(item: ChatItem, callId: string, change: (call: ToolCallView) => ToolCallView, name: string, args = ""): ChatItem {
   const known = item.toolCalls.some((c) => c.callId === callId);
   const base: ToolCallView = {
@@ -305,7 +307,8 @@ function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment):
         })),
         noContext: event.noContext,
         degraded: event.degraded,
-        toolCalls: [],
+        // A regenerated answer keeps the calls already decided (the server keeps them too); the rest go.
+        toolCalls: item.toolCalls.filter((c) => DECIDED.has(c.status)).map((c) => ({ ...c, offset: 0 })),
       }));
     }
     case "ChatToolCall":
