@@ -3,6 +3,7 @@ resolve through per-request DataLoaders."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import datetime
 from typing import Annotated
 
@@ -316,6 +317,8 @@ class ChatMessage:
         request's loader, so neither is read again."""
         # force: a websocket's loaders live as long as it, and a regenerated answer's citations change.
         info.context.loaders.citations_by_message.prime(answer.message.id, answer.citations, force=True)
+        with suppress(KeyError):  # a regeneration changes them too: read them again (KeyError: never read)
+            info.context.loaders.tool_calls_by_message.clear(answer.message.id)
         return cls.of(answer.message)
 
     @strawberry.field(description="The sources the answer relies on, by marker (empty for a question).")

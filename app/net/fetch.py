@@ -11,7 +11,8 @@ proxy would connect on our behalf to an address nobody checked).
 
 :func:`fetch` also sends an HTTP tool's request (issue 19): another ``method``, a ``body`` and extra
 ``headers``; a request that is not a GET never follows a redirect (it would be resent somewhere
-nobody chose), and a policy may accept any 2xx status and any content type.
+nobody chose), a redirect to another origin drops the extra headers (they may carry a secret
+meant for the first), and a policy may accept any 2xx status and any content type.
 
 Errors (app/errors.py): :class:`UrlRefusedError` (the URL or an address it leads to is not
 allowed), :class:`TooLargeError`, :class:`UnsupportedTypeError` (a content type outside the
@@ -112,7 +113,10 @@ def fetch(
                                 "only GET requests follow redirects",
                                 status=response.status_code,
                             )
-                        current = urljoin(current, response.headers["location"])
+                        following = urljoin(current, response.headers["location"])
+                        if _origin(following) != _origin(current):
+                            extra = {}  # the caller's headers (an HTTP tool's secrets) stay with their origin
+                        current = following
                         continue
                     return _read(current, response, policy, deadline)
                 finally:
@@ -122,6 +126,14 @@ def fetch(
             except httpx.HTTPError as exc:
                 raise FetchError(f"cannot fetch the URL: {exc}") from exc
     raise FetchError(f"more than {policy.max_redirects} redirects")
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return ("", url, None)
+    return (parsed.scheme, parsed.host, parsed.port)
 
 
 def _target(url: str, policy: AddressPolicy) -> _Target:

@@ -25,17 +25,20 @@ from app.errors import RagchatError, ValidationError
 from app.rag.sanitize import strip_control
 from app.services import projects, tool_calls, tool_exec, tools
 from app.services.tool_builtins import check_arguments
+from app.services.tool_definitions import TIMEOUT_MAX
 from app.services.tools import EmbedderFactory
 from app.settings import Settings
 
 log = logging.getLogger("ragchat.tools")
 WAIT_STEP = 0.05  # seconds between looks at a call another approval is running
+WAIT_MARGIN = 10.0  # seconds past the tool's timeout that a second approval waits for the first's outcome
 
 
 async def approve(store: Database, embedder: EmbedderFactory, settings: Settings, call_id: int) -> StoredToolCall:
     claimed = await anyio.to_thread.run_sync(tool_calls.claim, store, call_id)
     if not claimed.claimed:
-        return await _outcome(store, claimed.call)
+        bound = claimed.tool.timeout_seconds if claimed.tool is not None else TIMEOUT_MAX
+        return await _outcome(store, claimed.call, bound + WAIT_MARGIN)
     row, tool = claimed.call, claimed.tool
     if tool is None:
         ran = tool_exec.Ran(None, f"the tool {row.tool_name!r} no longer exists", 0.0)
@@ -62,9 +65,12 @@ async def _shielded(job: Any) -> tool_exec.Ran:
         return result
 
 
-async def _outcome(store: Database, row: StoredToolCall) -> StoredToolCall:
-    """A call another approval claimed: its row once that approval has recorded the outcome."""
-    while row.status is ToolCallStatus.RUNNING:
+async def _outcome(store: Database, row: StoredToolCall, seconds: float) -> StoredToolCall:
+    """A call another approval claimed: its row once that approval has recorded the outcome, or as
+    it is after ``seconds`` (still RUNNING: the approval that runs it is in another process, which
+    may have stopped; the next start records it)."""
+    deadline = time.monotonic() + seconds
+    while row.status is ToolCallStatus.RUNNING and time.monotonic() < deadline:
         await asyncio.sleep(WAIT_STEP)
         row = await anyio.to_thread.run_sync(tool_calls.get, store, row.id)
     return row

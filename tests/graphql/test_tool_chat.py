@@ -539,3 +539,23 @@ def test_regenerating_drops_undecided_calls_keeps_decided_ones_and_never_rewrite
     assert after["__typename"] == "ConflictError"
     (call,) = api.run(REGENERATE, m=answer["id"])["regenerateMessage"]["toolCalls"]
     assert call["toolId"] is None and call["toolName"] == "create_ticket" and call["status"] == "APPROVED"
+
+
+def test_one_websocket_sees_a_regenerated_answers_new_calls(api: Api, model: FakeChatModel, endpoint: Endpoint) -> None:
+    create(api, ticket_tool(endpoint.base))
+    sid = session(api, ["ops"])
+    regenerate = CHAT.replace(
+        "subscription($s: ID!, $c: String!) { chat(sessionId: $s, content: $c)",
+        "subscription($m: ID!) { regenerate(messageId: $m)",
+    )
+    model.enqueue(
+        calls(("create_ticket", {"title": "one"})),
+        "Approve it.",
+        calls(("create_ticket", {"title": "two"})),
+        "Approve this one.",
+    )
+    with api.websocket() as ws:
+        first = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="open a ticket")][-1]["answer"]
+        second = [e["data"]["regenerate"] for e in ws.subscribe(regenerate, m=first["id"])][-1]["answer"]
+    assert [json.loads(c["arguments"])["title"] for c in first["toolCalls"]] == ["one"]
+    assert [json.loads(c["arguments"])["title"] for c in second["toolCalls"]] == ["two"]

@@ -36,6 +36,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         self.server.seen.append((url.path, self.headers.get("Host", "")))  # type: ignore[attr-defined]
+        self.server.auth.append((url.path, self.headers.get("Authorization")))  # type: ignore[attr-defined]
         if url.path == "/notes.md":
             self._send(200, DOC, {"Content-Type": "text/markdown; charset=utf-8"})
         elif url.path == "/download":
@@ -72,12 +73,17 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, b"no", {"Content-Type": "text/plain"})
 
+    def do_POST(self) -> None:  # the same routes; the body is read and dropped
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.do_GET()
+
 
 @contextmanager
 def serving(host: str = "127.0.0.1") -> Iterator[ThreadingHTTPServer]:
     server = ThreadingHTTPServer((host, 0), _Handler)
     server.daemon_threads = True
     server.seen = []  # type: ignore[attr-defined]
+    server.auth = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

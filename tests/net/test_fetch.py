@@ -168,3 +168,17 @@ def test_https_connects_to_the_checked_address_and_verifies_the_name(tmp_path: P
             fetch(f"https://127.0.0.1:{port}/notes.md", secure)  # the certificate does not name 127.0.0.1
         with pytest.raises(FetchError, match="CERTIFICATE_VERIFY_FAILED"):
             fetch(f"https://localhost:{port}/notes.md", policy(LOOPBACK_ONLY))  # not a CA the system trusts
+
+
+def test_a_request_sends_its_method_body_and_headers_and_keeps_them_from_other_origins() -> None:
+    allowed = AddressPolicy.of(True, [])
+    with serving() as first, serving() as second:
+        other = f"{base(second)}/notes.md"
+        fetched = fetch(f"{base(first)}/redirect?to={other}", policy(allowed), headers={"Authorization": "Bearer s"})
+        assert fetched.data == DOC
+        assert first.auth == [("/redirect", "Bearer s")]  # type: ignore[attr-defined]
+        assert second.auth == [("/notes.md", None)]  # type: ignore[attr-defined]
+        same = fetch(f"{base(first)}/redirect?to=/notes.md", policy(allowed), headers={"Authorization": "Bearer s"})
+        assert same.data == DOC and first.auth[-1] == ("/notes.md", "Bearer s")  # type: ignore[attr-defined]
+        with pytest.raises(FetchError, match="redirected the POST request"):
+            fetch(f"{base(first)}/redirect?to=/notes.md", policy(allowed), method="POST", body=b"{}")
