@@ -133,6 +133,7 @@ describe("tools: register and test one, then a previewed call approved in the ch
     await tools.getByRole("switch", { name: "ops" }).check();
     await drawer.getByRole("button", { name: "Save settings" }).click();
     await drawer.waitFor({ state: "detached" });
+    assert.equal(await page.getByTestId("summary-tools").textContent(), "tools: ops");
 
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("Open a ticket: the printer is on fire");

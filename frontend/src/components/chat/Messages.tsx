@@ -232,7 +232,7 @@ export function SettingsSummary({
   session,
   onOpen,
 }: {
-  session: { enableRag: boolean; topK: number; threshold: number; includeCitations: boolean; provider: string; model: string };
+  session: { enableRag: boolean; topK: number; threshold: number; includeCitations: boolean; provider: string; model: string; toolGroups?: readonly string[] };
   onOpen: () => void;
 }) {
   return (
@@ -248,6 +248,12 @@ export function SettingsSummary({
         </>
       ) : (
         <span>RAG off</span>
+      )}
+      {session.toolGroups && session.toolGroups.length > 0 && (
+        <>
+          <span aria-hidden="true">·</span>
+          <span data-testid="summary-tools">tools: {session.toolGroups.join(", ")}</span>
+        </>
       )}
       <span aria-hidden="true">·</span>
       <span className={styles.summaryModel}>
