@@ -2,7 +2,7 @@
 // ticket system: previews by GET, tickets created by POST, counted), registered and tested on the
 // tools page; a chat allowed its group, where the scripted model calls it: the preview shows,
 // Approve runs it (the endpoint sees exactly one POST) and the outcome joins the chat, also after a
-// reload. The script and the tool are those of tests/graphql/test_tool_chat_scripted.py.
+// reload; a second call, rejected, never runs. The script and the tool are those of tests/graphql/test_tool_chat_scripted.py.
 
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
@@ -172,5 +172,23 @@ describe("tools: register and test one, then a previewed call approved in the ch
     assert.equal(await page.getByTestId("assistant-message").count(), 2);
     assert.equal(endpoint.posts().length, 1);
     assert.deepEqual(page.problems, []);
+  });
+
+  test("a rejected preview never runs, and stays rejected", async () => {
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("And the coffee machine leaks");
+    await box.press("Enter");
+    const answer = page.getByTestId("assistant-message").nth(2);
+    await answer.and(page.locator('[data-status="COMPLETE"]')).waitFor({ timeout: 30_000 });
+    const call = answer.getByTestId("tool-call");
+    assert.equal(await call.getAttribute("data-status"), "PREVIEW");
+    await call.getByRole("button", { name: "Reject" }).click();
+    await answer.locator('[data-testid="tool-call"][data-status="REJECTED"]').waitFor();
+    assert.match(await call.textContent(), /You rejected it: it never ran/);
+    assert.equal(await page.getByTestId("assistant-message").count(), 3, "a rejection appends nothing");
+    assert.equal(endpoint.posts().length, 1);
+    await page.reload();
+    await page.getByTestId("assistant-message").nth(2).locator('[data-testid="tool-call"][data-status="REJECTED"]').waitFor();
+    assert.equal(endpoint.posts().length, 1);
   });
 });
