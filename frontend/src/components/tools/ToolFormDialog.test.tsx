@@ -34,20 +34,22 @@ function createMock(result: CreateToolMutation["createTool"]): MockLink.MockedRe
   };
 }
 
+/** Type into a field by pasting: one input event, so the test does not depend on the machine's speed. */
+async function put(user: ReturnType<typeof userEvent.setup>, label: string, text: string) {
+  await user.click(screen.getByLabelText(label));
+  await user.paste(text);
+}
+
 async function fill(user: ReturnType<typeof userEvent.setup>) {
-  await user.type(screen.getByLabelText("Name"), "weather");
-  await user.type(screen.getByLabelText("Description"), "The weather in a city.");
-  await user.type(screen.getByLabelText("Example requests"), "weather in Paris");
-  const schemaBox = screen.getByLabelText("Input schema");
-  await user.clear(schemaBox);
-  // userEvent treats { and [ as key descriptors: paste the JSON instead.
-  await user.click(schemaBox);
-  await user.paste(JSON.stringify(schema));
-  await user.click(screen.getByLabelText("URL template"));
-  await user.paste("https://weather.example/now?city={city}");
+  await put(user, "Name", "weather");
+  await put(user, "Description", "The weather in a city.");
+  await put(user, "Example requests", "weather in Paris");
+  await user.clear(screen.getByLabelText("Input schema"));
+  await put(user, "Input schema", JSON.stringify(schema));
+  await put(user, "URL template", "https://weather.example/now?city={city}");
   await user.click(screen.getByRole("button", { name: "Add header" }));
-  await user.type(screen.getByLabelText("Header 1 name"), "X-Key");
-  await user.type(screen.getByLabelText("Header 1 secret"), "weather_key");
+  await put(user, "Header 1 name", "X-Key");
+  await put(user, "Header 1 secret", "weather_key");
 }
 
 function describedError(input: HTMLElement): string {
@@ -63,9 +65,8 @@ describe("ToolFormDialog", () => {
         <ToolFormDialog open onClose={vi.fn()} />
       </MockedProvider>,
     );
-    await user.type(screen.getByLabelText("Name"), "1bad");
-    await user.click(screen.getByLabelText("URL template"));
-    await user.paste("https://{host}/x");
+    await put(user, "Name", "1bad");
+    await put(user, "URL template", "https://{host}/x");
     await user.click(screen.getByRole("button", { name: "Create tool" }));
     expect(describedError(screen.getByLabelText("Name"))).toMatch(/starting with a letter/);
     expect(describedError(screen.getByLabelText("Description"))).toMatch(/Required/);
