@@ -56,6 +56,7 @@ describe("tools: register and test one, then a previewed call approved in the ch
     };
     [server, browser] = await Promise.all([startServer({ env }), launchBrowser()]);
     page = await openPage(browser, server, { path: "/" });
+    page.setDefaultTimeout(20_000); // the machine is shared: a preview or an approval may wait for a core
   });
 
   after(async () => {
@@ -68,6 +69,7 @@ describe("tools: register and test one, then a previewed call approved in the ch
   test("the tools page registers an HTTP tool (the server's verdict at its field) and tests it", async () => {
     await page.getByRole("link", { name: "Tools" }).click();
     await page.waitForURL(/\/tools$/);
+    await page.locator('[data-testid="tool-row"][data-tool="search_knowledge_base"]').waitFor();
     const builtins = await page.getByTestId("tool-row").evaluateAll((rows) => rows.map((r) => r.dataset.tool));
     assert.ok(builtins.includes("search_knowledge_base"), `built-in tools listed: ${builtins}`);
 
