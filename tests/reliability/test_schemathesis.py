@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
+import graphql
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +30,21 @@ schemathesis.graphql.scalar(
     st.one_of(
         st.text(max_size=20).map(schemathesis.graphql.nodes.String), st.integers().map(schemathesis.graphql.nodes.Int)
     ),
+)
+
+# The JSON scalar (a tool's inputSchema, testTool's arguments) takes any JSON value: small objects of
+# scalars, and bare scalars, which the resolvers must refuse as the union's ValidationError.
+_NODES = schemathesis.graphql.nodes
+_LEAF = st.one_of(  # not null: a JSON! argument cannot be null, and a null one is not a valid request
+    st.text(max_size=10).map(_NODES.String),
+    st.integers(-5, 5).map(_NODES.Int),
+    st.booleans().map(_NODES.Boolean),
+)
+_FIELD = st.tuples(st.from_regex(r"[a-z_]{1,8}", fullmatch=True), _LEAF | st.just(_NODES.Null)).map(
+    lambda pair: graphql.ObjectFieldNode(name=graphql.NameNode(value=pair[0]), value=pair[1])
+)
+schemathesis.graphql.scalar(
+    "JSON", st.one_of(st.lists(_FIELD, max_size=3, unique_by=lambda f: f.name.value).map(_NODES.Object), _LEAF)
 )
 
 
