@@ -8,6 +8,7 @@ import { ChatPage } from "./pages/ChatPage";
 import { HomePage } from "./pages/HomePage";
 import { DocumentPage } from "./pages/DocumentPage";
 import { ProjectPage } from "./pages/ProjectPage";
+import { ToolsPage } from "./pages/ToolsPage";
 import { Link, paths, useRoute } from "./lib/router";
 
 export function App() {
@@ -18,6 +19,7 @@ export function App() {
       {route.name === "project" && <ProjectPage key={route.projectId} projectId={route.projectId} />}
       {route.name === "session" && <ChatPage key={route.sessionId} sessionId={route.sessionId} />}
       {route.name === "document" && <DocumentPage key={route.documentId} documentId={route.documentId} />}
+      {route.name === "tools" && <ToolsPage />}
       {route.name === "notFound" && (
         <AppShell title="Not found" sidebar={<AppSidebar />}>
           <Page>

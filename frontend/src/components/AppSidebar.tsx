@@ -11,17 +11,19 @@ import { LoadMore } from "./LoadMore";
 import { ProjectFormDialog } from "./projects/ProjectFormDialog";
 import { ServerStatus } from "./ServerStatus";
 import { Sidebar } from "./Sidebar";
-import { ChatIcon, DatabaseIcon, KeyIcon, PlusIcon } from "./icons";
+import { ChatIcon, DatabaseIcon, KeyIcon, PlusIcon, WrenchIcon } from "./icons";
 import shared from "../styles/shared.module.css";
 import styles from "./AppSidebar.module.css";
 
 export interface AppSidebarProps {
   activeProjectId?: string | null;
   activeSessionId?: string | null;
+  /** The tools page is open. */
+  activeTools?: boolean;
 }
 
 /** Knowledge bases, the chats of the open one, "New chat", and the server status. */
-export function AppSidebar({ activeProjectId = null, activeSessionId = null }: AppSidebarProps) {
+export function AppSidebar({ activeProjectId = null, activeSessionId = null, activeTools = false }: AppSidebarProps) {
   const projects = useQuery(ProjectsDocument);
   const list = projects.data?.projects.__typename === "ProjectConnection" ? projects.data.projects : null;
   const { keys } = useServices();
@@ -87,6 +89,12 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null }: A
             onLoad={() => projects.fetchMore({ variables: { after: list.pageInfo.endCursor } })}
           />
         )}
+      </div>
+      <div className={styles.section}>
+        <Link to={paths.tools()} className={styles.item} aria-current={activeTools ? "page" : undefined} data-active={activeTools || undefined}>
+          <WrenchIcon width={16} height={16} />
+          <span className={styles.label}>Tools</span>
+        </Link>
       </div>
       <ProjectFormDialog open={creatingProject} onClose={() => setCreatingProject(false)} />
     </Sidebar>

@@ -171,3 +171,10 @@ export const CheckIcon = (props: SVGProps<SVGSVGElement>) => (
     <path d="M5 12.5l4.5 4.5L19 7.5" />
   </Icon>
 );
+
+export const WrenchIcon = (props: SVGProps<SVGSVGElement>) => (
+  <Icon {...props}>
+    <path d="M14.7 6.3a4 4 0 0 0 5 5l-8.4 8.4a2.1 2.1 0 0 1-3-3z" />
+    <path d="M14.7 6.3A4 4 0 0 1 19.5 4l-2.6 2.6.5 2 2 .5 2.6-2.6a4 4 0 0 1-2.3 4.8" />
+  </Icon>
+);

@@ -21,6 +21,7 @@ function message(overrides: Partial<MessageFieldsFragment> = {}): MessageFieldsF
     citations: [
       { id: "9", marker: 1, kind: "MODEL", score: 0.71, rank: 1, documentId: "4", chunkId: "40", documentName: "guide.md", snippet: "Run the installer.", location },
     ],
+    toolCalls: [],
     trace: null,
     ...overrides,
   };

@@ -14,6 +14,8 @@ import type {
   Role,
   TraceSummaryFieldsFragment,
   SearchDecision,
+  ToolCallFieldsFragment,
+  ToolCallStatus,
 } from "../gql/graphql";
 
 export interface SourceView {
@@ -35,6 +37,34 @@ export interface SourceView {
 export interface Quote {
   location: LocationFieldsFragment;
   text: string;
+}
+
+/** A tool call as the chat shows it: live from the stream, or stored. */
+export interface ToolCallView {
+  /** The model's id for the call (events name it). */
+  callId: string;
+  /** The stored ToolCall's id (approve/reject take it); null until the server names it. */
+  id: string | null;
+  name: string;
+  /** As the model wrote them (JSON text, possibly invalid). */
+  arguments: string;
+  /** CALLING: the model called it and it is running now (live only). */
+  status: ToolCallStatus | "CALLING";
+  ok: boolean;
+  error: string | null;
+  /** The start of its result (live) or the stored result (cut to the server's cap). */
+  result: string | null;
+  /** The whole result's size in characters. */
+  size: number | null;
+  truncated: boolean;
+  ms: number | null;
+  /** What a side-effecting call would do (shown for approval). */
+  preview: string | null;
+  decidedAt: string | null;
+  /** The assistant message an approved call's outcome was appended as. */
+  outcomeMessageId: string | null;
+  /** Where in the answer's text the call was made (live); null: before the text (stored calls). */
+  offset: number | null;
 }
 
 export type ItemStatus = "PENDING" | "STREAMING" | "COMPLETE" | "FAILED";
@@ -69,6 +99,8 @@ export interface ChatItem {
   queued?: number;
   /** While retrieval runs: the last pass that ended (WIDEN: another, wider one is under way). */
   searching?: SearchPass;
+  /** The model's tool calls, in the order made. */
+  toolCalls: ToolCallView[];
 }
 
 export interface SearchPass {
@@ -95,7 +127,11 @@ export type ChatAction =
   /** The stored message of an answer that failed live: its trace says why (the answer guard's verdict). */
   | { type: "stored"; key: string; message: MessageFieldsFragment }
   | { type: "streamFailed"; key: string; message: string; code?: TurnError["code"] }
-  | { type: "discard"; key: string };
+  | { type: "discard"; key: string }
+  /** A previewed call was approved or rejected: the call as the server now has it. */
+  | { type: "toolDecided"; call: ToolCallFieldsFragment }
+  /** A message the server appended (an approved call's outcome), at the end unless already shown. */
+  | { type: "appended"; message: MessageFieldsFragment };
 
 export const initialChatState: ChatState = { items: [], activeKey: null };
 
@@ -117,7 +153,53 @@ export function fromMessage(message: MessageFieldsFragment, key = `m${message.id
     createdAt: message.createdAt,
     unsent: false,
     previous: null,
+    toolCalls: message.toolCalls.map((c) => toolCallOf(c)),
   };
+}
+
+export function toolCallOf(call: ToolCallFieldsFragment, offset: number | null = null): ToolCallView {
+  return {
+    callId: call.callId,
+    id: call.id,
+    name: call.toolName,
+    arguments: call.arguments,
+    status: call.status,
+    ok: call.ok,
+    error: call.error,
+    result: call.result,
+    size: call.resultSize,
+    truncated: false,
+    ms: call.ms,
+    preview: call.preview,
+    decidedAt: call.decidedAt,
+    outcomeMessageId: call.outcomeMessageId,
+    offset,
+  };
+}
+
+const DECIDED = new Set<ToolCallView["status"]>(["APPROVED", "REJECTED", "RUNNING"]);
+
+function upsertCall(item: ChatItem, callId: string, change: (call: ToolCallView) => ToolCallView, name: string, args = ""): ChatItem {
+  const known = item.toolCalls.some((c) => c.callId === callId);
+  const base: ToolCallView = {
+    callId,
+    id: null,
+    name,
+    arguments: args,
+    status: "CALLING",
+    ok: false,
+    error: null,
+    result: null,
+    size: null,
+    truncated: false,
+    ms: null,
+    preview: null,
+    decidedAt: null,
+    outcomeMessageId: null,
+    offset: item.content.length,
+  };
+  const toolCalls = known ? item.toolCalls.map((c) => (c.callId === callId ? change(c) : c)) : [...item.toolCalls, change(base)];
+  return { ...item, toolCalls };
 }
 
 /**
@@ -170,6 +252,7 @@ function blank(key: string, role: Role, content: string): ChatItem {
     createdAt: null,
     unsent: false,
     previous: null,
+    toolCalls: [],
   };
 }
 
@@ -224,15 +307,47 @@ function onEvent(state: ChatState, key: string, event: ChatEventFieldsFragment):
         })),
         noContext: event.noContext,
         degraded: event.degraded,
+        // A regenerated answer keeps the calls already decided (the server keeps them too); the rest go.
+        toolCalls: item.toolCalls.filter((c) => DECIDED.has(c.status)).map((c) => ({ ...c, offset: 0 })),
       }));
     }
+    case "ChatToolCall":
+      return patch(state, key, (item) => upsertCall(item, event.callId, (c) => ({ ...c, name: event.name, arguments: event.arguments }), event.name, event.arguments));
+    case "ChatToolResult":
+      return patch(state, key, (item) =>
+        upsertCall(
+          item,
+          event.callId,
+          (c) => ({
+            ...c,
+            id: event.toolCallId ?? c.id,
+            status: event.ok ? "EXECUTED" : "FAILED",
+            ok: event.ok,
+            error: event.error ?? null,
+            result: event.summary,
+            size: event.size,
+            truncated: event.truncated,
+            ms: event.ms,
+          }),
+          event.name,
+        ),
+      );
+    case "ChatToolPreview":
+      return patch(state, key, (item) =>
+        upsertCall(item, event.callId, (c) => ({ ...c, id: event.toolCallId ?? c.id, status: "PREVIEW", arguments: event.arguments, preview: event.preview }), event.name, event.arguments),
+      );
     case "ChatToken":
       return patch(state, key, (item) => ({ ...item, status: "STREAMING", content: item.content + event.text }));
     case "ChatDone": {
       // A turn that finished while the connection was down is replayed as ChatDone alone: its question was stored too.
       const stored = patch(state, questionKey(key), (q) => (q.status === "PENDING" ? { ...q, status: "COMPLETE" } : q));
       const done = patch(stored, key, (item) => {
-        const stored = fromMessage(event.answer, key);
+        let stored = fromMessage(event.answer, key);
+        // The calls stay where they were made in the text, while the stored text is the streamed one.
+        if (stored.content === item.content) {
+          const offsets = new Map(item.toolCalls.map((c) => [c.callId, c.offset]));
+          stored = { ...stored, toolCalls: stored.toolCalls.map((c) => ({ ...c, offset: offsets.get(c.callId) ?? null })) };
+        }
         // Without citations (turned off, or none attributed) keep the retrieved sources on screen.
         return stored.sources.length === 0 && item.sources.length > 0 ? { ...stored, sources: item.sources, cited: false } : stored;
       });
@@ -309,6 +424,18 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case "discard":
       return patch(state, action.key, (item) => (item.unsent ? null : item));
+    case "toolDecided": {
+      const { call } = action;
+      const items = state.items.map((item) =>
+        item.toolCalls.some((c) => c.id === call.id)
+          ? { ...item, toolCalls: item.toolCalls.map((c) => (c.id === call.id ? { ...toolCallOf(call, c.offset), truncated: c.truncated } : c)) }
+          : item,
+      );
+      return { ...state, items };
+    }
+    case "appended":
+      if (state.items.some((item) => item.id === action.message.id)) return state;
+      return { ...state, items: [...state.items, fromMessage(action.message)] };
     default:
       return state;
   }

@@ -6,6 +6,7 @@ const DELETED_TYPE = {
   ProjectDeleted: "Project",
   DocumentDeleted: "Document",
   ChatSessionDeleted: "ChatSession",
+  ToolDeleted: "Tool",
 } as const;
 
 export type DeletedPayload = { __typename: keyof typeof DELETED_TYPE; id: string };

@@ -8,6 +8,8 @@ describe("parseRoute", () => {
     ["/projects/3/", { name: "project", projectId: "3" }],
     ["/sessions/12", { name: "session", sessionId: "12" }],
     ["/documents/7", { name: "document", documentId: "7" }],
+    ["/tools", { name: "tools" }],
+    ["/tools/", { name: "tools" }],
     ["/projects/1/chats/2", { name: "notFound", path: "/projects/1/chats/2" }],
   ])("%s", (path, route) => {
     expect(parseRoute(path)).toEqual(route);

@@ -1,4 +1,4 @@
-// A small client-side router: the History API, four routes, and <Link>. ragchat serves
+// A small client-side router: the History API, five routes, and <Link>. ragchat serves
 // index.html for any path without a dot, so deep links and reloads work.
 
 import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from "react";
@@ -8,6 +8,7 @@ export type Route =
   | { name: "project"; projectId: string }
   | { name: "session"; sessionId: string }
   | { name: "document"; documentId: string }
+  | { name: "tools" }
   | { name: "notFound"; path: string };
 
 const NAVIGATE_EVENT = "ragchat:navigate";
@@ -15,6 +16,7 @@ const NAVIGATE_EVENT = "ragchat:navigate";
 export function parseRoute(pathname: string): Route {
   const path = pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { name: "home" };
+  if (path === "/tools") return { name: "tools" };
   const project = /^\/projects\/([^/]+)$/.exec(path);
   if (project) return { name: "project", projectId: decodeURIComponent(project[1]!) };
   const session = /^\/sessions\/([^/]+)$/.exec(path);
@@ -29,6 +31,7 @@ export const paths = {
   project: (id: string) => `/projects/${encodeURIComponent(id)}`,
   session: (id: string) => `/sessions/${encodeURIComponent(id)}`,
   document: (id: string) => `/documents/${encodeURIComponent(id)}`,
+  tools: () => "/tools",
 };
 
 export function navigate(to: string, { replace = false }: { replace?: boolean } = {}): void {

@@ -142,6 +142,8 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
     return null;
   }
 
+  // Messages that record how an approved tool call ended: not answers, so not regenerated.
+  const outcomes = new Set(items.flatMap((i) => i.toolCalls.map((c) => c.outcomeMessageId)));
   const lastQuestion = [...items].reverse().find((i) => i.role === "USER")?.content;
   const traceItem = items.find((i) => i.key === traceKey) ?? null;
   const openSettings = () => setSettingsOpen(true);
@@ -188,7 +190,16 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
               item.role === "USER" ? (
                 <UserMessage key={item.key} item={item} busy={chat.busy} onResend={chat.resend} onDiscard={chat.discard} />
               ) : (
-                <AssistantMessage key={item.key} item={item} busy={chat.busy} onRetry={chat.regenerate} onOpenTrace={setTraceKey} onOpenSettings={openSettings} />
+                <AssistantMessage
+                  key={item.key}
+                  item={item}
+                  busy={chat.busy}
+                  onRetry={chat.regenerate}
+                  onOpenTrace={setTraceKey}
+                  onOpenSettings={openSettings}
+                  regenerable={!outcomes.has(item.id)}
+                  onDecideTool={chat.decideTool}
+                />
               ),
             )}
           </div>

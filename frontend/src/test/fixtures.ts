@@ -25,6 +25,7 @@ export function trace(overrides: Partial<TraceFieldsFragment> = {}): TraceFields
     answer: null,
     ranking: null,
     search: null,
+    tools: null,
     ...overrides,
   };
 }

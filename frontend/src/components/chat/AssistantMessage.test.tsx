@@ -29,6 +29,7 @@ function item(overrides: Partial<ChatItem> = {}): ChatItem {
     createdAt: null,
     unsent: false,
     previous: null,
+    toolCalls: [],
     ...overrides,
   };
 }

@@ -1,5 +1,5 @@
 import { type ReactNode, useCallback, useEffect, useMemo, useRef, useState } from "react";
-import type { ChatItem, SearchPass } from "../../lib/chatReducer";
+import type { ChatItem, SearchPass, ToolCallView } from "../../lib/chatReducer";
 import { cx } from "../../lib/cx";
 import { ordinal } from "../../lib/ordinal";
 import { Button, LinkButton } from "../Button";
@@ -9,6 +9,7 @@ import { AlertIcon, InfoIcon, LayersIcon, LogoMark, RefreshIcon, SlidersIcon } f
 import { AnswerNotice } from "./AnswerNotice";
 import { describeTurnError } from "./describeError";
 import { SourceList, quotedPlaces } from "./SourceList";
+import { ToolCallCard, type ToolDecision } from "./ToolCallCard";
 import shared from "../../styles/shared.module.css";
 import styles from "./Messages.module.css";
 
@@ -19,12 +20,30 @@ export interface AssistantMessageProps {
   onRetry: (key: string) => void;
   onOpenTrace: (key: string) => void;
   onOpenSettings: () => void;
+  /** False for a message that records how an approved tool call ended: the server will not regenerate it. */
+  regenerable?: boolean;
+  /** Approve or reject a previewed tool call (see ToolCallCard). */
+  onDecideTool?: (call: ToolCallView, decision: ToolDecision) => Promise<string | null>;
+}
+
+/** The answer's text cut where the model called tools: text, call, text, … (stored calls come first). */
+export function segmentsOf(content: string, calls: readonly ToolCallView[]): ({ text: string } | { call: ToolCallView })[] {
+  const out: ({ text: string } | { call: ToolCallView })[] = [];
+  let at = 0;
+  for (const call of calls) {
+    const offset = Math.min(Math.max(call.offset ?? 0, at), content.length);
+    if (offset > at) out.push({ text: content.slice(at, offset) });
+    out.push({ call });
+    at = offset;
+  }
+  if (at < content.length) out.push({ text: content.slice(at) });
+  return out;
 }
 
 const prefersReducedMotion = () => typeof window !== "undefined" && window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
 
 /** An answer: Markdown with linked `[n]` markers, notices, its sources, and what went wrong if it did. */
-export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSettings }: AssistantMessageProps) {
+export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSettings, regenerable = true, onDecideTool }: AssistantMessageProps) {
   const [active, setActive] = useState<number | null>(null);
   const clear = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const idPrefix = `source-${item.key}`;
@@ -105,11 +124,27 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
                 : "Searching your documents…"}
           </Pending>
         )}
-        {item.content && (
-          <Markdown className={cx(styles.content, failed && styles.partial)} citations={citations} testId="message-content">
-            {item.content}
-          </Markdown>
-        )}
+        {item.toolCalls.length === 0
+          ? item.content && (
+              <Markdown className={cx(styles.content, failed && styles.partial)} citations={citations} testId="message-content">
+                {item.content}
+              </Markdown>
+            )
+          : segmentsOf(item.content, item.toolCalls).map((part, i, parts) =>
+              "call" in part ? (
+                <ToolCallCard key={part.call.callId} call={part.call} onDecide={onDecideTool} />
+              ) : (
+                // The text after the last call is the answer (message-content); earlier text led up to a call.
+                <Markdown
+                  key={`text-${i}`}
+                  className={cx(i === parts.length - 1 && styles.content, failed && styles.partial)}
+                  citations={citations}
+                  testId={i === parts.length - 1 ? "message-content" : "message-segment"}
+                >
+                  {part.text}
+                </Markdown>
+              ),
+            )}
         {streaming && !item.content && (
           <Pending>Writing…</Pending>
         )}
@@ -134,14 +169,14 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
           </Notice>
         )}
         <SourceList sources={item.sources} idPrefix={idPrefix} active={active} title={sourcesTitle} compact={pending || streaming} />
-        {(item.trace || (item.status === "COMPLETE" && item.id)) && (
+        {(item.trace || (item.status === "COMPLETE" && item.id && regenerable)) && (
           <div className={styles.actions}>
             {item.trace && (
               <Button variant="ghost" size="small" onClick={() => onOpenTrace(item.key)}>
                 <LayersIcon width={15} height={15} /> Why this answer
               </Button>
             )}
-            {item.status === "COMPLETE" && item.id && (
+            {item.status === "COMPLETE" && item.id && regenerable && (
               <Button variant="ghost" size="small" onClick={() => onRetry(item.key)} disabled={busy}>
                 <RefreshIcon width={14} height={14} /> Regenerate
               </Button>
@@ -197,7 +232,7 @@ export function SettingsSummary({
   session,
   onOpen,
 }: {
-  session: { enableRag: boolean; topK: number; threshold: number; includeCitations: boolean; provider: string; model: string };
+  session: { enableRag: boolean; topK: number; threshold: number; includeCitations: boolean; provider: string; model: string; toolGroups?: readonly string[] };
   onOpen: () => void;
 }) {
   return (
@@ -213,6 +248,12 @@ export function SettingsSummary({
         </>
       ) : (
         <span>RAG off</span>
+      )}
+      {session.toolGroups && session.toolGroups.length > 0 && (
+        <>
+          <span aria-hidden="true">·</span>
+          <span data-testid="summary-tools">tools: {session.toolGroups.join(", ")}</span>
+        </>
       )}
       <span aria-hidden="true">·</span>
       <span className={styles.summaryModel}>

@@ -33,6 +33,7 @@ const trace: TraceFieldsFragment = {
   answer: null,
   ranking: null,
   search: null,
+  tools: null,
 };
 
 const searched: NonNullable<TraceFieldsFragment["search"]> = {
@@ -176,5 +177,32 @@ describe("TracePanel", () => {
     renderPanel(onClose);
     await userEvent.keyboard("{Escape}");
     expect(onClose).toHaveBeenCalled();
+  });
+
+  it("shows tool selection's stages and the calls the model made", () => {
+    const tools: NonNullable<TraceFieldsFragment["tools"]> = {
+      groups: ["ops"],
+      topK: 1,
+      minScore: null,
+      degraded: null,
+      candidates: [
+        { name: "create_ticket", score: 0.62 },
+        { name: "close_ticket", score: 0.31 },
+        { name: "ops_help", score: 0.1 },
+      ],
+      selected: [
+        { name: "create_ticket", score: 0.62, reason: "RANKED" },
+        { name: "ops_help", score: 0.1, reason: "CORE" },
+      ],
+      calls: [{ callId: "c1", name: "create_ticket", arguments: '{"title":"x"}', status: "PREVIEW", error: null, resultSize: 0, truncated: false, ms: 3.5 }],
+      rounds: 2,
+      stopped: "a call waits for the user's approval",
+    };
+    render(<TracePanel trace={{ ...trace, tools }} open onClose={vi.fn()} />);
+    expect(screen.getByTestId("trace-tools")).toHaveTextContent("Offered2 of 3 (top 1, then core tools)");
+    expect(screen.getByTestId("trace-tools")).toHaveTextContent("Stoppeda call waits for the user's approval");
+    const rows = screen.getAllByTestId("trace-tool-candidate");
+    expect(rows.map((r) => r.textContent)).toEqual(["create_ticket0.62similar", "close_ticket0.31no", "ops_help0.10core"]);
+    expect(screen.getByTestId("trace-tool-call")).toHaveAttribute("data-status", "PREVIEW");
   });
 });

@@ -10,6 +10,7 @@ import { AlertIcon } from "../icons";
 import { FateBadge, FateLegend, Score, fateCounts, fateReason } from "../retrieval/Fate";
 import { OriginalDisclosure } from "./AnswerNotice";
 import { SearchDetails } from "./SearchSection";
+import { ToolsDetails } from "./ToolsSection";
 import shared from "../../styles/shared.module.css";
 import styles from "./TracePanel.module.css";
 
@@ -52,6 +53,11 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
       {trace.search && (
         <TraceSection id="trace-search" title="Search">
           <SearchDetails search={trace.search} />
+        </TraceSection>
+      )}
+      {trace.tools && (
+        <TraceSection id="trace-tools" title="Tools">
+          <ToolsDetails tools={trace.tools} />
         </TraceSection>
       )}
       <TraceSection id="trace-settings" title="Settings used">

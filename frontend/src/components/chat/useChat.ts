@@ -1,8 +1,16 @@
 import { useApolloClient } from "@apollo/client/react";
 import { useCallback, useEffect, useReducer, useRef } from "react";
 import type { Subscription } from "rxjs";
-import { type ChatEventFieldsFragment, ChatDocument, type MessageFieldsFragment, RegenerateDocument, StoredMessageDocument } from "../../gql/graphql";
-import { chatReducer, initialChatState } from "../../lib/chatReducer";
+import {
+  ApproveToolCallDocument,
+  type ChatEventFieldsFragment,
+  ChatDocument,
+  type MessageFieldsFragment,
+  RegenerateDocument,
+  RejectToolCallDocument,
+  StoredMessageDocument,
+} from "../../gql/graphql";
+import { type ToolCallView, chatReducer, initialChatState } from "../../lib/chatReducer";
 import { newClientMessageId } from "../../lib/clientMessageId";
 
 let turnCounter = 0;
@@ -123,7 +131,36 @@ export function useChat(sessionId: string, initial: readonly MessageFieldsFragme
     settled.current?.();
   }, []);
 
+  /**
+   * Approve or reject a previewed tool call. Approval runs it once on the server, which appends its
+   * outcome to the conversation as a message: shown at the end. Resolves to an error message, or null.
+   */
+  const decideTool = useCallback(
+    async (call: ToolCallView, decision: "approve" | "reject"): Promise<string | null> => {
+      if (!call.id) return "This call was not stored, so it cannot be decided.";
+      try {
+        const variables = { id: call.id };
+        const data =
+          decision === "approve"
+            ? (await client.mutate({ mutation: ApproveToolCallDocument, variables, fetchPolicy: "no-cache" })).data?.approveToolCall
+            : (await client.mutate({ mutation: RejectToolCallDocument, variables, fetchPolicy: "no-cache" })).data?.rejectToolCall;
+        if (!data) return "No answer from the server.";
+        if (data.__typename !== "ToolCall") return data.message;
+        dispatch({ type: "toolDecided", call: data });
+        if (data.outcomeMessageId) {
+          const stored = await client.query({ query: StoredMessageDocument, variables: { id: data.outcomeMessageId }, fetchPolicy: "no-cache" });
+          if (stored.data?.message.__typename === "ChatMessage") dispatch({ type: "appended", message: stored.data.message });
+        }
+        settled.current?.();
+        return null;
+      } catch (err) {
+        return err instanceof Error ? err.message : String(err);
+      }
+    },
+    [client],
+  );
+
   const prepend = useCallback((messages: readonly MessageFieldsFragment[]) => dispatch({ type: "prepended", messages }), []);
 
-  return { state, busy: state.activeKey !== null, send, regenerate, resend, discard, stop, prepend };
+  return { state, busy: state.activeKey !== null, send, regenerate, resend, discard, stop, prepend, decideTool };
 }

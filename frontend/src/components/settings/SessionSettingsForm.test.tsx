@@ -20,6 +20,7 @@ const session: SessionFieldsFragment = {
   expansion: "OFF",
   quality: "BALANCED",
   rewrite: "AUTO",
+  toolGroups: [],
   createdAt: "2025-01-01T10:00:00",
   updatedAt: "2025-01-01T10:00:00",
 };
@@ -177,5 +178,62 @@ describe("SessionSettingsForm", () => {
     await user.click(screen.getByRole("switch", { name: "Cite sources" }));
     await user.click(screen.getByRole("button", { name: "Save" }));
     expect(screen.getByRole("alert")).toHaveTextContent("The database refused the write");
+  });
+});
+
+describe("SessionSettingsForm tool groups", () => {
+  const options = [
+    { group: "knowledge_base", tools: ["list_documents", "read_document", "search_knowledge_base"] },
+    { group: "shop", tools: ["cancel_order"] },
+  ];
+
+  function setupTools(onSubmit = vi.fn().mockResolvedValue(null), session_ = session) {
+    render(
+      <>
+        <SessionSettingsForm session={session_} providers={providers} onSubmit={onSubmit} toolGroupOptions={options} />
+        <button type="submit" form="session-settings">
+          Save
+        </button>
+      </>,
+    );
+    return { onSubmit, user: userEvent.setup() };
+  }
+
+  it("lists every group with its tools, none allowed by default, and sends the groups only when they changed", async () => {
+    const { user, onSubmit } = setupTools();
+    const group = within(screen.getByRole("group", { name: "Tools" }));
+    expect(group.getByRole("switch", { name: "knowledge_base" })).not.toBeChecked();
+    expect(group.getByRole("switch", { name: "shop" })).toHaveAccessibleDescription("cancel_order");
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenLastCalledWith({});
+    await user.click(group.getByRole("switch", { name: "shop" }));
+    await user.click(group.getByRole("switch", { name: "knowledge_base" }));
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenLastCalledWith({}, ["knowledge_base", "shop"]);
+  });
+
+  it("turns a chat's groups off with an empty list, and keeps a group that lost its tools listed", async () => {
+    const { user, onSubmit } = setupTools(undefined, { ...session, toolGroups: ["gone"] });
+    const gone = screen.getByRole("switch", { name: "gone" });
+    expect(gone).toBeChecked();
+    expect(gone).toHaveAccessibleDescription("no tools left in this group");
+    await user.click(gone);
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    expect(onSubmit).toHaveBeenLastCalledWith({}, []);
+  });
+
+  it("shows the server's refusal (a model that cannot call tools) at the groups, until the model or groups change", async () => {
+    const refusal = "the chat model scripted/scripted cannot call tools: choose a model whose provider declares tool calling (openai, ollama) before allowing tool groups";
+    const { user } = setupTools(vi.fn().mockResolvedValue({ groups: refusal }));
+    await user.click(screen.getByRole("switch", { name: "shop" }));
+    await user.click(screen.getByRole("button", { name: "Save" }));
+    const alert = await screen.findByRole("alert");
+    expect(alert).toHaveTextContent(refusal);
+    expect(screen.getByRole("group", { name: "Tools" })).toContainElement(alert);
+    await user.clear(screen.getByLabelText("Title"));
+    await user.type(screen.getByLabelText("Title"), "Other");
+    expect(screen.getByRole("alert")).toHaveTextContent(refusal);
+    await user.click(screen.getByRole("switch", { name: "knowledge_base" }));
+    expect(screen.queryByRole("alert")).toBeNull();
   });
 });

@@ -4,7 +4,8 @@ import type { FieldErrors } from "../../lib/results";
 import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
 import { SearchControl } from "./SearchControl";
-import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
+import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, groupChangesOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
+import { type ToolGroupOption, ToolGroupsControl } from "./ToolGroupsControl";
 import styles from "./SessionSettingsForm.module.css";
 
 type Provider = ProvidersQuery["providers"][number];
@@ -12,17 +13,21 @@ type Provider = ProvidersQuery["providers"][number];
 export interface SessionSettingsFormProps {
   session: SessionFieldsFragment;
   providers: readonly Provider[] | undefined;
-  /** Save the changes; resolve to field errors (from a ValidationError) or null when saved. */
-  onSubmit: (input: UpdateChatSessionInput) => Promise<FieldErrors | null>;
+  /** Save the changes (and the tool groups to set, only when they changed); resolve to field errors (from a ValidationError) or null when saved. */
+  onSubmit: (input: UpdateChatSessionInput, groups?: string[]) => Promise<FieldErrors | null>;
   /** Every edit, so a preview can follow the draft before it is saved. */
   onDraftChange?: (draft: SettingsDraft) => void;
   /** Shown under the retrieval settings (the retrieval preview). */
   retrievalExtra?: ReactNode;
+  /** The tool groups that hold tools; undefined while loading. */
+  toolGroupOptions?: readonly ToolGroupOption[];
+  /** Shown under the tool groups (the tool selection preview). */
+  toolsExtra?: ReactNode;
   formId?: string;
 }
 
 /** A chat's title, model and RAG settings; errors show next to their input. */
-export function SessionSettingsForm({ session, providers, onSubmit, onDraftChange, retrievalExtra, formId = "session-settings" }: SessionSettingsFormProps) {
+export function SessionSettingsForm({ session, providers, onSubmit, onDraftChange, retrievalExtra, toolGroupOptions, toolsExtra, formId = "session-settings" }: SessionSettingsFormProps) {
   const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
   const [errors, setErrors] = useState<FieldErrors>({});
   const [touched, setTouched] = useState<Set<keyof SettingsDraft>>(new Set());
@@ -34,8 +39,13 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
     setTouched((t) => new Set(t).add(key));
     // A server error belongs to the value it judged; editing the field clears it.
     setErrors((e) => {
-      if (!(key in e) && !("_form" in e)) return e;
-      const { [key]: _gone, _form: _f, ...rest } = e;
+      // The groups' error is the server's verdict on the groups with this model: either change answers it.
+      const groups = key === "toolGroups" || key === "provider" || key === "model";
+      if (!(key in e) && !("_form" in e) && !(groups && "groups" in e)) return e;
+      const rest: FieldErrors = { ...e };
+      delete rest[key];
+      delete rest._form;
+      if (groups) delete rest.groups;
       return rest;
     });
   }
@@ -50,7 +60,8 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
       setErrors(clientErrors);
       return;
     }
-    const problems = await onSubmit(changesOf(session, draft));
+    const groups = groupChangesOf(session, draft);
+    const problems = await (groups ? onSubmit(changesOf(session, draft), groups) : onSubmit(changesOf(session, draft)));
     setErrors(problems ?? {});
   }
 
@@ -203,6 +214,10 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
           <TextArea rows={3} value={draft.systemPrompt} onChange={(e) => set("systemPrompt", e.target.value)} />
         </Field>
       </Fieldset>
+
+      <ToolGroupsControl value={draft.toolGroups} onChange={(groups) => set("toolGroups", groups)} options={toolGroupOptions} error={errors.groups}>
+        {toolsExtra}
+      </ToolGroupsControl>
 
       {errors._form && <FormError role="alert">{errors._form}</FormError>}
     </Form>

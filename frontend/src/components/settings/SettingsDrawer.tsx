@@ -1,6 +1,13 @@
 import { useMutation, useQuery } from "@apollo/client/react";
 import { useCallback, useState } from "react";
-import { ProvidersDocument, type SessionFieldsFragment, UpdateChatSessionDocument, type UpdateChatSessionInput } from "../../gql/graphql";
+import {
+  ProvidersDocument,
+  type SessionFieldsFragment,
+  SetChatSessionToolGroupsDocument,
+  ToolsDocument,
+  UpdateChatSessionDocument,
+  type UpdateChatSessionInput,
+} from "../../gql/graphql";
 import { type FieldErrors, fieldErrorsOf } from "../../lib/results";
 import { Button } from "../Button";
 import { Dialog } from "../Dialog";
@@ -8,6 +15,8 @@ import { FormError } from "../Field";
 import { RetrievalPreview } from "./RetrievalPreview";
 import { SessionSettingsForm } from "./SessionSettingsForm";
 import { type SettingsDraft, draftOf, parseThreshold, parseTopK } from "./settingsDraft";
+import { toolGroupsOf } from "./ToolGroupsControl";
+import { ToolSelectionPreview } from "./ToolSelectionPreview";
 
 export interface SettingsDrawerProps {
   session: SessionFieldsFragment;
@@ -25,31 +34,60 @@ export interface SettingsDrawerProps {
 export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, isNew = false }: SettingsDrawerProps) {
   // Reachability changes (a server started or stopped): ask again each time the drawer opens.
   const providers = useQuery(ProvidersDocument, { skip: !open, fetchPolicy: "cache-and-network" });
-  const [update, { loading }] = useMutation(UpdateChatSessionDocument);
+  const tools = useQuery(ToolsDocument, { skip: !open, fetchPolicy: "cache-and-network" });
+  const [update, updating] = useMutation(UpdateChatSessionDocument);
+  const [setGroups, settingGroups] = useMutation(SetChatSessionToolGroupsDocument, {
+    update(cache, { data }) {
+      const result = data?.setChatSessionToolGroups;
+      if (result?.__typename !== "SessionToolGroups") return;
+      const id = cache.identify({ __typename: "ChatSession", id: result.sessionId });
+      if (id) cache.modify({ id, fields: { toolGroups: () => result.groups } });
+    },
+  });
+  const loading = updating.loading || settingGroups.loading;
   const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
   const onDraftChange = useCallback((d: SettingsDraft) => setDraft(d), []);
 
-  async function save(input: UpdateChatSessionInput): Promise<FieldErrors | null> {
-    if (Object.keys(input).length === 0) {
+  /** The session's fields, then its tool groups; turning tools off goes first, so a model change that needs it is allowed. */
+  async function save(input: UpdateChatSessionInput, groups?: string[]): Promise<FieldErrors | null> {
+    if (Object.keys(input).length === 0 && groups === undefined) {
       onClose();
       return null;
     }
     try {
-      const { data } = await update({ variables: { id: session.id, input } });
-      const result = data?.updateChatSession;
-      if (result?.__typename === "ChatSession") {
-        onSaved?.();
-        onClose();
-        return null;
+      const steps = groups?.length === 0 ? [() => saveGroups(groups), () => saveFields(input)] : [() => saveFields(input), () => saveGroups(groups)];
+      for (const step of steps) {
+        const problems = await step();
+        if (problems) return problems;
       }
-      if (result?.__typename === "ValidationError") {
-        const fields = fieldErrorsOf(result);
-        return Object.keys(fields).length ? fields : { _form: result.message };
-      }
-      return { _form: result && "message" in result ? result.message : "The settings could not be saved." };
+      onSaved?.();
+      onClose();
+      return null;
     } catch (err) {
       return { _form: err instanceof Error ? err.message : String(err) };
     }
+  }
+
+  async function saveFields(input: UpdateChatSessionInput): Promise<FieldErrors | null> {
+    if (Object.keys(input).length === 0) return null;
+    const { data } = await update({ variables: { id: session.id, input } });
+    const result = data?.updateChatSession;
+    if (result?.__typename === "ChatSession") return null;
+    if (result?.__typename === "ValidationError") {
+      const fields = fieldErrorsOf(result);
+      return Object.keys(fields).length ? fields : { _form: result.message };
+    }
+    return { _form: result && "message" in result ? result.message : "The settings could not be saved." };
+  }
+
+  async function saveGroups(groups: string[] | undefined): Promise<FieldErrors | null> {
+    if (groups === undefined) return null;
+    const { data } = await setGroups({ variables: { sessionId: session.id, groups } });
+    const result = data?.setChatSessionToolGroups;
+    if (result?.__typename === "SessionToolGroups") return null;
+    // Whatever the server names (groups, a group, the model), it is the tool groups' problem here.
+    const message = result?.__typename === "ValidationError" ? result.fields.map((f) => f.message).join("; ") || result.message : result?.message;
+    return { groups: message ?? "The tool groups could not be saved." };
   }
 
   return (
@@ -71,12 +109,15 @@ export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, 
       }
     >
       {providers.error && <FormError>Could not load the model list: {providers.error.message}</FormError>}
+      {tools.error && <FormError>Could not load the tools: {tools.error.message}</FormError>}
       <SessionSettingsForm
         key={session.id}
         session={session}
         providers={providers.data?.providers}
         onSubmit={save}
         onDraftChange={onDraftChange}
+        toolGroupOptions={tools.data ? toolGroupsOf(tools.data.tools) : undefined}
+        toolsExtra={<ToolSelectionPreview sessionId={session.id} savedGroups={session.toolGroups} initialMessage={lastQuestion} />}
         retrievalExtra={
           <RetrievalPreview
             sessionId={session.id}

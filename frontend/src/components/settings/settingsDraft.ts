@@ -16,6 +16,8 @@ export interface SettingsDraft {
   expansion: ExpansionMode;
   quality: Quality;
   rewrite: RewriteMode;
+  /** The tool groups the chat allows (saved with setChatSessionToolGroups, not in UpdateChatSessionInput). */
+  toolGroups: string[];
 }
 
 export const TOP_K_RANGE = [1, 50] as const;
@@ -69,6 +71,7 @@ export function draftOf(session: SessionFieldsFragment): SettingsDraft {
     expansion: session.expansion,
     quality: session.quality,
     rewrite: session.rewrite,
+    toolGroups: [...session.toolGroups].sort(),
   };
 }
 
@@ -96,6 +99,12 @@ export function validateDraft(draft: SettingsDraft): FieldErrors {
   if (parseTopK(draft.topK) === null) errors.topK = `A whole number from ${TOP_K_RANGE[0]} to ${TOP_K_RANGE[1]}.`;
   if (parseThreshold(draft.threshold) === null) errors.threshold = "A number from 0 to 1, e.g. 0.25.";
   return errors;
+}
+
+/** The tool groups to set, or null when they did not change. */
+export function groupChangesOf(session: SessionFieldsFragment, draft: SettingsDraft): string[] | null {
+  const next = [...new Set(draft.toolGroups)].sort();
+  return next.join("\n") === [...session.toolGroups].sort().join("\n") ? null : next;
 }
 
 /** Only what changed, so a save never overwrites a field the user did not touch. */

@@ -1,0 +1,111 @@
+import { useMutation, useQuery } from "@apollo/client/react";
+import { type FormEvent, useEffect, useState } from "react";
+import { ProjectsDocument, TestToolDocument, type TestToolMutation, type ToolFieldsFragment } from "../../gql/graphql";
+import { Badge } from "../Badge";
+import { Button } from "../Button";
+import { Dialog } from "../Dialog";
+import { Field, Form, FormError, Select, TextArea } from "../Field";
+import styles from "./ToolFormDialog.module.css";
+
+type ToolTest = Extract<TestToolMutation["testTool"], { __typename: "ToolTest" }>;
+
+/** Arguments to start from: each property of the schema with an empty value of its type. */
+export function argumentsSkeleton(schema: unknown): string {
+  const props = (schema as { properties?: Record<string, { type?: unknown }> } | null)?.properties ?? {};
+  const empty = (type: unknown) => (type === "integer" || type === "number" ? 0 : type === "boolean" ? false : type === "array" ? [] : type === "object" ? {} : "");
+  return JSON.stringify(Object.fromEntries(Object.entries(props).map(([name, p]) => [name, empty(p?.type)])), null, 2);
+}
+
+/** Run a tool once with typed arguments and show what a model would read (a side-effecting tool: its preview only). */
+export function TestToolDialog({ tool, onClose }: { tool: ToolFieldsFragment | null; onClose: () => void }) {
+  const [args, setArgs] = useState("{}");
+  const [projectId, setProjectId] = useState("");
+  const [problem, setProblem] = useState<string | null>(null);
+  const [outcome, setOutcome] = useState<ToolTest | null>(null);
+  const builtin = tool?.kind === "BUILTIN";
+  const projects = useQuery(ProjectsDocument, { skip: !builtin });
+  const list = projects.data?.projects.__typename === "ProjectConnection" ? projects.data.projects.edges.map((e) => e.node) : [];
+  const [testTool, { loading }] = useMutation(TestToolDocument);
+
+  useEffect(() => {
+    if (!tool) return;
+    setArgs(argumentsSkeleton(tool.inputSchema));
+    setProblem(null);
+    setOutcome(null);
+  }, [tool]);
+  const firstProject = list[0]?.id;
+  useEffect(() => {
+    if (builtin && !projectId && firstProject) setProjectId(firstProject);
+  }, [builtin, projectId, firstProject]);
+
+  async function run(event: FormEvent) {
+    event.preventDefault();
+    if (!tool) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(args);
+    } catch (err) {
+      return setProblem(`Not JSON: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return setProblem("The arguments are a JSON object.");
+    setProblem(null);
+    setOutcome(null);
+    try {
+      const { data } = await testTool({ variables: { id: tool.id, arguments: parsed, projectId: builtin ? projectId || null : null } });
+      const result = data?.testTool;
+      if (result?.__typename === "ToolTest") setOutcome(result);
+      else if (result?.__typename === "ValidationError") setProblem(result.fields.map((f) => `${f.field}: ${f.message}`).join("; ") || result.message);
+      else setProblem(result?.message ?? "No answer from the server.");
+    } catch (err) {
+      setProblem(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  return (
+    <Dialog
+      open={tool !== null}
+      onClose={onClose}
+      size="md"
+      title={`Test ${tool?.name ?? ""}`}
+      description={tool?.sideEffects ? "It changes the world, so only its preview runs (its dry run, or the request described)." : "It runs once; nothing is stored."}
+      testId="tool-test"
+      footer={
+        <>
+          <Button onClick={onClose}>Close</Button>
+          <Button type="submit" form="test-tool" variant="primary" disabled={loading}>
+            {loading ? "Running…" : "Run"}
+          </Button>
+        </>
+      }
+    >
+      <Form id="test-tool" onSubmit={(event) => void run(event)} noValidate>
+        <Field label="Arguments" error={problem} hint="A JSON object valid against the tool's input schema.">
+          <TextArea rows={6} spellCheck={false} className={styles.code} value={args} data-autofocus onChange={(e) => setArgs(e.target.value)} />
+        </Field>
+        {builtin && (
+          <Field label="Knowledge base" hint="A built-in tool runs over one knowledge base.">
+            <Select value={projectId} onChange={(e) => setProjectId(e.target.value)}>
+              {list.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </Select>
+          </Field>
+        )}
+        {outcome && (
+          <div className={styles.headers} data-testid="tool-test-output" data-ok={outcome.ok}>
+            <span className={styles.headersTitle}>
+              <Badge tone={outcome.ok ? "success" : "danger"}>{outcome.ok ? "ok" : "failed"}</Badge> {outcome.dryRun && <Badge tone="warning">preview only</Badge>}{" "}
+              <span className="muted" data-volatile>
+                {outcome.size} characters{outcome.truncated ? " (cut)" : ""} in {Math.round(outcome.ms)} ms
+              </span>
+            </span>
+            {outcome.error && <FormError>{outcome.error}</FormError>}
+            <pre className={styles.output}>{outcome.output}</pre>
+          </div>
+        )}
+      </Form>
+    </Dialog>
+  );
+}
