@@ -1,4 +1,6 @@
-"""Shared fixtures: a real SQLite file per test, migrated by Alembic; live servers on loopback."""
+"""Shared fixtures: a real SQLite file per test (or, for tests marked ``postgres`` and run with
+``--backends=sqlite,postgresql``, also a real PostgreSQL database; tests/backends.py), migrated by
+Alembic; live servers on loopback."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from app.container import Container
 from app.db import migrate
 from app.llm.chat.local import SMOLLM2, shipped_models
 from app.settings import Settings
+from tests import backends
 
 
 def local_model_missing() -> str | None:
@@ -28,10 +31,32 @@ def local_model_missing() -> str | None:
     return None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backends",
+        default=backends.SQLITE,
+        help="comma-separated database backends for tests marked `postgres`: sqlite (default), postgresql",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "requires_llama: runs the local GGUF chat model; skipped, with the reason, where it cannot run"
     )
+    config.addinivalue_line(
+        "markers",
+        "postgres: also runs on PostgreSQL when --backends names it (the test's database fixtures follow `backend`)",
+    )
+    try:
+        backends.parse(config.getoption("--backends"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("postgres") is None:
+        return
+    metafunc.parametrize("backend", backends.parse(metafunc.config.getoption("--backends")), indirect=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -63,8 +88,29 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def database_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'ragchat.db'}"
+def backend(request: pytest.FixtureRequest) -> str:
+    """The database backend of this test: `sqlite`, or a parameter for tests marked `postgres`."""
+    return str(getattr(request, "param", backends.SQLITE))
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[backends.PostgresServer]:
+    server = backends.PostgresServer(tmp_path_factory.mktemp("pgserver") / "pgdata")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def database_url(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """An empty database: a SQLite file, or a PostgreSQL database dropped after the test."""
+    if backend == backends.SQLITE:
+        yield f"sqlite:///{tmp_path / 'ragchat.db'}"
+        return
+    server: backends.PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.create()
+    yield url
+    server.drop(url)
 
 
 @pytest.fixture
@@ -73,7 +119,12 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-def migrated(settings: Settings) -> Settings:
+def migrated(settings: Settings, backend: str, request: pytest.FixtureRequest) -> Settings:
+    if backend == backends.POSTGRESQL:
+        # A copy of the template migrated once per run: the same schema, in milliseconds.
+        server: backends.PostgresServer = request.getfixturevalue("postgres_server")
+        server.migrated_copy(settings.database_url, threshold=settings.rag.threshold)
+        return settings
     migrate.upgrade(settings.database_url, default_threshold=settings.rag.threshold)
     return settings
 

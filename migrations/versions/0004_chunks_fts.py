@@ -2,6 +2,7 @@
 
 External-content table: the text is stored once (in `chunks`), the index references it by rowid.
 Porter stemming over unicode61 with diacritics folded: the tokenizer BM25 baselines use.
+On PostgreSQL: a stored generated ``tsvector`` column (english stemming) with a GIN index instead.
 
 Revision ID: 0004
 Revises: 0003
@@ -18,7 +19,18 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
+# The generated column PostgreSQL keeps from `chunks.text`; the ORM does not model it.
+PG_COLUMN = "text_search"
+
+
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(
+            f"ALTER TABLE chunks ADD COLUMN {PG_COLUMN} tsvector "
+            "GENERATED ALWAYS AS (to_tsvector('english', text)) STORED"
+        )
+        op.execute(f"CREATE INDEX ix_chunks_text_search ON chunks USING gin ({PG_COLUMN})")
+        return
     op.execute(
         "CREATE VIRTUAL TABLE chunks_fts USING fts5("
         "text, content='chunks', content_rowid='id', "
@@ -42,6 +54,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP INDEX IF EXISTS ix_chunks_text_search")
+        op.execute(f"ALTER TABLE chunks DROP COLUMN IF EXISTS {PG_COLUMN}")
+        return
     op.execute("DROP TRIGGER IF EXISTS chunks_fts_au")
     op.execute("DROP TRIGGER IF EXISTS chunks_fts_ad")
     op.execute("DROP TRIGGER IF EXISTS chunks_fts_ai")
