@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "postgres: also runs on PostgreSQL when --backends names it (the test's database fixtures follow `backend`)",
     )
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(reason): in a module marked `postgres`, a test of SQLite's own machinery; runs on SQLite only",
+    )
     try:
         backends.parse(config.getoption("--backends"))
     except ValueError as exc:
@@ -55,6 +61,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("postgres") is None:
+        return
+    only = metafunc.definition.get_closest_marker("sqlite_only")
+    if only is not None:
+        if not only.kwargs.get("reason"):
+            raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
         return
     metafunc.parametrize("backend", backends.parse(metafunc.config.getoption("--backends")), indirect=True)
 
@@ -94,11 +105,17 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[backends.PostgresServer]:
-    server = backends.PostgresServer(tmp_path_factory.mktemp("pgserver") / "pgdata")
-    server.start()
-    yield server
-    server.stop()
+def postgres_server() -> Iterator[backends.PostgresServer]:
+    # Not under pytest's tmp_path: pytest makes its folders owner-only (0700), which locks out the
+    # `pgserver` system user the server runs as under root (PANIC: pg_control: Permission denied).
+    folder = Path(tempfile.mkdtemp(prefix="ragchat-pg-"))
+    server = backends.PostgresServer(folder / "pgdata")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

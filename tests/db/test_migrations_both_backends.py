@@ -202,7 +202,7 @@ def test_a_deleted_rows_id_is_never_handed_out_again(migrated) -> None:  # type:
 
 def _keyword_hits(engine: Engine, word: str) -> list[int]:
     if engine.dialect.name == "postgresql":
-        sql = "SELECT id FROM chunks WHERE text_search @@ plainto_tsquery('english', :w) ORDER BY id"
+        sql = "SELECT id FROM chunks WHERE text_search @@ plainto_tsquery('ragchat_english', :w) ORDER BY id"
     else:
         sql = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :w ORDER BY rowid"
     return [r[0] for r in _rows(engine, sql, w=word)]
