@@ -27,6 +27,48 @@ BACKENDS = (SQLITE, POSTGRESQL)
 TEMPLATE = "ragchat_migrated"
 
 
+# Folders whose database-touching tests all run on both backends (no marker needed), but for
+# the tests below, which do not pass on PostgreSQL yet: each says why (issue 18, item 5).
+BOTH_BACKENDS = ("tests/graphql/", "tests/services/")
+_CHAT_TEST_SQL = "the test reads chat_messages with SQLite's `?` placeholders (exec_driver_sql)"
+_HISTORY_SENTINEL = "app/services/chat_store.py's recent() passes 2**62 as an id bound: out of range for INTEGER"
+PENDING_ON_POSTGRES = {
+    "tests/graphql/test_replay.py": _CHAT_TEST_SQL,
+    "tests/graphql/test_queue.py": _CHAT_TEST_SQL,
+    "tests/graphql/test_subscription.py::test_disconnecting_mid_stream_cancels_and_stores_a_failure": _CHAT_TEST_SQL,
+    "tests/services/test_chat.py::test_a_stale_turn_never_writes_into_a_row_that_took_its_id": _CHAT_TEST_SQL,
+    "tests/graphql/test_api.py::test_search_and_retrieval_preview": _HISTORY_SENTINEL,
+    "tests/graphql/test_conversation_api.py::test_the_preview_searches_after_the_sessions_recent_turns": (
+        _HISTORY_SENTINEL
+    ),
+    "tests/services/test_turn_search.py::test_the_preview_shows_what_the_next_turn_retrieves": _HISTORY_SENTINEL,
+    "tests/services/test_turn_search.py::test_results_are_cached_until_the_knowledge_base_changes": (
+        "the retrieval result cache is keyed by the journals' revisions, which PostgreSQL does not keep: "
+        "it is off there"
+    ),
+    "tests/graphql/test_api.py::test_unexpected_errors_are_masked_with_a_request_id": (
+        "it provokes the error by dropping a SQLite table mid-request"
+    ),
+    "tests/graphql/test_types.py::test_document_kinds_are_an_enum_and_old_rows_read_as_the_kind_they_name": (
+        "the test writes rows with SQLite's `?` placeholders"
+    ),
+    "tests/graphql/test_types.py::test_without_stored_vectors_a_source_has_no_score_and_its_citation_none": (
+        "the test deletes vectors from the vec0 table by rowid"
+    ),
+}
+
+
+def pending_on_postgres(nodeid: str) -> str | None:
+    """Why the test (``path::name``) does not run on PostgreSQL yet, or None."""
+    path = nodeid.split("::", 1)[0]
+    return PENDING_ON_POSTGRES.get(nodeid.split("[", 1)[0]) or PENDING_ON_POSTGRES.get(path)
+
+
+def on_both(nodeid: str) -> bool:
+    """Whether a test runs on both backends without a `postgres` marker (its folder)."""
+    return nodeid.startswith(BOTH_BACKENDS) and pending_on_postgres(nodeid) is None
+
+
 def parse(option: str) -> list[str]:
     chosen = [name.strip() for name in option.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in BACKENDS]

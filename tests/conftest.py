@@ -60,7 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" not in metafunc.fixturenames or metafunc.definition.get_closest_marker("postgres") is None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    marked = metafunc.definition.get_closest_marker("postgres") is not None
+    if not (marked or backends.on_both(metafunc.definition.nodeid)):
         return
     only = metafunc.definition.get_closest_marker("sqlite_only")
     if only is not None:
