@@ -87,9 +87,11 @@ run: demo frontend
 	$(VENV)/bin/ragchat serve --host $(HOST) --port $(PORT)
 
 # Lint first: it takes a minute and fails fast on what the tests would not catch. The frontend is
-# built before pytest, whose GraphiQL and wheel tests use the build.
+# built before pytest, whose GraphiQL and wheel tests use the build. Tests marked `postgres` run
+# on SQLite and on a local PostgreSQL (pgserver, started by the tests; tests/backends.py).
+BACKENDS ?= sqlite,postgresql
 test: install frontend-deps lint frontend
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --backends=$(BACKENDS)
 	@if [ -f frontend/package.json ]; then $(MAKE) test-frontend; fi
 
 # Frontend: npm packages (reinstalled when package-lock.json changes), Debian's Chromium for the

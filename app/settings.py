@@ -350,9 +350,9 @@ class Settings(BaseSettings):
 
     @field_validator("database_url")
     @classmethod
-    def _sqlite_only(cls, value: str) -> str:
-        if not value.startswith("sqlite:///"):
-            raise ValueError("only sqlite:///PATH URLs are supported (the embedded store)")
+    def _supported_database(cls, value: str) -> str:
+        if not value.startswith(("sqlite:///", "postgresql+psycopg://")):
+            raise ValueError("only sqlite:///PATH (the embedded store) and postgresql+psycopg://... URLs are supported")
         return value
 
 

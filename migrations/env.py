@@ -8,15 +8,16 @@ from sqlalchemy import Connection
 from app.db.engine import make_engine
 from app.db.migrate import migration_connection
 from app.db.models import Base
-from app.db.schema_objects import is_unmodelled_table
+from app.db.schema_objects import is_unmodelled
 from app.settings import load_settings
 
 config = context.config
 
 
 def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
-    # FTS5 and vec0 tables (and their shadow tables) are created by raw SQL on purpose.
-    return not (type_ == "table" and name is not None and is_unmodelled_table(name))
+    # FTS5 and vec0 tables (and their shadow tables), and PostgreSQL's per-space vector tables and
+    # full-text column, are created by raw SQL on purpose.
+    return not (name is not None and is_unmodelled(type_, name))
 
 
 def run_with(connection: Connection) -> None:

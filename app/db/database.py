@@ -29,7 +29,14 @@ class Database:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._reader = sessionmaker(bind=engine, expire_on_commit=False)
+        # PostgreSQL: a reader sees one snapshot for its whole transaction, as SQLite's WAL readers
+        # do (READ COMMITTED would give each statement its own).
+        reader = (
+            engine.execution_options(isolation_level="REPEATABLE READ")
+            if engine.dialect.name == "postgresql"
+            else engine
+        )
+        self._reader = sessionmaker(bind=reader, expire_on_commit=False)
         self._writer = sessionmaker(bind=engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False)
         self._write_lock = threading.Lock()
 

@@ -1,4 +1,8 @@
-"""SQLAlchemy engine on pysqlite3 with sqlite-vec loaded on every connection.
+"""SQLAlchemy engine: pysqlite3 with sqlite-vec loaded on every connection, or PostgreSQL.
+
+``postgresql+psycopg://`` URLs get a plain psycopg 3 engine (no pragmas, no extension loading:
+the pgvector extension is created by the first migration that needs it); everything below about
+pragmas and ``BEGIN`` concerns SQLite only.
 
 The system ``sqlite3`` module cannot load extensions, so the engine is built on ``pysqlite3``
 (a newer SQLite, 3.5x). Every new DBAPI connection gets sqlite-vec and the pragmas below.
@@ -57,8 +61,25 @@ def _on_begin(connection: Any) -> None:
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
+def is_postgres(database_url: str) -> bool:
+    """Whether the URL names a PostgreSQL database (the only other backend)."""
+    return make_url(database_url).get_backend_name() == "postgresql"
+
+
 def make_engine(database_url: str, *, echo: bool = False) -> Engine:
-    """Create the engine, creating the database's folder on demand."""
+    """Create the engine, creating the database's folder on demand (SQLite)."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "postgresql":
+        if url.get_driver_name() != "psycopg":
+            raise SettingsError(
+                f"RAGCHAT_DATABASE_URL: PostgreSQL is reached through psycopg 3: use postgresql+psycopg://, "
+                f"not {url.drivername}://"
+            )
+        return create_engine(url, echo=echo, pool_pre_ping=True)
+    if url.get_backend_name() != "sqlite":
+        raise SettingsError(
+            f"RAGCHAT_DATABASE_URL: {url.drivername}:// is not supported (sqlite:/// or postgresql+psycopg://)"
+        )
     path = sqlite_path(database_url)
     if path is not None:
         try:
@@ -78,7 +99,11 @@ def make_engine(database_url: str, *, echo: bool = False) -> Engine:
 
 
 def versions(engine: Engine) -> dict[str, str]:
-    """SQLite and sqlite-vec versions as seen by a pooled connection."""
+    """SQLite and sqlite-vec (or PostgreSQL and pgvector) versions as seen by a pooled connection."""
     with engine.connect() as conn:
+        if engine.dialect.name == "postgresql":
+            server = conn.exec_driver_sql("SHOW server_version").scalar_one()
+            vector = conn.exec_driver_sql("SELECT extversion FROM pg_extension WHERE extname = 'vector'").scalar()
+            return {"postgresql": str(server), "pgvector": str(vector) if vector is not None else "not installed"}
         sqlite_version, vec_version = conn.exec_driver_sql("SELECT sqlite_version(), vec_version()").one()
     return {"sqlite": sqlite_version, "sqlite_vec": vec_version}

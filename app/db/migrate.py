@@ -4,6 +4,8 @@ SQLite cannot ALTER most things, so batch mode recreates tables: copy, DROP, ren
 foreign keys on, that DROP would cascade and delete every child row (all messages of a recreated
 chat_sessions table). So migrations run with foreign keys off, in one transaction, and the
 result is checked with ``PRAGMA foreign_key_check`` before it is committed.
+PostgreSQL alters tables in place and its DDL is transactional: there a migration is simply one
+transaction, with foreign keys enforced throughout.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ def alembic_config(database_url: str, *, default_threshold: float | None = None)
 
 @contextmanager
 def migration_connection(engine: Engine) -> Iterator[Connection]:
-    """A connection with foreign keys off, inside one transaction, checked before commit."""
+    """A connection with foreign keys off, inside one transaction, checked before commit (SQLite);
+    one transaction (PostgreSQL)."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn, conn.begin():
+            yield conn
+        return
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None

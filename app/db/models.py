@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     text,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import JSON, TypeDecorator
@@ -89,6 +90,7 @@ class Base(DeclarativeBase):
 # AUTOINCREMENT: an id is never handed out twice, so work still running for a deleted row (an answer
 # streaming into its message, an upload into its project) can never land in a newer row (0008).
 NEVER_REUSED_IDS = {"sqlite_autoincrement": True}
+COMMIT_CHECKED: dict[str, Any] = {"deferrable": True, "initially": "DEFERRED"}
 
 
 class Timestamps:
@@ -124,6 +126,7 @@ class EmbeddingSpace(Base):
             "project_id",
             unique=True,
             sqlite_where=text(f"status = '{SpaceStatus.ACTIVE.value}'"),
+            postgresql_where=text(f"status = '{SpaceStatus.ACTIVE.value}'"),
         ),
         NEVER_REUSED_IDS,
     )
@@ -247,10 +250,10 @@ class ChatSession(Timestamps, Base):
     system_prompt: Mapped[str] = mapped_column(Text, default="")
     provider: Mapped[str] = mapped_column(String(50))
     model: Mapped[str] = mapped_column(String(200))
-    enable_rag: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
+    enable_rag: Mapped[bool] = mapped_column(Boolean, server_default=true())
     top_k: Mapped[int] = mapped_column(Integer, server_default=text("5"))
     threshold: Mapped[float] = mapped_column(Float)
-    include_citations: Mapped[bool] = mapped_column(Boolean, server_default=text("1"))
+    include_citations: Mapped[bool] = mapped_column(Boolean, server_default=true())
     answer_mode: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
     rerank: Mapped[str] = mapped_column(String(10), server_default=text("'auto'"))
     expansion: Mapped[str] = mapped_column(String(10), server_default=text("'off'"))
@@ -278,6 +281,7 @@ class ChatMessage(Base):
             "client_message_id",
             unique=True,
             sqlite_where=text("client_message_id IS NOT NULL"),
+            postgresql_where=text("client_message_id IS NOT NULL"),
         ),
         NEVER_REUSED_IDS,
     )
@@ -315,9 +319,11 @@ class Citation(Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    message_id: Mapped[int] = mapped_column(ForeignKey("chat_messages.id", ondelete="CASCADE"))
-    chunk_id: Mapped[int | None] = mapped_column(ForeignKey("chunks.id", ondelete="SET NULL"))
-    document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL"))
+    # Checked at commit on PostgreSQL (migration 0017: a project's deletion reaches a citation by
+    # two cascades); SQLite's tables, created before, keep immediate checks.
+    message_id: Mapped[int] = mapped_column(ForeignKey("chat_messages.id", ondelete="CASCADE", **COMMIT_CHECKED))
+    chunk_id: Mapped[int | None] = mapped_column(ForeignKey("chunks.id", ondelete="SET NULL", **COMMIT_CHECKED))
+    document_id: Mapped[int | None] = mapped_column(ForeignKey("documents.id", ondelete="SET NULL", **COMMIT_CHECKED))
     marker: Mapped[int] = mapped_column(Integer)
     kind: Mapped[CitationKind] = mapped_column(StoredEnum(CitationKind), default=CitationKind.MODEL)
     score: Mapped[float | None] = mapped_column(Float)  # cosine; None when the source had none (0009)

@@ -36,8 +36,15 @@ _UNPARSED = object()
 class Health:
     ok: bool = strawberry.field(description="True when the database is migrated to the latest revision.")
     version: str = strawberry.field(description="ragchat's version.")
-    sqlite_version: str = strawberry.field(description="The SQLite library's version.")
-    sqlite_vec_version: str = strawberry.field(description="The sqlite-vec extension's version.")
+    sqlite_version: str | None = strawberry.field(description="The SQLite library's version; null on PostgreSQL.")
+    sqlite_vec_version: str | None = strawberry.field(
+        description="The sqlite-vec extension's version; null on PostgreSQL."
+    )
+    database: str = strawberry.field(description='The database engine: "sqlite" or "postgresql".')
+    database_version: str = strawberry.field(description="The database engine's version.")
+    vector_extension_version: str = strawberry.field(
+        description="The vector extension's version: sqlite-vec on SQLite, pgvector on PostgreSQL."
+    )
     migration_revision: str | None = strawberry.field(
         description="The database's migration revision; null when it was never migrated."
     )

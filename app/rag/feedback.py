@@ -16,6 +16,7 @@ import numpy as np
 
 from app.llm.base import Vectors
 from app.rag import keyword_index
+from app.rag.rankings import KeywordRanking
 
 
 def rocchio(query: Vectors, relevant: Sequence[np.ndarray], beta: float) -> Vectors:
@@ -28,7 +29,7 @@ def rocchio(query: Vectors, relevant: Sequence[np.ndarray], beta: float) -> Vect
 
 
 def expanded_terms(
-    question: dict[int, int], texts: Sequence[str], view: keyword_index.View, *, terms: int, term_weight: float
+    question: dict[int, int], texts: Sequence[str], view: KeywordRanking, *, terms: int, term_weight: float
 ) -> dict[int, float]:
     """The question's term weights plus the ``terms`` best new terms of ``texts``: each text's term
     frequencies (relative to its length) summed, times the term's idf in the project, scaled so

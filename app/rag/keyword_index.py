@@ -79,6 +79,7 @@ class Tokenizer:
         self._sqlite = sqlite3.connect(":memory:", check_same_thread=False)
         self._tokenize = tokenize
         self.term_ids: dict[str, int] = {}
+        self._names: list[str] = []  # term id -> a word that gives it (term_names)
         self._runs: dict[bytes, int] = {_BOUNDARY: 0}  # run -> run id; 0 is the boundary between texts
         self._run_terms: list[tuple[int, ...]] = [()]
         # The same as arrays for encode(): run id -> its first term in flat, and how many.
@@ -93,6 +94,12 @@ class Tokenizer:
         runs = _runs(text)
         self._learn(runs)
         return [t for run in runs for t in self._run_terms[self._runs[run]]]
+
+    def term_names(self) -> list[str]:
+        """For each term id (the index), the first word seen that tokenises to just that term (else
+        the token): what other backends, with their own stemmers, search for (app/rag/pg_rankings.py).
+        Only ever appended to, so a reader may index it without the lock."""
+        return self._names
 
     def question(self, text: str) -> dict[int, int]:
         """The question's terms with how many of its distinct words (lower-cased, the first
@@ -135,7 +142,13 @@ class Tokenizer:
             if not fresh:
                 return
             for run, tokens in zip(fresh, self._analyse([r.decode() for r in fresh]), strict=True):
-                self._run_terms.append(tuple(self.term_ids.setdefault(t, len(self.term_ids)) for t in tokens))
+                for token in tokens:
+                    if token not in self.term_ids:
+                        # A word that gives just this token, when the run is one: another stemmer
+                        # is best given a word, not this stemmer's stem.
+                        self._names.append(run.decode().lower() if len(tokens) == 1 else token)
+                        self.term_ids[token] = len(self.term_ids)
+                self._run_terms.append(tuple(self.term_ids[t] for t in tokens))
                 self._runs[run] = len(self._run_terms) - 1  # after its terms: a reader finding it finds them
 
     def _tables(self, run_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -236,6 +249,11 @@ class View:
     sorted_ids: np.ndarray  # int64: the live ids, ascending
     sorted_rows: np.ndarray  # int64: their rows
     norm: np.ndarray  # float64 (rows,): k1 * (1 - b + b * length / average length)
+
+    @property
+    def in_process(self) -> bool:
+        """Searching needs no connection (app/rag/rankings.py)."""
+        return True
 
     @property
     def size(self) -> int:

@@ -21,12 +21,13 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 import numpy as np
+from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
-from app.rag import feedback, fusion, hygiene, keyword_index, query_cache, spaces, vector_index, vector_store
+from app.rag import feedback, fusion, hygiene, keyword_index, query_cache, rankings, spaces, vector_store
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
@@ -223,7 +224,9 @@ def retrieve(
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         key: tuple[object, ...] | None = None
-        if cache_key is not None:
+        # The cache's revision comes from the journals, which only SQLite keeps (on PostgreSQL other
+        # servers write too, and nothing in-process would notice): no result cache there.
+        if cache_key is not None and db.get_bind().dialect.name != "postgresql":
             space_id = vector_store.space_row_id(space.table)
             revision = query_cache.revision(db, project_id, space_id)
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
@@ -282,14 +285,16 @@ def _rankings(
     """Both rankings at once. What reads the database (each index's journal check and catch-up) runs
     here, in the transaction's thread; the two searches are then work on immutable views that needs
     no connection, so the keyword search runs in a worker thread while this one searches vectors:
-    hybrid costs about the slower of the two, not their sum (given a free core)."""
+    hybrid costs about the slower of the two, not their sum (given a free core). Rankings computed in
+    the database (PostgreSQL, app/rag/rankings.py) run one after the other, on the transaction's
+    connection."""
     params = result.params
     timings = result.timings_ms
-    vector_view: vector_index.View | None = None
+    vector_view: rankings.VectorRanking | None = None
     if params.mode in (RetrievalMode.VECTOR, RetrievalMode.HYBRID):
         with _timed(timings, Stage.RETRIEVAL_VECTOR):
             try:
-                vector_view, _ = vector_index.view_for(db, table, vector_store.space_row_id(table))
+                vector_view = rankings.vector_ranking(db, table)
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
                 result.degraded.append(
@@ -299,11 +304,11 @@ def _rankings(
                     )
                 )
                 result.mode = RetrievalMode.KEYWORD
-    keyword_view: keyword_index.View | None = None
+    keyword_view: rankings.KeywordRanking | None = None
     if result.mode in (RetrievalMode.KEYWORD, RetrievalMode.HYBRID):
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             terms = dict(weights) if weights is not None else keyword_index.tokenizer().question(query)
-            keyword_view = keyword_index.view_for(db, project_id) if terms else None
+            keyword_view = rankings.keyword_ranking(db, project_id) if terms else None
     candidates = int(params.candidates)
     if keyword_view is None or vector_view is None:
         if vector_view is not None:
@@ -311,7 +316,7 @@ def _rankings(
                 return _vector_search(vector_view, query_vector, candidates), []
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             return [], keyword_view.search(terms, candidates) if keyword_view is not None else []
-    if not PARALLEL_RANKINGS:
+    if not (PARALLEL_RANKINGS and vector_view.in_process and keyword_view.in_process):
         with _timed(timings, Stage.RETRIEVAL_VECTOR):
             vector_hits = _vector_search(vector_view, query_vector, candidates)
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
@@ -333,28 +338,28 @@ def _feedback(
     project_id: int,
     query: str,
     query_vector: Vectors,
-    rankings: list[list[tuple[int, float]]],
+    ranked: list[list[tuple[int, float]]],
     result: RetrievalResult,
 ) -> list[tuple[list[tuple[int, float]], float]]:
     """Pseudo-relevance feedback: the rankings of the question moved towards the first chunks of
     the fused ranking so far, each with its fusion weight."""
     params = result.params
-    weights = [params.vector_weight, params.keyword_weight][: len(rankings)]
-    fused = fusion.rrf([([cid for cid, _ in hits], w) for hits, w in zip(rankings, weights, strict=True)], params.rrf_k)
+    weights = [params.vector_weight, params.keyword_weight][: len(ranked)]
+    fused = fusion.rrf([([cid for cid, _ in hits], w) for hits, w in zip(ranked, weights, strict=True)], params.rrf_k)
     top = sorted(fused, key=lambda c: (-fused[c], c))[: params.feedback_docs]
     if not top:
         return []
     out: list[tuple[list[tuple[int, float]], float]] = []
     candidates = int(params.candidates)
     if params.feedback_vector_weight > 0 and result.mode != RetrievalMode.KEYWORD:
-        view, _ = vector_index.view_for(db, table, vector_store.space_row_id(table))
+        view = rankings.vector_ranking(db, table)
         found = view.vectors(top)
         moved = feedback.rocchio(query_vector, [found[c] for c in top if c in found], params.feedback_beta)
         out.append((_vector_search(view, moved, candidates), params.feedback_vector_weight))
     if params.feedback_keyword_weight > 0 and result.mode != RetrievalMode.VECTOR:
         question = keyword_index.tokenizer().question(query)
         if question:
-            view_k = keyword_index.view_for(db, project_id)
+            view_k = rankings.keyword_ranking(db, project_id)
             texts = [str(row[3]) for row in _load(db, project_id, top).values()]
             terms = feedback.expanded_terms(
                 question, texts, view_k, terms=params.feedback_terms, term_weight=params.feedback_term_weight
@@ -363,7 +368,7 @@ def _feedback(
     return out
 
 
-def _vector_search(view: vector_index.View, query_vector: Vectors, candidates: int) -> list[tuple[int, float]]:
+def _vector_search(view: rankings.VectorRanking, query_vector: Vectors, candidates: int) -> list[tuple[int, float]]:
     return view.search(np.asarray(query_vector, dtype=np.float32), max(1, min(candidates, vector_store.MAX_K)))
 
 
@@ -401,19 +406,17 @@ def _scores(
         return dict(knn_scores)
 
 
+_LOAD = text(
+    "SELECT c.id, c.document_id, d.name, c.text, c.char_start, c.char_end, c.line_start, c.line_end, "
+    "c.page, c.heading_path, c.ordinal FROM chunks c JOIN documents d ON d.id = c.document_id "
+    "WHERE c.project_id = :project AND c.id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+
+
 def _load(db: Session, project_id: int, ids: list[int]) -> dict[int, tuple]:
     if not ids:
         return {}
-    rows = (
-        db.connection()
-        .exec_driver_sql(
-            "SELECT c.id, c.document_id, d.name, c.text, c.char_start, c.char_end, c.line_start, c.line_end, "
-            "c.page, c.heading_path, c.ordinal FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE c.project_id = ? AND c.id IN ({','.join('?' * len(ids))})",
-            (project_id, *ids),
-        )
-        .all()
-    )
+    rows = db.execute(_LOAD, {"project": project_id, "ids": [int(i) for i in ids]}).all()
     return {int(r[0]): tuple(r) for r in rows}
 
 
@@ -427,16 +430,12 @@ def _add_neighbours(db: Session, project_id: int, table: str, query_vector: Vect
     wanted = [(a.document_id, a.ordinal + d) for a in anchors if a.ordinal is not None for d in (-1, 1)]
     if not wanted:
         return
-    found = (
-        db.connection()
-        .exec_driver_sql(
-            "SELECT c.id, c.document_id, c.ordinal FROM chunks c WHERE c.project_id = ? AND ("
-            + " OR ".join("(c.document_id = ? AND c.ordinal = ?)" for _ in wanted)
-            + ")",
-            (project_id, *[v for pair in wanted for v in pair]),
-        )
-        .all()
-    )
+    pairs = " OR ".join(f"(c.document_id = :d{n} AND c.ordinal = :o{n})" for n in range(len(wanted)))
+    found = db.execute(
+        text(f"SELECT c.id, c.document_id, c.ordinal FROM chunks c WHERE c.project_id = :project AND ({pairs})"),
+        {"project": project_id, **{f"d{n}": d for n, (d, _) in enumerate(wanted)}}
+        | {f"o{n}": o for n, (_, o) in enumerate(wanted)},
+    ).all()
     ids = [int(r[0]) for r in found if int(r[0]) not in have]
     if not ids:
         return

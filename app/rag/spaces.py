@@ -5,6 +5,10 @@ created with the space because a vec0 column's dimension is fixed at creation. A
 ``chunks`` deletes a chunk's vector whenever the chunk goes (directly or by cascade), so vectors
 can never outlive their text. Vectors are L2-normalised, so the table uses L2 distance (cheaper
 than cosine in sqlite-vec) and the cosine similarity is ``1 - d^2 / 2``.
+
+On PostgreSQL the space's table is an ordinary one, ``vec_space_<id>(chunk_id, embedding
+vector(d))``, whose key references ``chunks`` with ON DELETE CASCADE (no trigger), with an HNSW
+index on cosine distance (pgvector): searched in the database (app/rag/pg_rankings.py).
 """
 
 from __future__ import annotations
@@ -29,6 +33,14 @@ def create_space(db: Session, project_id: int, space: SpaceId, *, status: SpaceS
     db.add(row)
     db.flush()
     table = row.table
+    if is_postgres(db):
+        conn = db.connection()
+        conn.exec_driver_sql(
+            f"CREATE TABLE {table} (chunk_id integer PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE, "
+            f"embedding vector({int(space.dimensions)}) NOT NULL)"
+        )
+        conn.exec_driver_sql(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
+        return row
     db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{space.dimensions}])")
     db.connection().exec_driver_sql(
         f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {project_id} "
@@ -37,8 +49,13 @@ def create_space(db: Session, project_id: int, space: SpaceId, *, status: SpaceS
     return row
 
 
+def is_postgres(db: Session) -> bool:
+    return db.get_bind().dialect.name == "postgresql"
+
+
 def drop_space(db: Session, space: EmbeddingSpace) -> None:
-    db.connection().exec_driver_sql(f"DROP TRIGGER IF EXISTS {space.table}_chunk_deleted")
+    if not is_postgres(db):
+        db.connection().exec_driver_sql(f"DROP TRIGGER IF EXISTS {space.table}_chunk_deleted")
     db.connection().exec_driver_sql(f"DROP TABLE IF EXISTS {space.table}")
     db.delete(space)
     db.flush()

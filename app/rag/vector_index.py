@@ -57,6 +57,11 @@ class View:
     sorted_rows: np.ndarray  # int64: their rows
 
     @property
+    def in_process(self) -> bool:
+        """Searching needs no connection (app/rag/rankings.py)."""
+        return True
+
+    @property
     def size(self) -> int:
         return len(self.sorted_ids)
 

@@ -3,6 +3,9 @@
 The space's vec0 table (rowid = chunk id) is where vectors are stored; searches run on an
 in-memory copy that catches up with the table before every search (app/rag/vector_index.py), so
 writes here also append to ``vector_journal``, in the same transaction.
+
+On PostgreSQL the space's table is a ``vector(d)`` column searched in the database
+(app/rag/pg_rankings.py): writes are an upsert, reads a plain SELECT, and there is no journal.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.llm.base import Vectors
-from app.rag import vector_index
+from app.rag import rankings, vector_index
 
 MAX_K = 4096  # the most candidates a caller may ask for (sqlite-vec's own limit, kept for callers)
 # Journal rows kept per space, counted in global seqs: an index further behind reloads instead.
@@ -38,6 +42,15 @@ def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> 
     conn = db.connection()
     space_id = space_row_id(table)
     ids = [int(i) for i in chunk_ids]
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            text(
+                f"INSERT INTO {table}(chunk_id, embedding) VALUES (:id, CAST(:v AS vector)) "
+                "ON CONFLICT (chunk_id) DO UPDATE SET embedding = excluded.embedding"
+            ),
+            [{"id": cid, "v": pg_vector(vec)} for cid, vec in zip(ids, vectors, strict=True)],
+        )
+        return
     rows = [(cid, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for cid, vec in zip(ids, vectors, strict=True)]
     conn.exec_driver_sql(f"DELETE FROM {table} WHERE rowid IN ({','.join('?' * len(ids))})", tuple(ids))
     conn.exec_driver_sql(f"INSERT INTO {table}(rowid, embedding) VALUES (?, ?)", rows)
@@ -54,19 +67,25 @@ def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> 
     )
 
 
+def pg_vector(vector: Vectors) -> str:
+    """A vector in pgvector's text form (``[x,y,...]``), float32 values written exactly."""
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
 def knn(db: Session, table: str, query: Vectors, k: int) -> list[tuple[int, float]]:
     """The ``k`` nearest chunks as ``(chunk_id, cosine similarity)``, best first: exact search over
     every vector committed before ``db``'s snapshot (or later, if another search caught the index
     up meanwhile), scores computed exactly (float64). Must run in a read transaction."""
     k = max(1, min(int(k), MAX_K))
-    view, _ = vector_index.view_for(db, table, space_row_id(table))
-    return view.search(np.asarray(query, dtype=np.float32), k)
+    return rankings.vector_ranking(db, table).search(np.asarray(query, dtype=np.float32), k)
 
 
 def vectors_for(db: Session, table: str, chunk_ids: Sequence[int]) -> dict[int, Vectors]:
     """The stored vectors of ``chunk_ids`` (those that have one), as of ``db``'s snapshot."""
     if not chunk_ids:
         return {}
+    if db.get_bind().dialect.name == "postgresql":
+        return rankings.vector_ranking(db, table).vectors(int(i) for i in chunk_ids)
     view, exact = vector_index.view_for(db, table, space_row_id(table))
     if exact:
         return view.vectors(int(i) for i in chunk_ids)
@@ -92,13 +111,12 @@ def exact_scores(query: Vectors, vectors: dict[int, Vectors]) -> dict[int, float
 
 def missing_ids(db: Session, table: str, project_id: int, limit: int) -> list[int]:
     """Chunks of the project that have no vector in ``table`` yet (for reindex catch-up)."""
-    rows = (
-        db.connection()
-        .exec_driver_sql(
-            f"SELECT c.id FROM chunks c WHERE c.project_id = ? AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} v WHERE v.rowid = c.id) ORDER BY c.id LIMIT ?",
-            (project_id, limit),
-        )
-        .all()
-    )
+    key = "chunk_id" if db.get_bind().dialect.name == "postgresql" else "rowid"
+    rows = db.execute(
+        text(
+            f"SELECT c.id FROM chunks c WHERE c.project_id = :project AND NOT EXISTS "
+            f"(SELECT 1 FROM {table} v WHERE v.{key} = c.id) ORDER BY c.id LIMIT :limit"
+        ),
+        {"project": project_id, "limit": limit},
+    ).all()
     return [int(r[0]) for r in rows]

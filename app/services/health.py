@@ -17,8 +17,11 @@ from app.errors import StorageError
 class Health:
     ok: bool
     version: str
-    sqlite_version: str
-    sqlite_vec_version: str
+    sqlite_version: str | None  # None on PostgreSQL
+    sqlite_vec_version: str | None
+    database: str  # "sqlite" or "postgresql"
+    database_version: str
+    vector_extension_version: str  # sqlite-vec's or pgvector's
     migration_revision: str | None
     head_revision: str
 
@@ -34,8 +37,11 @@ def check(store: Database) -> Health:
     return Health(
         ok=current == head,
         version=__version__,
-        sqlite_version=found["sqlite"],
-        sqlite_vec_version=found["sqlite_vec"],
+        sqlite_version=found.get("sqlite"),
+        sqlite_vec_version=found.get("sqlite_vec"),
+        database=store.engine.dialect.name,
+        database_version=found.get("sqlite") or found["postgresql"],
+        vector_extension_version=found.get("sqlite_vec") or found["pgvector"],
         migration_revision=current,
         head_revision=head,
     )

@@ -217,7 +217,10 @@ def retry(store: Database, job_id: int, item_ids: list[int] | None = None) -> li
 
 
 def claim(store: Database) -> IngestionItem | None:
-    """The oldest queued item of a spooled job, now PARSING; None when there is none."""
+    """The oldest queued item of a spooled job, now PARSING; None when there is none. On PostgreSQL
+    several servers claim at once: the row is locked and rows another server holds are skipped
+    (``FOR UPDATE SKIP LOCKED``), so each item is claimed once and nobody waits. SQLite renders no
+    lock clause: its writers are serialised by the write transaction itself."""
     with store.write() as db:
         row = db.scalar(
             select(IngestionItem)
@@ -225,6 +228,7 @@ def claim(store: Database) -> IngestionItem | None:
             .where(IngestionItem.state == ItemState.QUEUED, IngestionJob.origin.in_(SPOOLED))
             .order_by(IngestionItem.id)
             .limit(1)
+            .with_for_update(skip_locked=True, of=IngestionItem)
         )
         if row is None:
             return None
@@ -235,7 +239,7 @@ def claim(store: Database) -> IngestionItem | None:
 def start(store: Database, item_id: int) -> IngestionItem | None:
     """Take one queued item (the CLI takes its own job's in turn); None if it is not queued."""
     with store.write() as db:
-        row = db.get(IngestionItem, item_id)
+        row = db.get(IngestionItem, item_id, with_for_update=True)  # PostgreSQL: waits for another claimer
         if row is None or row.state is not ItemState.QUEUED:
             return None
         _start(row)

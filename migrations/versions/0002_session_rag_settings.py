@@ -31,10 +31,10 @@ def _default_threshold() -> float:
 def upgrade() -> None:
     threshold = _default_threshold()
     with op.batch_alter_table("chat_sessions") as batch:
-        batch.add_column(sa.Column("enable_rag", sa.Boolean(), nullable=False, server_default=sa.text("1")))
+        batch.add_column(sa.Column("enable_rag", sa.Boolean(), nullable=False, server_default=sa.true()))
         batch.add_column(sa.Column("top_k", sa.Integer(), nullable=False, server_default=sa.text("5")))
         batch.add_column(sa.Column("threshold", sa.Float(), nullable=False, server_default=sa.text(repr(threshold))))
-        batch.add_column(sa.Column("include_citations", sa.Boolean(), nullable=False, server_default=sa.text("1")))
+        batch.add_column(sa.Column("include_citations", sa.Boolean(), nullable=False, server_default=sa.true()))
         batch.create_check_constraint("ck_chat_sessions_top_k", "top_k BETWEEN 1 AND 50")
         batch.create_check_constraint("ck_chat_sessions_threshold", "threshold >= 0 AND threshold <= 1")
 

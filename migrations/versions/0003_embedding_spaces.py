@@ -25,6 +25,10 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        # A space's vectors live in a `vector(d)` column (app/rag/spaces.py). Left in place by the
+        # downgrade: the extension may be shared, and only its owner may drop it.
+        op.execute("CREATE EXTENSION IF NOT EXISTS vector")
     op.create_table(
         "embedding_spaces",
         sa.Column("id", sa.Integer(), primary_key=True),
@@ -44,13 +48,15 @@ def upgrade() -> None:
         ["project_id"],
         unique=True,
         sqlite_where=sa.text("status = 'active'"),
+        postgresql_where=sa.text("status = 'active'"),
     )
 
 
 def downgrade() -> None:
     bind = op.get_bind()
     for (space_id,) in bind.exec_driver_sql("SELECT id FROM embedding_spaces").all():
-        op.execute(f"DROP TRIGGER IF EXISTS vec_space_{int(space_id)}_chunk_deleted")
+        if bind.dialect.name == "sqlite":
+            op.execute(f"DROP TRIGGER IF EXISTS vec_space_{int(space_id)}_chunk_deleted")
         op.execute(f"DROP TABLE IF EXISTS vec_space_{int(space_id)}")
     op.drop_index("uq_spaces_one_active", table_name="embedding_spaces")
     op.drop_index("ix_embedding_spaces_project_id", table_name="embedding_spaces")

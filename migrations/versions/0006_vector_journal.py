@@ -32,6 +32,8 @@ def upgrade() -> None:
         sa.Column("chunk_id", sa.Integer(), nullable=True),
     )
     op.create_index("ix_vector_journal_space_seq", "vector_journal", ["space_id", "seq"])
+    if op.get_bind().dialect.name != "sqlite":
+        return  # PostgreSQL searches in the database: no in-process index to keep coherent, no journal rows
     op.execute(
         "CREATE TRIGGER chunks_vector_journal AFTER DELETE ON chunks BEGIN "
         "INSERT INTO vector_journal(space_id, chunk_id) "
@@ -41,6 +43,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DROP TRIGGER IF EXISTS chunks_vector_journal")
+    if op.get_bind().dialect.name == "sqlite":
+        op.execute("DROP TRIGGER IF EXISTS chunks_vector_journal")
     op.drop_index("ix_vector_journal_space_seq", table_name="vector_journal")
     op.drop_table("vector_journal")

@@ -54,8 +54,10 @@ def _rebuild(autoincrement: bool) -> None:
 
 
 def upgrade() -> None:
-    with _triggers_set_aside():
-        _rebuild(autoincrement=True)
+    # PostgreSQL sequences never hand out an id twice: only SQLite needs the rebuild.
+    if op.get_bind().dialect.name == "sqlite":
+        with _triggers_set_aside():
+            _rebuild(autoincrement=True)
     op.add_column("chat_messages", sa.Column("client_message_id", sa.String(100), nullable=True))
     op.create_index(
         "uq_chat_messages_client_message_id",
@@ -63,11 +65,15 @@ def upgrade() -> None:
         ["session_id", "client_message_id"],
         unique=True,
         sqlite_where=sa.text("client_message_id IS NOT NULL"),
+        postgresql_where=sa.text("client_message_id IS NOT NULL"),
     )
 
 
 def downgrade() -> None:
     op.drop_index("uq_chat_messages_client_message_id", table_name="chat_messages")
+    if op.get_bind().dialect.name != "sqlite":
+        op.drop_column("chat_messages", "client_message_id")
+        return
     with _triggers_set_aside():
         with op.batch_alter_table("chat_messages") as batch:
             batch.drop_column("client_message_id")

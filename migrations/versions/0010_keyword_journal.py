@@ -65,13 +65,16 @@ def upgrade() -> None:
         sa.Column("chunk_id", sa.Integer(), nullable=True),
     )
     op.create_index("ix_keyword_journal_project_seq", "keyword_journal", ["project_id", "seq"])
+    if op.get_bind().dialect.name != "sqlite":
+        return  # PostgreSQL ranks keywords in the database (0004): no in-process index, no journal rows
     for name, body in TRIGGERS.items():
         op.execute(f"CREATE TRIGGER {name} {body}")
     op.execute("INSERT INTO keyword_journal(project_id, chunk_id) SELECT id, NULL FROM projects ORDER BY id")
 
 
 def downgrade() -> None:
-    for name in reversed(TRIGGERS):
-        op.execute(f"DROP TRIGGER IF EXISTS {name}")
+    if op.get_bind().dialect.name == "sqlite":
+        for name in reversed(TRIGGERS):
+            op.execute(f"DROP TRIGGER IF EXISTS {name}")
     op.drop_index("ix_keyword_journal_project_seq", table_name="keyword_journal")
     op.drop_table("keyword_journal")

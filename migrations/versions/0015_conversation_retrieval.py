@@ -29,6 +29,9 @@ depends_on: str | Sequence[str] | None = None
 def _keeping_ids() -> Iterator[None]:
     """Around a rebuild of chat_sessions: its AUTOINCREMENT counter as it was (never lower)."""
     conn = op.get_bind()
+    if conn.dialect.name != "sqlite":
+        yield  # a PostgreSQL sequence is untouched by ALTER TABLE
+        return
     seq = conn.exec_driver_sql("SELECT seq FROM sqlite_sequence WHERE name = 'chat_sessions'").scalar()
     yield
     if seq is not None:

@@ -8,24 +8,39 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.container import Container
 from app.main import create_app
 from tests.live import free_port, serve
 from tests.waiting import wait_until
 
-HEALTH = "{ health { ok version sqliteVersion sqliteVecVersion migrationRevision headRevision } }"
+HEALTH = (
+    "{ health { ok version sqliteVersion sqliteVecVersion database databaseVersion vectorExtensionVersion "
+    "migrationRevision headRevision } }"
+)
 
 
-def test_health_query_over_http(container: Container) -> None:
+@pytest.mark.postgres
+def test_health_query_over_http(container: Container, backend: str) -> None:
     with serve(create_app(container.settings, container)) as base:
         response = httpx.post(f"{base}/graphql", json={"query": HEALTH})
     assert response.status_code == 200
     health = response.json()["data"]["health"]
     assert health["ok"] is True
     assert health["migrationRevision"] == health["headRevision"]
-    assert health["sqliteVecVersion"].startswith("v0.1.")
-    assert health["sqliteVersion"].startswith("3.")
+    assert health["database"] == backend
+    if backend == "sqlite":
+        assert health["sqliteVecVersion"].startswith("v0.1.")
+        assert health["sqliteVersion"].startswith("3.")
+        assert (health["databaseVersion"], health["vectorExtensionVersion"]) == (
+            health["sqliteVersion"],
+            health["sqliteVecVersion"],
+        )
+    else:
+        assert health["sqliteVersion"] is None and health["sqliteVecVersion"] is None
+        assert health["databaseVersion"].startswith("16.")
+        assert health["vectorExtensionVersion"].startswith("0.6.")
 
 
 def test_graphiql_is_served(container: Container) -> None:

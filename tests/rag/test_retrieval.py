@@ -1,4 +1,5 @@
-"""Retrieval over a real migrated SQLite file: scoping, scores, threshold then top_k, fusion."""
+"""Retrieval over a real migrated database (SQLite, and PostgreSQL with --backends): scoping, scores,
+threshold then top_k, fusion."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from app.rag.retrieval import RetrievalParams, retrieve
 from app.rag.stages import Stage
 from app.services import projects
 from tests.fakes import FakeEmbedder
+
+pytestmark = pytest.mark.postgres
 
 
 def _ingest(container: Container, embedder: FakeEmbedder, project: str, files: dict[str, str]) -> int:
@@ -124,6 +127,9 @@ def test_empty_project_returns_nothing(container: Container) -> None:
     assert retrieve(container.store, FakeEmbedder(), pid, "anything", RetrievalParams()).candidates == []
 
 
+@pytest.mark.sqlite_only(
+    reason="on PostgreSQL a failed statement aborts the read transaction; degrading there needs a savepoint (issue 18)"
+)
 def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
     embedder = FakeEmbedder()
     pid = _ingest(container, embedder, "kb", {"a.txt": "penguins huddle in winter"})
@@ -140,6 +146,7 @@ def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
     assert [c.document_name for c in result.kept] == ["a.txt"]
 
 
+@pytest.mark.sqlite_only(reason="the FTS5 query plan (app/rag/keyword.py, the benchmarks' baseline)")
 def test_keyword_search_matches_once_then_filters_by_project(container: Container) -> None:
     """The plan must run the FTS match first; a plan that walks the project's chunks and probes the
     index per row is hundreds of times slower on real corpora."""
