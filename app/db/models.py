@@ -319,7 +319,7 @@ class Citation(Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    # Checked at commit on PostgreSQL (migration 0017: a project's deletion reaches a citation by
+    # Checked at commit on PostgreSQL (migration 0018: a project's deletion reaches a citation by
     # two cascades); SQLite's tables, created before, keep immediate checks.
     message_id: Mapped[int] = mapped_column(ForeignKey("chat_messages.id", ondelete="CASCADE", **COMMIT_CHECKED))
     chunk_id: Mapped[int | None] = mapped_column(ForeignKey("chunks.id", ondelete="SET NULL", **COMMIT_CHECKED))

@@ -8,8 +8,8 @@ and the delete fails (found by tests/db/test_migrations_both_backends.py). Check
 citation row is gone by then and nothing fails. SQLite gets the same keys (one schema on both;
 its table is rebuilt, keeping every row and its AUTOINCREMENT counter).
 
-Revision ID: 0017
-Revises: 0016
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-11-25
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0017"
-down_revision: str | None = "0016"
+revision: str = "0018"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
