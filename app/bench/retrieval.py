@@ -25,7 +25,7 @@ from app.llm.base import ChatModel, Embedder, Reranker, Vectors
 from app.rag import expansion, query_cache, rerank
 from app.rag.conversation_settings import Quality
 from app.rag.ingest import FileResult
-from app.rag.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
+from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 from app.services import projects, turn_search
@@ -159,14 +159,12 @@ def _search(
             found = asyncio.run(_staged(container, embedder, pid, text, params, vectors[qid], stages))
         else:
             found = retrieve(container.store, embedder, pid, text, params, query_vector=vectors[qid])
-        docs: dict[str, float] = {}
         scores: dict[str, float] = {}
-        for position, cand in enumerate(found.candidates):
-            doc_id = cand.document_name.removesuffix(".txt")
-            docs.setdefault(doc_id, -float(position))  # max-pool: a document ranks where its best chunk does
+        for cand in found.candidates:
+            doc_id = _doc_id(cand)
             if cand.score is not None:
                 scores[doc_id] = max(scores.get(doc_id, -1.0), cand.score)
-        run_[qid] = dict(list(docs.items())[:100])
+        run_[qid] = dict(list(_pooled(found.candidates).items())[:100])
         best[qid] = scores
     return run_, best
 
@@ -225,15 +223,24 @@ def _turns(
                 turn_search.search, container.store, embedder, settings, models, asker, text, ()
             )
             kept = found.result.kept if found.result is not None else []
-            docs: dict[str, float] = {}
-            for position, cand in enumerate(kept):
-                docs.setdefault(cand.document_name.removesuffix(".txt"), -float(position))
-            run_[qid] = docs
+            run_[qid] = _pooled(kept)
             passes.append(len(found.passes))
             empty += not kept
         return run_, passes, empty
 
     return anyio.run(each)
+
+
+def _doc_id(candidate: Candidate) -> str:
+    return candidate.document_name.removesuffix(".txt")
+
+
+def _pooled(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """Documents best first, each ranked where its best chunk is (max-pooling), as a run's scores."""
+    docs: dict[str, float] = {}
+    for position, cand in enumerate(candidates):
+        docs.setdefault(_doc_id(cand), -float(position))
+    return docs
 
 
 def _measure(dataset: BeirDataset, run_: dict[str, dict[str, float]]) -> dict[str, float]:
