@@ -31,17 +31,11 @@ TEMPLATE = "ragchat_migrated"
 # the tests below, which do not pass on PostgreSQL yet: each says why (issue 18, item 5).
 BOTH_BACKENDS = ("tests/graphql/", "tests/services/")
 _CHAT_TEST_SQL = "the test reads chat_messages with SQLite's `?` placeholders (exec_driver_sql)"
-_HISTORY_SENTINEL = "app/services/chat_store.py's recent() passes 2**62 as an id bound: out of range for INTEGER"
 PENDING_ON_POSTGRES = {
     "tests/graphql/test_replay.py": _CHAT_TEST_SQL,
     "tests/graphql/test_queue.py": _CHAT_TEST_SQL,
     "tests/graphql/test_subscription.py::test_disconnecting_mid_stream_cancels_and_stores_a_failure": _CHAT_TEST_SQL,
     "tests/services/test_chat.py::test_a_stale_turn_never_writes_into_a_row_that_took_its_id": _CHAT_TEST_SQL,
-    "tests/graphql/test_api.py::test_search_and_retrieval_preview": _HISTORY_SENTINEL,
-    "tests/graphql/test_conversation_api.py::test_the_preview_searches_after_the_sessions_recent_turns": (
-        _HISTORY_SENTINEL
-    ),
-    "tests/services/test_turn_search.py::test_the_preview_shows_what_the_next_turn_retrieves": _HISTORY_SENTINEL,
     "tests/services/test_turn_search.py::test_results_are_cached_until_the_knowledge_base_changes": (
         "the retrieval result cache is keyed by the journals' revisions, which PostgreSQL does not keep: "
         "it is off there"

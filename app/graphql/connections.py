@@ -25,7 +25,7 @@ from strawberry.relay import PageInfo
 
 from app.errors import ValidationError
 from app.graphql.context import Info
-from app.graphql.errors import to_graphql
+from app.graphql.errors import MAX_ID, to_graphql
 from app.services.pages import Key, Page, PageRequest
 
 N = TypeVar("N")
@@ -79,7 +79,7 @@ def _value(value: object, kind: type, refused: ValidationError) -> int | str | d
             raise refused from None
         if parsed.tzinfo is not None:
             return parsed
-    elif (kind is int and type(value) is int and 0 <= value < 2**63) or (kind is str and isinstance(value, str)):
+    elif (kind is int and type(value) is int and 0 <= value <= MAX_ID) or (kind is str and isinstance(value, str)):
         return value
     raise refused
 

@@ -172,10 +172,13 @@ def _translate(exc: errors.RagchatError) -> ErrorType:
 # Ids are written as the schema writes them: ASCII digits, no sign, space, underscore or leading zero.
 # int() alone took " 1 ", "+1", "1_0" and "\u0661" (an Arabic-Indic one), so one row had many names.
 _ID = re.compile(r"[1-9][0-9]{0,18}")
+# Ids are INTEGER columns: 32 bits on PostgreSQL (SQLite's 64-bit rowids never reach it in practice).
+# A larger number names no row; refused here rather than failing in the database ("out of range").
+MAX_ID = 2**31 - 1
 
 
 def parse_id(value: str | strawberry.ID, field: str) -> int:
     text = str(value)
-    if not _ID.fullmatch(text) or int(text) > 2**62:
+    if not _ID.fullmatch(text) or int(text) > MAX_ID:
         raise errors.ValidationError(field, f"{text[:40]!r} is not an id")
     return int(text)

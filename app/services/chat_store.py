@@ -48,26 +48,23 @@ def _snapshot(row: ChatSession) -> SessionSnapshot:
     return SessionSnapshot(row.id, row.project_id, row.system_prompt, row.provider, row.model, RagSettings.of(row))
 
 
-def _history(db: Session, session_id: int, before_id: int, turns: int) -> list[Message]:
+def _history(db: Session, session_id: int, before_id: int | None, turns: int) -> list[Message]:
+    """The last ``turns`` complete messages of the session (before message ``before_id``, if given)."""
     if turns <= 0:
         return []
-    rows = db.execute(
-        select(ChatMessage.role, ChatMessage.content)
-        .where(
-            ChatMessage.session_id == session_id,
-            ChatMessage.id < before_id,
-            ChatMessage.status == MessageStatus.COMPLETE,
-        )
-        .order_by(ChatMessage.id.desc())
-        .limit(turns)
-    ).all()
+    query = select(ChatMessage.role, ChatMessage.content).where(
+        ChatMessage.session_id == session_id, ChatMessage.status == MessageStatus.COMPLETE
+    )
+    if before_id is not None:
+        query = query.where(ChatMessage.id < before_id)
+    rows = db.execute(query.order_by(ChatMessage.id.desc()).limit(turns)).all()
     return [Message("user" if role is Role.USER else "assistant", content) for role, content in reversed(rows)]
 
 
 def recent(store: Database, session_id: int, turns: int) -> list[Message]:
     """The messages the session's next turn would take as its history (``turns`` at most)."""
     with store.read() as db:
-        return _history(db, session_id, 2**62, turns)
+        return _history(db, session_id, None, turns)
 
 
 @dataclass(frozen=True)

@@ -257,3 +257,27 @@ def test_the_cursors_own_item_counts_as_lying_beyond_the_page(api: Api, gql_clie
     assert before_last["pageInfo"]["hasNextPage"] is True  # the message the cursor names is still there
     after_first = _page(gql_client, sid, first=1, after=first)
     assert after_first["pageInfo"]["hasPreviousPage"] is True
+
+
+def test_ids_and_cursors_past_the_databases_integer_range_are_refused_not_failed(api: Api) -> None:
+    # INTEGER is 32 bits on PostgreSQL: a larger id used to reach the database and fail there
+    # ("integer out of range", a masked internal error) instead of naming no row.
+    query = '{ project(id: "ID") { __typename ... on ValidationError { fields { field message } } } }'
+    largest = api.raw(query.replace("ID", str(2**31 - 1))).json()
+    assert largest == {"data": {"project": {"__typename": "NotFoundError"}}}
+    past = api.raw(query.replace("ID", str(2**31))).json()
+    assert past["data"]["project"]["fields"] == [{"field": "id", "message": "'2147483648' is not an id"}]
+    pid, _ = _kb(api)
+    for value, refused in [(2**31 - 1, False), (2**31, True)]:
+        raw = json.dumps(["ChatMessage", value]).encode()
+        after = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted"})["createChatSession"]["id"]
+        body = api.raw(
+            '{ chatSession(id: "SID") { ... on ChatSession { messages(first: 2, after: "AFTER") '
+            "{ __typename ... on ValidationError { fields { field } } } } } }".replace("SID", sid).replace(
+                "AFTER", after
+            )
+        ).json()
+        assert "errors" not in body, body
+        messages = body["data"]["chatSession"]["messages"]
+        assert messages["__typename"] == ("ValidationError" if refused else "ChatMessageConnection"), value

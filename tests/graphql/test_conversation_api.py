@@ -46,7 +46,7 @@ def test_sessions_carry_quality_and_rewrite(api: Api) -> None:
     assert "PERFECT" in bad["errors"][0]["message"]
 
 
-def test_the_preview_searches_after_the_sessions_recent_turns(api: Api, model: FakeChatModel) -> None:
+def test_the_preview_searches_after_the_sessions_recent_turns(api: Api, model: FakeChatModel, backend: str) -> None:
     pid = _project(api)
     sid = api.run(
         CREATE, p=pid, input={"provider": "fake", "model": "scripted", "topK": 1, "threshold": 0.0, "quality": "QUICK"}
@@ -64,9 +64,13 @@ def test_the_preview_searches_after_the_sessions_recent_turns(api: Api, model: F
     (one,) = search["passes"]
     assert (one["number"], one["budget"], one["decision"], one["judge"]) == (1, 1, one["decision"], "HEURISTIC")
     assert one["decision"] in ("ADEQUATE", "BUDGET") and one["queries"][0] == search["searched"]
-    assert one["cacheHit"] is False and search["cache"]["resultMisses"] == 1
     again = api.run(PREVIEW, s=sid, m="How many car parking spaces does it have?")["retrievalPreview"]["search"]
-    assert again["passes"][0]["cacheHit"] is True and again["cache"]["embeddingMisses"] == 0
+    assert again["cache"]["embeddingMisses"] == 0
+    if backend == "sqlite":  # the result cache is keyed by the SQLite journals' revisions; off on PostgreSQL
+        assert one["cacheHit"] is False and search["cache"]["resultMisses"] == 1
+        assert again["passes"][0]["cacheHit"] is True
+    else:
+        assert one["cacheHit"] is None and again["passes"][0]["cacheHit"] is None
     model.enqueue("The Leeds office has 38 car parking spaces [1].")
     answer = api.run(SEND, s=sid, c="How many car parking spaces does it have?")["sendMessage"]
     traced = api.run(TRACE, id=answer["id"])["message"]["trace"]["search"]
