@@ -1,15 +1,14 @@
 import { useQuery } from "@apollo/client/react";
-import { useId, useState } from "react";
+import { useState } from "react";
 import { RetrievalPreviewDocument, type SearchResultsFieldsFragment } from "../../gql/graphql";
 import { formatHeadingPath, formatPlace } from "../../lib/format";
 import { cx } from "../../lib/cx";
 import { useDebounced } from "../../lib/useDebounced";
 import { LinkButton } from "../Button";
-import { FormError, Hint, Label } from "../Field";
-import { SearchIcon } from "../icons";
+import { FormError, Hint } from "../Field";
 import { FateBadge, FateLegend, Score, fateCounts, fateReason } from "../retrieval/Fate";
-import { Spinner } from "../States";
 import shared from "../../styles/shared.module.css";
+import { PreviewFrame } from "./PreviewFrame";
 import styles from "./RetrievalPreview.module.css";
 
 export interface RetrievalPreviewProps {
@@ -31,7 +30,6 @@ const SHOWN = 8;
  */
 export function RetrievalPreview({ sessionId, topK, threshold, enabled, initialQuestion = "", debounceMs = 350 }: RetrievalPreviewProps) {
   const [question, setQuestion] = useState(initialQuestion);
-  const inputId = useId();
   const wanted = { question: question.trim(), topK, threshold };
   const settled = useDebounced(wanted, debounceMs);
   const ready = enabled && settled.question.length > 0 && settled.topK !== null && settled.threshold !== null;
@@ -44,22 +42,15 @@ export function RetrievalPreview({ sessionId, topK, threshold, enabled, initialQ
   const pending = loading || wanted.question !== settled.question || wanted.topK !== settled.topK || wanted.threshold !== settled.threshold;
 
   return (
-    <section className={styles.preview} aria-label="Retrieval preview" data-testid="retrieval-preview">
-      <div className={styles.head}>
-        <Label htmlFor={inputId}>Preview retrieval</Label>
-        {ready && pending && <Spinner label="Updating the preview" />}
-      </div>
-      <div className={styles.search}>
-        <SearchIcon width={16} height={16} aria-hidden="true" />
-        <input
-          id={inputId}
-          className={styles.input}
-          placeholder="Type a question to see what would be retrieved"
-          value={question}
-          onChange={(e) => setQuestion(e.target.value)}
-          onKeyDown={(e) => e.key === "Enter" && e.preventDefault()}
-        />
-      </div>
+    <PreviewFrame
+      name="Retrieval preview"
+      testId="retrieval-preview"
+      label="Preview retrieval"
+      placeholder="Type a question to see what would be retrieved"
+      value={question}
+      onChange={setQuestion}
+      busy={ready && pending}
+    >
       {!enabled && <Hint>RAG is off: nothing is retrieved, the model answers on its own.</Hint>}
       {enabled && (topK === null || threshold === null) && <Hint>Fix top K and threshold to see the preview.</Hint>}
       {enabled && !question.trim() && <Hint>The preview uses the values above, saved or not.</Hint>}
@@ -68,7 +59,7 @@ export function RetrievalPreview({ sessionId, topK, threshold, enabled, initialQ
         <FormError>{"message" in result ? result.message : "Preview unavailable."}</FormError>
       )}
       {enabled && question.trim() && result?.__typename === "SearchResults" && <PreviewResults results={result} stale={pending} />}
-    </section>
+    </PreviewFrame>
   );
 }
 

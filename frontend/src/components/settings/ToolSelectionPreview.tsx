@@ -1,13 +1,12 @@
 import { useQuery } from "@apollo/client/react";
-import { useId, useState } from "react";
+import { useState } from "react";
 import { ToolSelectionDocument } from "../../gql/graphql";
 import { cx } from "../../lib/cx";
 import { useDebounced } from "../../lib/useDebounced";
 import { Badge } from "../Badge";
-import { FormError, Hint, Label } from "../Field";
-import { SearchIcon } from "../icons";
-import { Spinner } from "../States";
+import { FormError, Hint } from "../Field";
 import shared from "../../styles/shared.module.css";
+import { PreviewFrame } from "./PreviewFrame";
 import styles from "./RetrievalPreview.module.css";
 
 export interface ToolSelectionPreviewProps {
@@ -23,7 +22,6 @@ const REASONS = { RANKED: "similar", CORE: "core", ALL: "all (degraded)" } as co
 /** Which tools a message would be offered (the `toolSelection` query): ranked ones with their scores, then core ones. */
 export function ToolSelectionPreview({ sessionId, savedGroups, initialMessage = "", debounceMs = 350 }: ToolSelectionPreviewProps) {
   const [message, setMessage] = useState(initialMessage);
-  const inputId = useId();
   const settled = useDebounced(message.trim(), debounceMs);
   const ready = savedGroups.length > 0 && settled.length > 0;
   const { data, previousData, loading, error } = useQuery(ToolSelectionDocument, {
@@ -35,22 +33,15 @@ export function ToolSelectionPreview({ sessionId, savedGroups, initialMessage = 
   const pending = loading || settled !== message.trim();
 
   return (
-    <section className={styles.preview} aria-label="Tool selection preview" data-testid="tool-selection-preview">
-      <div className={styles.head}>
-        <Label htmlFor={inputId}>Preview tool selection</Label>
-        {ready && pending && <Spinner label="Updating the preview" />}
-      </div>
-      <div className={styles.search}>
-        <SearchIcon width={16} height={16} aria-hidden="true" />
-        <input
-          id={inputId}
-          className={styles.input}
-          placeholder="Type a message to see which tools it would be offered"
-          value={message}
-          onChange={(e) => setMessage(e.target.value)}
-          onKeyDown={(e) => e.key === "Enter" && e.preventDefault()}
-        />
-      </div>
+    <PreviewFrame
+      name="Tool selection preview"
+      testId="tool-selection-preview"
+      label="Preview tool selection"
+      placeholder="Type a message to see which tools it would be offered"
+      value={message}
+      onChange={setMessage}
+      busy={ready && pending}
+    >
       {savedGroups.length === 0 && <Hint>Allow a tool group and save to preview the selection.</Hint>}
       {savedGroups.length > 0 && <Hint>Uses the saved groups: {savedGroups.join(", ")}.</Hint>}
       {ready && error && !result && <FormError>Preview unavailable: {error.message}</FormError>}
@@ -77,6 +68,6 @@ export function ToolSelectionPreview({ sessionId, savedGroups, initialMessage = 
           </ol>
         </div>
       )}
-    </section>
+    </PreviewFrame>
   );
 }
