@@ -431,8 +431,11 @@ def _add_neighbours(db: Session, project_id: int, table: str, query_vector: Vect
     if not wanted:
         return
     pairs = " OR ".join(f"(c.document_id = :d{n} AND c.ordinal = :o{n})" for n in range(len(wanted)))
+    # ``+c.project_id``: not a use for the project's index. Without statistics SQLite's planner chose
+    # it and read every chunk of the project (23-100 ms at 100k chunks); each pair is one lookup in
+    # ix_chunks_document_ordinal instead (0.05 ms). Unary plus is an integer's identity in PostgreSQL.
     found = db.execute(
-        text(f"SELECT c.id, c.document_id, c.ordinal FROM chunks c WHERE c.project_id = :project AND ({pairs})"),
+        text(f"SELECT c.id, c.document_id, c.ordinal FROM chunks c WHERE +c.project_id = :project AND ({pairs})"),
         {"project": project_id, **{f"d{n}": d for n, (d, _) in enumerate(wanted)}}
         | {f"o{n}": o for n, (_, o) in enumerate(wanted)},
     ).all()
