@@ -8,8 +8,9 @@ keeps a stale turn from writing anywhere else even so.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import cast
 
-from sqlalchemy import Update, delete, literal, select, union_all, update
+from sqlalchemy import Table, Update, delete, insert, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
@@ -140,19 +141,29 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
         if row is None:
             raise NotFoundError("chat session", session_id)
         _key_in_use(db, session_id, client_key)
-        user = ChatMessage(
-            session_id=session_id,
-            role=Role.USER,
-            content=question,
-            status=MessageStatus.COMPLETE,
-            client_message_id=client_key,
-        )
-        answer = ChatMessage(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
-        db.add_all([user, answer])
-        row.updated_at = utcnow()
-        db.flush()
-        history = _history(db, session_id, user.id, history_turns)
-        return Turn(_snapshot(row), user.id, answer.id, question, history)
+        # Core statements, not the ORM's unit of work (~1k Python calls a turn for two rows and a
+        # timestamp; issue 16 item 3): nothing here is read back as an object.
+        messages = cast(Table, ChatMessage.__table__)
+        user_id = db.execute(
+            insert(messages)
+            .values(
+                session_id=session_id,
+                role=Role.USER,
+                content=question,
+                status=MessageStatus.COMPLETE,
+                client_message_id=client_key,
+            )
+            .returning(messages.c.id)
+        ).scalar_one()
+        answer_id = db.execute(
+            insert(messages)
+            .values(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
+            .returning(messages.c.id)
+        ).scalar_one()
+        sessions = cast(Table, ChatSession.__table__)
+        db.execute(update(sessions).where(sessions.c.id == session_id).values(updated_at=utcnow()))
+        history = _history(db, session_id, user_id, history_turns)
+        return Turn(_snapshot(row), user_id, answer_id, question, history)
 
 
 def begin_regenerate(store: Database, message_id: int, history_turns: int, client_key: str | None = None) -> Turn:
