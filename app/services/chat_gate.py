@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from app.llm.base import Embedder, Vectors
+from app.llm.base import Embedder, SpaceId, Vectors
 
 WORKERS = 2  # one computing while another waits on SQLite or numpy (both release the GIL)
 
@@ -71,6 +71,15 @@ class _Ungated:
     def embed(self, texts: Sequence[str]) -> Vectors:
         with released():
             return self.inner.embed(texts)
+
+    @property
+    def space(self) -> SpaceId:
+        with released():  # a remote embedder's first read may be a probe request
+            return self.inner.space
+
+    @space.setter
+    def space(self, value: SpaceId) -> None:
+        raise AttributeError("the space is the embedder's own")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
