@@ -27,6 +27,7 @@ from app.settings import Settings
 from app.web import BUILT_FRONTEND, frontend_app
 
 log = logging.getLogger("ragchat")
+FULL_COLLECTIONS_RARER = 10  # the third GC threshold is multiplied by this while serving (see lifespan)
 
 
 async def _open_store(container: Container) -> bool:
@@ -72,6 +73,11 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         # every full collection (a 134 ms pause at 8 concurrent streams before, 2.4 ms after).
         gc.collect()
         gc.freeze()
+        # And full collections 10x rarer: each walks every live turn's objects, and at 32 streams
+        # they came every few hundred ms (longest pause 35-265 ms; 14-29 ms with this; issue 16
+        # item 5). Young collections, which free most garbage, run as often as before.
+        thresholds = gc.get_threshold()
+        gc.set_threshold(thresholds[0], thresholds[1], thresholds[2] * FULL_COLLECTIONS_RARER)
         if not keys:
             log.warning(
                 "no API keys configured: anyone who can reach %s:%s can use this server", settings.host, settings.port
@@ -79,6 +85,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         try:
             yield
         finally:
+            gc.set_threshold(*thresholds)
             gc.unfreeze()
             await worker.stop()
             if owned:

@@ -8,12 +8,12 @@
   another, appends to them in the same transaction (migrations 0006, 0010), so a changed project
   has a new revision and its old entries are never read again (they age out of the LRU).
 
-A hit hands back a copy, since the chat turn marks candidates (over budget) on its own result.
+A result is kept as an immutable snapshot (app/rag/retrieval.py's ``_Snapshot``) and a hit builds a
+result of its own from it, since the chat turn marks candidates (over budget) on its own result.
 """
 
 from __future__ import annotations
 
-import copy
 import threading
 import weakref
 from collections import OrderedDict
@@ -118,10 +118,6 @@ def results(engine: Engine) -> LRU[Hashable, object]:
         if cache is None:
             cache = _results[engine] = LRU(RESULTS)
         return cache
-
-
-def copied(value: V) -> V:
-    return copy.deepcopy(value)
 
 
 def clear_embeddings() -> None:

@@ -25,7 +25,7 @@ stop words out, numbers kept (they carry facts). Words alone match across inflec
 from __future__ import annotations
 
 import functools
-import itertools
+import operator
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -306,12 +306,15 @@ def terms(text: str) -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _terms(text: str) -> tuple[str, ...]:
-    return tuple(stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit()))
+    return tuple([stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())])
 
 
 def numbers(text: str) -> set[str]:
     """The numbers written in ``text`` ("2", "0.25", "2024")."""
     return {w for w in words(text) if w[0].isdigit()}
+
+
+_NOT_LETTER_OR_DIGIT = re.compile(r"[^\w]|_")
 
 
 def names(text: str) -> dict[str, str]:
@@ -320,12 +323,12 @@ def names(text: str) -> dict[str, str]:
     and digits -> as written; compare them with :func:`runs`."""
     out = {}
     for n, word in enumerate(text.split()):
-        token = re.sub(r"['\u2019]s$", "", word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d"))
-        squashed = re.sub(r"[^\w]|_", "", token).lower()
+        token = _POSSESSIVE.sub("", word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d"))
+        squashed = _NOT_LETTER_OR_DIGIT.sub("", token).lower()
         # A number is a name ("2024"), a number with a word is not ("12-month"): :func:`numbers` has it.
         if token[:1].isdigit() and not token.isdigit():
             continue
-        coded = any(ch.isdigit() for ch in token) or any(ch.isupper() for ch in token[1:])
+        coded = any(map(str.isdigit, token)) or any(map(str.isupper, token[1:]))
         if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (n > 0 and token[:1].isupper())):
             out[squashed] = token
     return out
@@ -336,6 +339,6 @@ def runs(text: str) -> set[str]:
     squashes to, so "SM-40", "Wi-Fi" and "7,120" are found however a text spaces them."""
     parts = re.findall(r"[^\W_]+", text.lower())
     out = set(parts)
-    out.update(a + b for a, b in itertools.pairwise(parts))
-    out.update(a + b + c for a, b, c in zip(parts, parts[1:], parts[2:], strict=False))
+    out.update(map(operator.add, parts, parts[1:]))  # pairs run together (map: no Python frame per pair)
+    out.update(map("".join, zip(parts, parts[1:], parts[2:], strict=False)))
     return out

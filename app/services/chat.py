@@ -50,7 +50,7 @@ from app.rag.degradation import DegradationReason
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_store, chat_tools, ranking, turn_search
+from app.services import chat_answer, chat_gate, chat_store, chat_tools, ranking, turn_search
 from app.services.chat_events import (
     ChatEvent,
     DoneEvent,
@@ -89,7 +89,8 @@ class ChatService:
         self.store = store
         self.reranker = reranker  # the operator's rerank endpoint (RAGCHAT_RERANK__URL), if any
         self.settings = settings
-        self.embedder = embedder
+        # Embedding waits outside the turn's gate (app/services/chat_gate.py).
+        self.embedder = chat_gate.ungated(embedder)
         self.models = models
         # The caps on answers generated at once, per provider. A slot is taken before the turn (and
         # its message id) exists and given back by whichever of _begin, abandon and run ends the
@@ -155,8 +156,8 @@ class ChatService:
         written, they are written anyway, then the answer is stored as cancelled and the slot freed.
         (A session whose provider is changed while its question waits runs with the new one, on
         the slot it waited for.)"""
-        slot = await self._slot(await anyio.to_thread.run_sync(settings_of), queued)
-        job = asyncio.ensure_future(anyio.to_thread.run_sync(begin))
+        slot = await self._slot(await anyio.to_thread.run_sync(_gated, settings_of), queued)
+        job = asyncio.ensure_future(anyio.to_thread.run_sync(_gated, begin))
         try:
             turn = await asyncio.shield(job)
         except asyncio.CancelledError:
@@ -212,7 +213,8 @@ class ChatService:
             else:
                 model = self.models.get(turn.chat.provider, turn.chat.model)
                 with trace.stage(Stage.BUDGET):  # tokenizing is CPU work (and may load a local model): off the loop
-                    prompt = await anyio.to_thread.run_sync(self._prompt, turn, model, candidates, trace)
+                    budgeted = partial(self._prompt, turn, model, candidates, trace)
+                    prompt = await anyio.to_thread.run_sync(_gated, budgeted)
                 sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
                 no_context = turn.chat.rag.enable_rag and not sources
                 trace.set_sources(sources, no_context)
@@ -232,7 +234,7 @@ class ChatService:
                     await tokens.aclose()  # type: ignore[attr-defined]
                 trace.set_sources(sources, no_context)  # with the passages tools read, if any
                 settle = partial(self._checked, turn, answer_guard, sources, choice, trace)
-            content, answer = await anyio.to_thread.run_sync(self._finish, turn, settle, trace)
+            content, answer = await anyio.to_thread.run_sync(_gated, partial(self._finish, turn, settle, trace))
             stored = True
             ended.stored(answer is not None)
             if answer is not None:
@@ -336,7 +338,7 @@ class ChatService:
         """Store the failure; False when the answer's row is gone (or no longer this turn's)."""
         # Shielded: this must reach the database even while the turn is being cancelled.
         job = asyncio.ensure_future(
-            anyio.to_thread.run_sync(self._store_failure, turn, "".join(parts), error, trace.build())
+            anyio.to_thread.run_sync(_gated, partial(self._store_failure, turn, "".join(parts), error, trace.build()))
         )
         try:
             return await asyncio.shield(job)
@@ -389,7 +391,7 @@ class ChatService:
                 alternative_weight=self.settings.expansion.weight,
             )
 
-        job = asyncio.ensure_future(anyio.to_thread.run_sync(search))
+        job = asyncio.ensure_future(anyio.to_thread.run_sync(_gated, search))
         job.add_done_callback(lambda _: events.put_nowait(None))
         job.add_done_callback(_quiet)
         while (event := await events.get()) is not None:
@@ -511,6 +513,12 @@ class ChatService:
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)
+
+
+def _gated(step: Callable[[], T]) -> T:
+    """A step of the turn in its worker thread, through the gate (app/services/chat_gate.py)."""
+    with chat_gate.cpu():
+        return step()
 
 
 def _given(content: str, cited: list[tuple[SourceRef, CitationKind]]) -> Settled:

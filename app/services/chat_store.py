@@ -8,8 +8,9 @@ keeps a stale turn from writing anywhere else even so.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import cast
 
-from sqlalchemy import Update, delete, select, update
+from sqlalchemy import Table, Update, delete, insert, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.db.database import Database
@@ -140,19 +141,29 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
         if row is None:
             raise NotFoundError("chat session", session_id)
         _key_in_use(db, session_id, client_key)
-        user = ChatMessage(
-            session_id=session_id,
-            role=Role.USER,
-            content=question,
-            status=MessageStatus.COMPLETE,
-            client_message_id=client_key,
-        )
-        answer = ChatMessage(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
-        db.add_all([user, answer])
-        row.updated_at = utcnow()
-        db.flush()
-        history = _history(db, session_id, user.id, history_turns)
-        return Turn(_snapshot(row), user.id, answer.id, question, history)
+        # Core statements, not the ORM's unit of work (~1k Python calls a turn for two rows and a
+        # timestamp; issue 16 item 3): nothing here is read back as an object.
+        messages = cast(Table, ChatMessage.__table__)
+        user_id = db.execute(
+            insert(messages)
+            .values(
+                session_id=session_id,
+                role=Role.USER,
+                content=question,
+                status=MessageStatus.COMPLETE,
+                client_message_id=client_key,
+            )
+            .returning(messages.c.id)
+        ).scalar_one()
+        answer_id = db.execute(
+            insert(messages)
+            .values(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
+            .returning(messages.c.id)
+        ).scalar_one()
+        sessions = cast(Table, ChatSession.__table__)
+        db.execute(update(sessions).where(sessions.c.id == session_id).values(updated_at=utcnow()))
+        history = _history(db, session_id, user_id, history_turns)
+        return Turn(_snapshot(row), user_id, answer_id, question, history)
 
 
 def begin_regenerate(store: Database, message_id: int, history_turns: int, client_key: str | None = None) -> Turn:
@@ -207,40 +218,49 @@ def finish(
     them back in it. None when there is nothing to store it in: the session was deleted while the
     answer streamed."""
     with store.write() as db:
-        stored = db.execute(
-            _still_streaming(turn).values(
-                content=content, status=MessageStatus.COMPLETE, error=None, trace=trace, completed_at=utcnow()
-            )
-        )
-        if not stored.rowcount:  # type: ignore[attr-defined]
+        # UPDATE ... RETURNING: the row as stored, without a second statement to read it back; an
+        # UPDATE that touched nothing (the session was deleted) returns nothing.
+        answer = db.scalars(
+            _still_streaming(turn)
+            .values(content=content, status=MessageStatus.COMPLETE, error=None, trace=trace, completed_at=utcnow())
+            .returning(ChatMessage),
+            execution_options={"synchronize_session": False},
+        ).one_or_none()
+        if answer is None:
             return None
         # A cited chunk (or its document) may have been deleted or re-ingested while the answer
         # streamed; the citation keeps its name, location and snippet, and loses only the link.
-        chunk_ids = {s.chunk_id for s, _ in citations}
-        live_chunks = set(db.scalars(select(Chunk.id).where(Chunk.id.in_(chunk_ids)))) if chunk_ids else set()
-        doc_ids = {s.document_id for s, _ in citations}
-        live_docs = set(db.scalars(select(Document.id).where(Document.id.in_(doc_ids)))) if doc_ids else set()
-        for source, kind in citations:
-            db.add(
-                Citation(
-                    message_id=turn.message_id,
-                    chunk_id=source.chunk_id if source.chunk_id in live_chunks else None,
-                    document_id=source.document_id if source.document_id in live_docs else None,
-                    marker=source.number,
-                    kind=kind,
-                    score=source.score,
-                    rank=source.rank,
-                    document_name=source.document_name,
-                    location=asdict(source.location),
-                    snippet=source.text[:600],
-                )
+        live_chunks, live_docs = _live(db, {s.chunk_id for s, _ in citations}, {s.document_id for s, _ in citations})
+        cited = [
+            Citation(
+                message_id=turn.message_id,
+                chunk_id=source.chunk_id if source.chunk_id in live_chunks else None,
+                document_id=source.document_id if source.document_id in live_docs else None,
+                marker=source.number,
+                kind=kind,
+                score=source.score,
+                rank=source.rank,
+                document_name=source.document_name,
+                location=asdict(source.location),
+                snippet=source.text[:600],
             )
-        db.flush()
-        answer = db.get_one(ChatMessage, turn.message_id)
-        cited = list(
-            db.scalars(select(Citation).where(Citation.message_id == turn.message_id).order_by(Citation.marker))
-        )
+            for source, kind in sorted(citations, key=lambda cited: cited[0].number)
+        ]
+        db.add_all(cited)
+        db.flush()  # their ids; the objects are what a read would return (not expired on commit)
         return StoredAnswer(answer, cited)
+
+
+def _live(db: Session, chunk_ids: set[int], document_ids: set[int]) -> tuple[set[int], set[int]]:
+    """Which of these chunks and documents still exist: one statement for both."""
+    if not chunk_ids and not document_ids:
+        return set(), set()
+    chunks = select(literal(0).label("chunk"), Chunk.id).where(Chunk.id.in_(chunk_ids))
+    documents = select(literal(1).label("chunk"), Document.id).where(Document.id.in_(document_ids))
+    found: tuple[set[int], set[int]] = (set(), set())
+    for kind, found_id in db.execute(union_all(chunks, documents)):
+        found[kind].add(found_id)
+    return found
 
 
 def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str, object] | None) -> bool:

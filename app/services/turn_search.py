@@ -14,8 +14,9 @@ with ``anyio.from_thread``. ``progress`` hears each pass as it ends (the chat st
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import anyio.from_thread
 
@@ -24,8 +25,11 @@ from app.llm.base import ChatModel, ChatModels, Embedder
 from app.rag import conversation, rewrite, widen
 from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.session_settings import RagSettings
+from app.services import chat_gate
 from app.services.trace_model import TraceCache, TracePass, TraceRewrite, TraceSearch
 from app.settings import Settings
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ def search(
     done = (
         rewrite.Rewrite(rewrite.RewriteOutcome.SKIPPED, None, skipped)
         if skipped is not None
-        else anyio.from_thread.run(rewrite.rewrite, model(), message, tuple(earlier), timeout)
+        else _awaited(rewrite.rewrite, model(), message, tuple(earlier), timeout)
     )
     hits: list[bool] = []
     started = time.perf_counter()
@@ -132,7 +136,7 @@ def search(
         )
         verdict = widen.heuristic(query.text, result)
         if judge and number < budget:  # the model's judgement is asked for only when it can change something
-            verdict = anyio.from_thread.run(widen.judged, model(), query.text, result, verdict, timeout)
+            verdict = _awaited(widen.judged, model(), query.text, result, verdict, timeout)
         decision = widen.decide(verdict, number, budget, best_value)
         kept = result.kept
         step = Pass(
@@ -157,6 +161,13 @@ def search(
         if decision is not widen.Decision.WIDEN:
             break
     return found
+
+
+def _awaited(call: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+    """``call(*args)`` run on the event loop, this thread waiting for it outside the chat turn's gate
+    (app/services/chat_gate.py): a model's reply can take seconds, and waiting needs no GIL."""
+    with chat_gate.released():
+        return anyio.from_thread.run(call, *args)
 
 
 def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:

@@ -4,7 +4,8 @@ Streams ``/v1/chat/completions`` and asks for usage in the last chunk
 (``stream_options.include_usage``). Compatible servers often ignore that option (llama.cpp's
 Python server does), so when no usage arrives we count with the tokenizer instead: exact for
 OpenAI's own models, an estimate for anything else behind a ``base_url``. The SDK sends the
-request (retries, errors, server-sent events); its chunks are read as the JSON they are.
+request (retries, errors); the server-sent events are read by app/llm/chat/sse.py, as the JSON
+they are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import openai
 
 from app.llm.base import GenerationOptions, Message, TextDelta, Tokenizer, Usage
 from app.llm.chat.common import EventStream, ToolEventStream, templated_token_count, wire_messages
+from app.llm.chat.sse import ChunkStream
 from app.llm.tokenizers import TiktokenTokenizer
 from app.llm.tool_calling import (
     AssistantToolCalls,
@@ -121,11 +123,12 @@ class OpenAIChatModel:
         calls = ToolCallAssembler()
         called = False
         try:
-            # The SDK's request, retries, errors and server-sent events, but each chunk left as the
-            # JSON it is: building its ChatCompletionChunk model cost ~0.1 ms of the event loop per
-            # token, the largest share of a token's cost at 32 streams (docs/BENCHMARKS.md, 7).
+            # The SDK's request, retries and errors; the server-sent events read by app/llm/chat/sse.py
+            # and each chunk left as the JSON it is: building its ChatCompletionChunk model cost ~0.1 ms
+            # of the event loop per token, and the SDK's SSE reader ~13% of the loop's time, at 32
+            # streams (docs/BENCHMARKS.md, 7).
             chunks = await self._client.post(
-                "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=openai.AsyncStream[object]
+                "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=ChunkStream
             )
             async with chunks:  # closes the response when the consumer stops early
                 async for chunk in chunks:
