@@ -20,8 +20,11 @@ project by triggers (``project_search_stats``), each chunk's length in ``chunks.
 lexemes (``setweight`` marks them, ``ts_filter`` keeps them). Term ids come from
 ``keyword_index.tokenizer()`` (FTS5's porter tokens); each is mapped back to a word that gives it
 (``Tokenizer.term_names``) and that word to PostgreSQL's lexemes by ``to_tsvector('ragchat_english',
-word)``. PostgreSQL's snowball stemmer (Porter2) and FTS5's porter stemmer agree on most English
-words, not all (SciFact nDCG@10 measures the difference, docs/BENCHMARKS.md).
+word)``. Chunks are tokenised as FTS5 does (migration 0020: every character that is not a letter
+or digit is a space before PostgreSQL's parser sees the text, so "PD-1" is "pd" and "1", not 'pd'
+and the integer '-1'). PostgreSQL's snowball stemmer (Porter2) and FTS5's porter stemmer agree on
+most English words, not all, and FTS5 folds diacritics (SciFact nDCG@10 measures the difference,
+docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -75,9 +78,10 @@ def _transaction_memo(db: Session) -> dict[object, object] | None:
 class PgVectorRanking:
     """The vector ranking of one space's table (see the module's docstring)."""
 
-    def __init__(self, db: Session, table: str) -> None:
+    def __init__(self, db: Session, table: str, *, exact: bool = False) -> None:
         self._db = db
         self._table = table
+        self._exact = exact  # always a sequential scan (the benchmark's baseline for HNSW's recall)
 
     @property
     def in_process(self) -> bool:
@@ -95,10 +99,11 @@ class PgVectorRanking:
         if k <= 0:
             return []
         conn = self._db.connection()
-        if k <= MAX_EF_SEARCH:
-            conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(k))}")
-        else:
+        scan = self._exact or k > MAX_EF_SEARCH
+        if scan:
             conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
+        else:
+            conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(k))}")
         try:
             ids, packed = conn.execute(
                 text(
@@ -109,7 +114,7 @@ class PgVectorRanking:
                 {"q": _vector_text(query), "k": int(k)},
             ).one()
         finally:
-            if k > MAX_EF_SEARCH:
+            if scan:
                 conn.exec_driver_sql("SET LOCAL enable_indexscan = on")
         found = _unpack(ids, packed)
         if not found:
