@@ -36,10 +36,6 @@ PENDING_ON_POSTGRES = {
     "tests/graphql/test_queue.py": _CHAT_TEST_SQL,
     "tests/graphql/test_subscription.py::test_disconnecting_mid_stream_cancels_and_stores_a_failure": _CHAT_TEST_SQL,
     "tests/services/test_chat.py::test_a_stale_turn_never_writes_into_a_row_that_took_its_id": _CHAT_TEST_SQL,
-    "tests/services/test_turn_search.py::test_results_are_cached_until_the_knowledge_base_changes": (
-        "the retrieval result cache is keyed by the journals' revisions, which PostgreSQL does not keep: "
-        "it is off there"
-    ),
     "tests/graphql/test_api.py::test_unexpected_errors_are_masked_with_a_request_id": (
         "it provokes the error by dropping a SQLite table mid-request"
     ),

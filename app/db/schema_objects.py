@@ -1,12 +1,13 @@
 """Names of the schema objects the ORM does not model: FTS5 and vec0 virtual tables and their
-shadows (SQLite); the per-space vector tables, their HNSW indexes and the chunks' generated
-``tsvector`` column with its GIN index (PostgreSQL)."""
+shadows (SQLite); the per-space vector tables, their HNSW indexes, the chunks' generated
+``tsvector`` column with its GIN index and word count, and the per-project search statistics kept
+by triggers (PostgreSQL: migrations 0004, 0019)."""
 
 from __future__ import annotations
 
 import re
 
-_UNMODELLED = re.compile(r"^(chunks_fts(_\w+)?|vec_space_\d+(_\w+)?|sqlite_\w+)$")
+_UNMODELLED = re.compile(r"^(chunks_fts(_\w+)?|vec_space_\d+(_\w+)?|sqlite_\w+|project_search_stats)$")
 
 
 def is_unmodelled_table(name: str) -> bool:
@@ -14,7 +15,7 @@ def is_unmodelled_table(name: str) -> bool:
 
 
 _UNMODELLED_INDEX = re.compile(r"^(ix_chunks_text_search|vec_space_\d+_\w+)$")
-_UNMODELLED_COLUMN = "text_search"
+_UNMODELLED_COLUMNS = ("text_search", "text_words")
 
 
 def is_unmodelled(type_: str, name: str) -> bool:
@@ -24,4 +25,4 @@ def is_unmodelled(type_: str, name: str) -> bool:
         return is_unmodelled_table(name)
     if type_ == "index":
         return bool(_UNMODELLED_INDEX.match(name))
-    return type_ == "column" and name == _UNMODELLED_COLUMN
+    return type_ == "column" and name in _UNMODELLED_COLUMNS

@@ -3,10 +3,13 @@
 - Query embeddings, LRU per embedder (instance) by text: a conversation re-embeds its earlier turns
   on every follow-up, and a preview the same message the turn then sends.
 - Retrieval results, LRU per database engine by (project, its embedding space, the project's
-  revision, query, parameters). The revision is the newest ``seq`` of the project's keyword journal
-  and of its space's vector journal: every insert, update or delete of a chunk, by this process or
-  another, appends to them in the same transaction (migrations 0006, 0010), so a changed project
-  has a new revision and its old entries are never read again (they age out of the LRU).
+  revision, query, parameters). On SQLite the revision is the newest ``seq`` of the project's
+  keyword journal and of its space's vector journal: every insert, update or delete of a chunk, by
+  this process or another, appends to them in the same transaction (migrations 0006, 0010). On
+  PostgreSQL it is the project's row in ``project_search_stats``, bumped by triggers on ``chunks``
+  and by every vector write in the same transaction (migration 0019), so it holds across API
+  servers sharing the database. Either way it is read in the search's own snapshot: a changed
+  project has a new revision and its old entries are never read again (they age out of the LRU).
 
 A result is kept as an immutable snapshot (app/rag/retrieval.py's ``_Snapshot``) and a hit builds a
 result of its own from it, since the chat turn marks candidates (over budget) on its own result.
@@ -97,17 +100,20 @@ def embed(embedder: Embedder, texts: Sequence[str], hits: list[bool] | None = No
     return np.stack([v for v in found if v is not None]) if texts else np.empty((0, 0), dtype=np.float32)
 
 
-def revision(db: Session, project_id: int, space_id: int) -> tuple[int, int]:
-    """The project's chunk revision: the newest seq of its keyword and vector journals."""
-    row = (
-        db.connection()
-        .exec_driver_sql(
-            "SELECT (SELECT max(seq) FROM keyword_journal WHERE project_id = ?), "
-            "(SELECT max(seq) FROM vector_journal WHERE space_id = ?)",
-            (project_id, space_id),
-        )
-        .one()
-    )
+def revision(db: Session, project_id: int, space_id: int) -> tuple[int, ...]:
+    """The project's chunk revision, as of ``db``'s snapshot: the newest seq of its keyword and
+    vector journals (SQLite), or its ``project_search_stats`` revision (PostgreSQL)."""
+    conn = db.connection()
+    if conn.dialect.name == "postgresql":
+        found = conn.exec_driver_sql(
+            "SELECT revision FROM project_search_stats WHERE project_id = %(p)s", {"p": project_id}
+        ).scalar()
+        return (int(found or 0),)
+    row = conn.exec_driver_sql(
+        "SELECT (SELECT max(seq) FROM keyword_journal WHERE project_id = ?), "
+        "(SELECT max(seq) FROM vector_journal WHERE space_id = ?)",
+        (project_id, space_id),
+    ).one()
     return int(row[0] or 0), int(row[1] or 0)
 
 

@@ -224,9 +224,9 @@ def retrieve(
         spaces.check_same(space, embedder.space)  # refuses a mixed space
         result.space = space.label
         key: tuple[object, ...] | None = None
-        # The cache's revision comes from the journals, which only SQLite keeps (on PostgreSQL other
-        # servers write too, and nothing in-process would notice): no result cache there.
-        if cache_key is not None and db.get_bind().dialect.name != "postgresql":
+        # The project's revision in this snapshot (app/rag/query_cache.py): any write to its chunks or
+        # vectors, by any process or server, changes it.
+        if cache_key is not None:
             space_id = vector_store.space_row_id(space.table)
             revision = query_cache.revision(db, project_id, space_id)
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
@@ -342,14 +342,21 @@ def _rankings(
     no connection, so the keyword search runs in a worker thread while this one searches vectors:
     hybrid costs about the slower of the two, not their sum (given a free core). Rankings computed in
     the database (PostgreSQL, app/rag/rankings.py) run one after the other, on the transaction's
-    connection."""
+    connection, the vector search in a savepoint (its failure degrades to keywords)."""
     params = result.params
     timings = result.timings_ms
+    candidates = int(params.candidates)
     vector_view: rankings.VectorRanking | None = None
+    searched: list[tuple[int, float]] | None = None  # the vector search, when it ran in the database
     if params.mode in (RetrievalMode.VECTOR, RetrievalMode.HYBRID):
         with _timed(timings, Stage.RETRIEVAL_VECTOR):
             try:
                 vector_view = rankings.vector_ranking(db, table)
+                if not vector_view.in_process:
+                    # In the database: a failed statement would abort the whole read transaction
+                    # (PostgreSQL), so it runs in a savepoint and a failure degrades as on SQLite.
+                    with db.begin_nested():
+                        searched = _vector_search(vector_view, query_vector, candidates)
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
                 result.degraded.append(
@@ -359,19 +366,22 @@ def _rankings(
                     )
                 )
                 result.mode = RetrievalMode.KEYWORD
+                vector_view = None
     keyword_view: rankings.KeywordRanking | None = None
     if result.mode in (RetrievalMode.KEYWORD, RetrievalMode.HYBRID):
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             terms = dict(weights) if weights is not None else keyword_index.tokenizer().question(query)
             keyword_view = rankings.keyword_ranking(db, project_id) if terms else None
-    candidates = int(params.candidates)
+    if searched is not None:
+        with _timed(timings, Stage.RETRIEVAL_KEYWORD):
+            return searched, keyword_view.search(terms, candidates) if keyword_view is not None else []
     if keyword_view is None or vector_view is None:
         if vector_view is not None:
             with _timed(timings, Stage.RETRIEVAL_VECTOR):
                 return _vector_search(vector_view, query_vector, candidates), []
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
             return [], keyword_view.search(terms, candidates) if keyword_view is not None else []
-    if not (PARALLEL_RANKINGS and vector_view.in_process and keyword_view.in_process):
+    if not PARALLEL_RANKINGS:
         with _timed(timings, Stage.RETRIEVAL_VECTOR):
             vector_hits = _vector_search(vector_view, query_vector, candidates)
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
@@ -450,6 +460,9 @@ def _scores(
     """Exact cosine for every candidate from its stored vector, so a chunk scores the same whichever
     ranking found it (KNN distances are float32 and would differ in the last digits)."""
     try:
+        if db.get_bind().dialect.name == "postgresql":  # a failure must not abort the transaction
+            with db.begin_nested():
+                return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
         return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
     except DBAPIError as exc:
         result.degraded.append(

@@ -5,7 +5,8 @@ in-memory copy that catches up with the table before every search (app/rag/vecto
 writes here also append to ``vector_journal``, in the same transaction.
 
 On PostgreSQL the space's table is a ``vector(d)`` column searched in the database
-(app/rag/pg_rankings.py): writes are an upsert, reads a plain SELECT, and there is no journal.
+(app/rag/pg_rankings.py): writes are an upsert that bumps the project's revision (the result
+cache's key, migration 0019), reads a plain SELECT, and there is no journal.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> 
                 "ON CONFLICT (chunk_id) DO UPDATE SET embedding = excluded.embedding"
             ),
             [{"id": cid, "v": pg_vector(vec)} for cid, vec in zip(ids, vectors, strict=True)],
+        )
+        # New vectors change what a search finds: a new revision for the result cache (0019).
+        conn.execute(
+            text(
+                "UPDATE project_search_stats SET revision = revision + 1 "
+                "WHERE project_id = (SELECT project_id FROM embedding_spaces WHERE id = :space)"
+            ),
+            {"space": space_id},
         )
         return
     rows = [(cid, np.ascontiguousarray(vec, dtype=np.float32).tobytes()) for cid, vec in zip(ids, vectors, strict=True)]

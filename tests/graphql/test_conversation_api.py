@@ -46,7 +46,7 @@ def test_sessions_carry_quality_and_rewrite(api: Api) -> None:
     assert "PERFECT" in bad["errors"][0]["message"]
 
 
-def test_the_preview_searches_after_the_sessions_recent_turns(api: Api, model: FakeChatModel, backend: str) -> None:
+def test_the_preview_searches_after_the_sessions_recent_turns(api: Api, model: FakeChatModel) -> None:
     pid = _project(api)
     sid = api.run(
         CREATE, p=pid, input={"provider": "fake", "model": "scripted", "topK": 1, "threshold": 0.0, "quality": "QUICK"}
@@ -66,11 +66,8 @@ def test_the_preview_searches_after_the_sessions_recent_turns(api: Api, model: F
     assert one["decision"] in ("ADEQUATE", "BUDGET") and one["queries"][0] == search["searched"]
     again = api.run(PREVIEW, s=sid, m="How many car parking spaces does it have?")["retrievalPreview"]["search"]
     assert again["cache"]["embeddingMisses"] == 0
-    if backend == "sqlite":  # the result cache is keyed by the SQLite journals' revisions; off on PostgreSQL
-        assert one["cacheHit"] is False and search["cache"]["resultMisses"] == 1
-        assert again["passes"][0]["cacheHit"] is True
-    else:
-        assert one["cacheHit"] is None and again["passes"][0]["cacheHit"] is None
+    assert one["cacheHit"] is False and search["cache"]["resultMisses"] == 1
+    assert again["passes"][0]["cacheHit"] is True
     model.enqueue("The Leeds office has 38 car parking spaces [1].")
     answer = api.run(SEND, s=sid, c="How many car parking spaces does it have?")["sendMessage"]
     traced = api.run(TRACE, id=answer["id"])["message"]["trace"]["search"]

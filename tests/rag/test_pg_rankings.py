@@ -169,3 +169,44 @@ def test_hnsw_finds_the_exact_top_10_and_beyond_its_limit_searches_exactly(both)
         assert [cid for cid, _ in wide] == [ids[i] for i in exact[: len(wide)]]
         assert len(wide) == pg_rankings.MAX_EF_SEARCH + 500
     assert float(np.mean(recall)) >= 0.98, recall
+
+
+def test_project_statistics_follow_every_chunk_write(both) -> None:  # type: ignore[no-untyped-def]
+    """Migration 0019's triggers keep each project's chunk count, word count and revision in the
+    same transaction as inserts, updates and deletes (also cascades); BM25 reads them."""
+    from sqlalchemy import text
+
+    from app.services import documents
+
+    _, pg, embedder, _, pid = both
+
+    def stats() -> tuple[tuple[int, int], tuple[int, int], int]:
+        with pg.store.read() as db:
+            kept = db.execute(
+                text("SELECT chunks, words, revision FROM project_search_stats WHERE project_id = :p"), {"p": pid}
+            ).one()
+            actual = db.execute(
+                text(
+                    "SELECT count(*), coalesce(sum(ragchat_word_count(text_search)), 0) FROM chunks "
+                    "WHERE project_id = :p"
+                ),
+                {"p": pid},
+            ).one()
+        return (int(kept[0]), int(kept[1])), (int(actual[0]), int(actual[1])), int(kept[2])
+
+    kept, actual, revision = stats()
+    assert kept == actual and actual[0] == len(CORPUS) and actual[1] > 0
+    Ingestor(pg.store, embedder, pg.settings.ingest).ingest(pid, [Source.from_bytes("seals.txt", b"Seals bask.")])
+    kept, actual, after_insert = stats()
+    assert kept == actual and actual[0] == len(CORPUS) + 1 and after_insert > revision
+    with pg.store.write() as db:
+        db.execute(text("UPDATE chunks SET text = 'seals bask on the ice all day' WHERE text = 'Seals bask.'"))
+    kept, actual, after_update = stats()
+    assert kept == actual and after_update > after_insert
+    seals = next(d for d in documents.list_for(pg.store, pid) if d.name == "seals.txt")
+    documents.delete(pg.store, seals.id)  # its chunks go by cascade
+    kept, actual, after_delete = stats()
+    assert kept == actual and actual[0] == len(CORPUS) and after_delete > after_update
+    projects.delete(pg.store, pid)
+    with pg.store.read() as db:
+        assert db.execute(text("SELECT count(*) FROM project_search_stats")).scalar_one() == 0

@@ -127,9 +127,6 @@ def test_empty_project_returns_nothing(container: Container) -> None:
     assert retrieve(container.store, FakeEmbedder(), pid, "anything", RetrievalParams()).candidates == []
 
 
-@pytest.mark.sqlite_only(
-    reason="on PostgreSQL a failed statement aborts the read transaction; degrading there needs a savepoint (issue 18)"
-)
 def test_vector_index_failure_degrades_to_keyword(container: Container) -> None:
     embedder = FakeEmbedder()
     pid = _ingest(container, embedder, "kb", {"a.txt": "penguins huddle in winter"})
@@ -161,3 +158,35 @@ def test_keyword_search_matches_once_then_filters_by_project(container: Containe
         plan = db.connection().exec_driver_sql("EXPLAIN QUERY PLAN " + sent[-1], ('"a"', 1, 10)).all()
     steps = [row[-1] for row in plan]
     assert steps[0] == "MATERIALIZE hits" and steps[1].startswith("SCAN chunks_fts VIRTUAL TABLE"), steps
+
+
+def test_a_write_through_another_engine_invalidates_the_cached_result(container: Container) -> None:
+    """Two API servers on one database: each caches results per engine, keyed by the project's
+    revision read in the search's snapshot (journals on SQLite, project_search_stats on PostgreSQL),
+    so a write by the other server is never hidden by a cached result."""
+    embedder = FakeEmbedder()
+    pid = _ingest(container, embedder, "kb", {"penguins.txt": "Emperor penguins huddle through the winter."})
+    other = Container.build(container.settings, embedder=embedder)  # the second server: its own engine
+    try:
+        assert other.store.engine is not container.store.engine
+        params = RetrievalParams(mode="hybrid", top_k=5, threshold=0.0)
+
+        def search() -> tuple[bool | None, list[str]]:
+            found = retrieve(container.store, embedder, pid, "penguins", params, cache_key=("penguins",))
+            return found.cache.result_hit, sorted(c.document_name for c in found.kept)
+
+        assert search() == (False, ["penguins.txt"])
+        assert search() == (True, ["penguins.txt"])
+        added = Ingestor(other.store, embedder, other.settings.ingest).ingest(
+            pid, [Source.from_bytes("more.txt", b"King penguins huddle too.")]
+        )
+        assert added.count("failed") == 0
+        assert search() == (False, ["more.txt", "penguins.txt"])
+        assert search() == (True, ["more.txt", "penguins.txt"])
+        from app.services import documents
+
+        gone = next(d for d in documents.list_for(other.store, pid) if d.name == "more.txt")
+        documents.delete(other.store, gone.id)
+        assert search() == (False, ["penguins.txt"])
+    finally:
+        other.close()
