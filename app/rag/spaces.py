@@ -32,21 +32,27 @@ def create_space(db: Session, project_id: int, space: SpaceId, *, status: SpaceS
     )
     db.add(row)
     db.flush()
+    create_space_table(db, row)
+    return row
+
+
+def create_space_table(db: Session, row: EmbeddingSpace) -> None:
+    """The table of the space ``row`` (already flushed): where its vectors go. Also used to recreate
+    a space copied from another database (app/services/database_copy.py)."""
     table = row.table
     if is_postgres(db):
         conn = db.connection()
         conn.exec_driver_sql(
             f"CREATE TABLE {table} (chunk_id integer PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE, "
-            f"embedding vector({int(space.dimensions)}) NOT NULL)"
+            f"embedding vector({int(row.dimensions)}) NOT NULL)"
         )
         conn.exec_driver_sql(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
-        return row
-    db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{space.dimensions}])")
+        return
+    db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{int(row.dimensions)}])")
     db.connection().exec_driver_sql(
-        f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {project_id} "
+        f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {int(row.project_id)} "
         f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END"
     )
-    return row
 
 
 def is_postgres(db: Session) -> bool:
