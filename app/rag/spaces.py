@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.enums import SpaceStatus
 from app.db.models import EmbeddingSpace
 from app.errors import ConflictError
@@ -81,7 +82,10 @@ def space_identity(row: EmbeddingSpace) -> SpaceId:
 
 
 def ensure_space(db: Session, project_id: int, space: SpaceId) -> EmbeddingSpace:
-    """The project's active space, created for ``space`` if it has none. Mixing spaces is refused."""
+    """The project's active space, created for ``space`` if it has none. Mixing spaces is refused.
+    Writers of one project take turns here (PostgreSQL: two servers ingesting into a project that
+    has no space yet would both create one)."""
+    locks.take_turns(db, "space", project_id)
     row = active_space(db, project_id)
     if row is None:
         return create_space(db, project_id, space, status=SpaceStatus.ACTIVE)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import Update, delete, select, update
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.database import Database
 from app.db.enums import CitationKind, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, StoredToolCall, utcnow
@@ -107,6 +108,7 @@ def keyed_for_message(store: Database, message_id: int, client_key: str) -> Keye
 def _key_in_use(db: Session, session_id: int, client_key: str | None, by: int | None = None) -> None:
     if client_key is None:
         return
+    locks.take_turns(db, "client keys", session_id)  # PostgreSQL: a repeat sent to another server at once
     holder = db.scalar(
         select(ChatMessage.id).where(ChatMessage.session_id == session_id, ChatMessage.client_message_id == client_key)
     )
