@@ -37,9 +37,10 @@ def create_space(db: Session, project_id: int, space: SpaceId, *, status: SpaceS
     return row
 
 
-def create_space_table(db: Session, row: EmbeddingSpace) -> None:
+def create_space_table(db: Session, row: EmbeddingSpace, *, index: bool = True) -> None:
     """The table of the space ``row`` (already flushed): where its vectors go. Also used to recreate
-    a space copied from another database (app/services/database_copy.py)."""
+    a space copied from another database (app/services/database_copy.py), which builds the HNSW
+    index once the vectors are in (``index=False``, then :func:`create_vector_index`)."""
     table = row.table
     if is_postgres(db):
         conn = db.connection()
@@ -47,13 +48,22 @@ def create_space_table(db: Session, row: EmbeddingSpace) -> None:
             f"CREATE TABLE {table} (chunk_id integer PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE, "
             f"embedding vector({int(row.dimensions)}) NOT NULL)"
         )
-        conn.exec_driver_sql(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
+        if index:
+            create_vector_index(db, row)
         return
     db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{int(row.dimensions)}])")
     db.connection().exec_driver_sql(
         f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {int(row.project_id)} "
         f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END"
     )
+
+
+def create_vector_index(db: Session, row: EmbeddingSpace) -> None:
+    """PostgreSQL: the HNSW index (cosine) of the space's table. SQLite's vec0 table needs none."""
+    if is_postgres(db):
+        db.connection().exec_driver_sql(
+            f"CREATE INDEX {row.table}_hnsw ON {row.table} USING hnsw (embedding vector_cosine_ops)"
+        )
 
 
 def is_postgres(db: Session) -> bool:

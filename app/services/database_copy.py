@@ -66,8 +66,9 @@ def copy_database(source_url: str, target_url: str, *, replace: bool = False) ->
                 if _has_table(src.connection(), space.table):
                     row = dst.get(EmbeddingSpace, space.id)
                     assert row is not None  # copied with the rows above
-                    spaces.create_space_table(dst, row)
+                    spaces.create_space_table(dst, row, index=False)
                     report.vectors[space.table] = _copy_vectors(src, dst, space.table)
+                    spaces.create_vector_index(dst, row)  # built once over all vectors: faster than growing it
             if dst.get_bind().dialect.name == "postgresql":
                 _advance_sequences(dst.connection())
         return report

@@ -189,7 +189,9 @@ def source_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'source.db'}"
 
 
-def test_a_copy_keeps_every_row_and_vector_searches_the_same_and_ids_go_on(source_url: str, migrated: Settings) -> None:
+def test_a_copy_keeps_every_row_and_vector_searches_the_same_and_ids_go_on(
+    source_url: str, migrated: Settings, backend: str
+) -> None:
     kb, embedder = build_source(source_url, migrated)
     report = database_copy.copy_database(source_url, migrated.database_url)
     before, after = dump(source_url), dump(migrated.database_url)
@@ -215,6 +217,12 @@ def test_a_copy_keeps_every_row_and_vector_searches_the_same_and_ids_go_on(sourc
                     for c in (lite, copied)
                 ]
                 assert hits[0] == hits[1] and hits[0], (mode, query)
+        if backend == "postgresql":  # each space's HNSW index, built after its vectors
+            with copied.store.read() as db:
+                found = db.scalars(
+                    text("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'vec_space_%hnsw'")
+                ).all()
+            assert sorted(found) == sorted(f"{table}_hnsw" for table in after[1])
         fresh = projects.create(copied.store, "new")
         assert fresh.id == max(r["id"] for r in before[0]["projects"]) + 1
         Ingestor(copied.store, embedder, copied.settings.ingest).ingest(
