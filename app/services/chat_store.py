@@ -149,7 +149,9 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
             status=MessageStatus.COMPLETE,
             client_message_id=client_key,
         )
-        answer = ChatMessage(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
+        answer = ChatMessage(
+            session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING, owner=store.owner
+        )
         db.add_all([user, answer])
         row.updated_at = utcnow()
         db.flush()
@@ -193,6 +195,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
             None,
         )
         answer.client_message_id = client_key
+        answer.owner = store.owner
         db.flush()
         history = _history(db, answer.session_id, user.id, history_turns)
         return Turn(_snapshot(chat), user.id, answer.id, user.content, history)
