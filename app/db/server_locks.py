@@ -24,6 +24,7 @@ from typing import IO, Any
 from sqlalchemy import Connection, Engine, text
 
 from app.db.engine import sqlite_path
+from app.errors import StorageError
 
 _SCOPE = "ragchat server"
 
@@ -56,9 +57,12 @@ def hold(engine: Engine, conn: Connection, server_id: int) -> HeldLock:
     path = _lock_path(engine, server_id)
     if path is None:
         return HeldLock(None)
-    path.parent.mkdir(exist_ok=True)
-    handle = path.open("wb")
-    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        path.parent.mkdir(exist_ok=True)
+        handle = path.open("wb")
+    except OSError as exc:  # a read-only folder: the server says so instead of failing to start
+        raise StorageError(f"cannot create this server's lock file {path}: {exc.strerror or exc}") from exc
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new id's file: nobody else holds it
     return HeldLock(handle, path)
 
 

@@ -344,8 +344,10 @@ class Ingestor:
 
 def _project_still_there(db: Session, project_id: int) -> None:
     """An ingestion outlives its request: the project may have been deleted since it started. Its
-    id is never given to another project (0008), so finding it means finding the same one."""
-    if db.get(Project, project_id) is None:
+    id is never given to another project (0008), so finding it means finding the same one. On
+    PostgreSQL the row is locked against deletion (FOR KEY SHARE) until this write commits: a
+    project deleted meanwhile by another server would otherwise fail the inserts on its key."""
+    if db.get(Project, project_id, with_for_update={"read": True, "key_share": True}) is None:
         raise NotFoundError("project", project_id)
 
 

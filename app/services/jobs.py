@@ -19,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.database import Database
 from app.db.engine import is_postgres, sqlite_path
 from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin
@@ -99,6 +100,7 @@ def create(
 
 
 def _check_limits(db: Session, limits: JobSettings, project_id: int, intakes: Sequence[Intake]) -> None:
+    locks.take_turns(db, "job limits", project_id)  # two servers' uploads cannot both fill the last places
     files, size = db.execute(
         select(func.count(), func.coalesce(func.sum(IngestionItem.size_bytes), 0)).where(
             IngestionItem.project_id == project_id, IngestionItem.state.in_(UNFINISHED_ITEM_STATES)
