@@ -129,11 +129,13 @@ def report(found: Recovered, *, startup: bool) -> None:
 
 
 class Recoverer:
-    """Runs :func:`recover` every ``seconds`` while the server runs (after the start-up one)."""
+    """Runs :func:`recover` every ``seconds`` while the server runs (after the start-up one), on an
+    engine of its own: its few statements never take a connection requests wait for, nor show up
+    among a request's."""
 
     def __init__(self, store: Database, me: int, seconds: float, wake: Callable[[], None]) -> None:
-        self.store, self.me, self.seconds = store, me, seconds
-        self.wake = wake
+        self.store = Database.from_url(store.engine.url.render_as_string(hide_password=False))
+        self.me, self.seconds, self.wake = me, seconds, wake
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -145,6 +147,7 @@ class Recoverer:
             with suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self.store.dispose()
 
     async def _run(self) -> None:
         while True:
