@@ -27,14 +27,15 @@ from sqlalchemy.orm import Session
 from app.db import migrate
 from app.db.database import Database
 from app.db.enums import ToolKind
-from app.db.models import Base, EmbeddingSpace, KeywordJournal, Tool, VectorJournal
+from app.db.models import Base, EmbeddingSpace, KeywordJournal, Server, Tool, VectorJournal
 from app.errors import ConflictError
 from app.rag import spaces, vector_store
 
 BATCH = 2000
-# Derived by the target's own machinery (SQLite's triggers and vector_store.put); meaningless on
-# the other backend, which keeps nothing in memory to catch up.
-DERIVED = {KeywordJournal.__tablename__, VectorJournal.__tablename__}
+# Not copied: the journals are derived by the target's own machinery (SQLite's triggers and
+# vector_store.put) and meaningless on the other backend; the servers are the processes using the
+# source (what they owned is recovered by the target's first server: no server there owns it).
+NOT_COPIED = {KeywordJournal.__tablename__, VectorJournal.__tablename__, Server.__tablename__}
 
 
 @dataclass
@@ -47,7 +48,7 @@ class CopyReport:
 
 def copied_tables() -> list[Table]:
     """The tables copied, parents before children."""
-    return [t for t in Base.metadata.sorted_tables if t.name not in DERIVED]
+    return [t for t in Base.metadata.sorted_tables if t.name not in NOT_COPIED]
 
 
 def copy_database(source_url: str, target_url: str, *, replace: bool = False) -> CopyReport:

@@ -25,6 +25,7 @@ from app.db.models import (
     EmbeddingSpace,
     IngestionItem,
     IngestionJob,
+    Server,
     SessionToolGroup,
     StoredToolCall,
     Tool,
@@ -147,6 +148,7 @@ def _chat_rows(db: Any, kb: int, chunk_id: int) -> None:
             ms=12.5,
         )
     )
+    db.add(Server(host="old-host", pid=4242))  # a process using the source: not copied
     job = IngestionJob(project_id=kb, origin=JobOrigin.UPLOAD, api_key_id=2)
     db.add(job)
     db.flush()
@@ -196,6 +198,12 @@ def test_a_copy_keeps_every_row_and_vector_searches_the_same_and_ids_go_on(
     report = database_copy.copy_database(source_url, migrated.database_url)
     before, after = dump(source_url), dump(migrated.database_url)
     assert after[0] == before[0]
+    target = Database.from_url(migrated.database_url)
+    try:
+        with target.read() as db:
+            assert db.scalar(text("SELECT count(*) FROM servers")) == 0
+    finally:
+        target.dispose()
     assert after[1] == before[1]
     assert sorted(len(v) for v in after[1].values()) == [2, len(before[0]["chunks"])]
     assert report.rows["citations"] == 1 and report.rows["tool_calls"] == 1 and report.rows["chunks"] >= 3
