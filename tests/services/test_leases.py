@@ -13,6 +13,7 @@ from app.db.enums import ItemState, JobOrigin, MessageStatus, Role, ToolCallStat
 from app.db.models import ChatMessage, ChatSession, IngestionItem, IngestionJob, Server, StoredToolCall
 from app.services import leases, projects
 from app.settings import Settings
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -70,7 +71,18 @@ def _states(store: Database) -> list[tuple[str, str, str]]:
 
 
 def test_only_what_a_stopped_server_owned_is_recovered(stores: list[Database]) -> None:
-    first, second = leases.ServerLease(stores[0]), leases.ServerLease(stores[1])
+    first, second, third = (leases.ServerLease(store) for store in stores)
+    try:
+        _recover_by_owner(stores, first, second, third)
+    finally:  # a failed assertion leaves no lock connection open
+        for lease in (first, second, third):
+            if lease._lock is not None:
+                lease._lock.release()
+
+
+def _recover_by_owner(
+    stores: list[Database], first: leases.ServerLease, second: leases.ServerLease, third: leases.ServerLease
+) -> None:
     a, b = first.acquire(), second.acquire()
     assert stores[0].owner == a and stores[1].owner == b and a != b
     _work(stores[2], [a, b, None])
@@ -78,7 +90,13 @@ def test_only_what_a_stopped_server_owned_is_recovered(stores: list[Database]) -
 
     assert first._lock is not None
     first._lock.release()  # A's process ends without deregistering (SIGKILL)
-    found = leases.recover(stores[1], b, startup=False)
+
+    # PostgreSQL frees a session's locks once its backend has noticed the client left: soon, not at once.
+    def recovered() -> leases.Recovered | None:
+        found = leases.recover(stores[1], b, startup=False)
+        return found if found.servers else None
+
+    found = wait_until(recovered, 10, "A's lock to be free")
     assert found == leases.Recovered(servers=1, answers=1, calls=1, items=1)
     running = ("streaming", "running", "embedding")
     assert _states(stores[2]) == [("failed", "approved", "queued"), running, running]
@@ -88,7 +106,6 @@ def test_only_what_a_stopped_server_owned_is_recovered(stores: list[Database]) -
         assert item is not None and (item.chunks_done, item.chunks_total, item.owner) == (0, 0, None)
 
     # A server starting recovers what no server owns (a CLI command's), never what B holds.
-    third = leases.ServerLease(stores[2])
     c = third.acquire()
     assert leases.recover(stores[2], c, startup=True) == leases.Recovered(answers=1, calls=1, items=1)
     assert _states(stores[2])[1] == running
