@@ -84,11 +84,12 @@ def export_schema() -> None:
 
 
 def main() -> None:
-    from app import cli_bench, cli_chat, cli_ingest
+    from app import cli_bench, cli_chat, cli_database, cli_ingest
 
     cli_ingest.register(cli, settings_or_exit)
     cli_chat.register(cli, settings_or_exit)
     cli_bench.register(cli, settings_or_exit)
+    cli_database.register(cli, settings_or_exit)
     try:
         cli()
     except RagchatError as exc:  # expected failures are messages, not tracebacks

@@ -22,7 +22,7 @@ from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
-from app.services import chat_store, health, tool_calls
+from app.services import health, leases
 from app.settings import Settings
 from app.web import BUILT_FRONTEND, frontend_app
 
@@ -30,10 +30,11 @@ log = logging.getLogger("ragchat")
 FULL_COLLECTIONS_RARER = 10  # the third GC threshold is multiplied by this while serving (see lifespan)
 
 
-async def _open_store(container: Container) -> bool:
-    """Check the migration state and mark answers a stopped process left unfinished. A database that
-    cannot be opened or written is logged, not fatal: a crash here would only become a restart loop,
-    while a running server says what is wrong on every request and recovers once the storage does."""
+async def _open_store(container: Container, lease: leases.ServerLease) -> bool:
+    """Check the migration state, register this server (app/services/leases.py) and recover what
+    stopped processes left unfinished. A database that cannot be opened or written is logged, not
+    fatal: a crash here would only become a restart loop, while a running server says what is wrong
+    on every request and recovers once the storage does."""
     try:
         state = await anyio.to_thread.run_sync(health.check, container.store)
         if not state.ok:
@@ -43,15 +44,12 @@ async def _open_store(container: Container) -> bool:
                 state.head_revision,
             )
             return False
-        recovered = await anyio.to_thread.run_sync(chat_store.recover_interrupted, container.store)
-        calls = await anyio.to_thread.run_sync(tool_calls.recover_interrupted, container.store)
+        me = await anyio.to_thread.run_sync(lease.acquire)
+        found = await anyio.to_thread.run_sync(lambda: leases.recover(container.store, me, startup=True))
     except StorageError as exc:
         log.error("%s (%s); requests will fail until it can be used", exc.message, container.settings.database_url)
         return False
-    if recovered:
-        log.warning("%d answers were interrupted by the last shutdown; marked failed", recovered)
-    if calls:
-        log.warning("%d approved tool calls were interrupted by the last shutdown; their outcome is unknown", calls)
+    leases.report(found, startup=True)
     return True
 
 
@@ -65,10 +63,16 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         owned = container is None
         if owned:
             app.state.container = Container.build(settings)
-        ready = await _open_store(app.state.container)
+        store = app.state.container.store
+        lease = leases.ServerLease(store)
+        ready = await _open_store(app.state.container, lease)
         worker = app.state.container.jobs
+        recoverer = None
         if ready:  # the ingestion worker needs the migrated tables
             await worker.start()
+            assert lease.id is not None
+            recoverer = leases.Recoverer(store, lease.id, settings.recovery_seconds, worker.wake)
+            recoverer.start()
         # Start-up objects live for the whole process: keep the collector from walking them on
         # every full collection (a 134 ms pause at 8 concurrent streams before, 2.4 ms after).
         gc.collect()
@@ -87,7 +91,13 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         finally:
             gc.set_threshold(*thresholds)
             gc.unfreeze()
+            if recoverer is not None:
+                await recoverer.stop()
             await worker.stop()
+            try:
+                await anyio.to_thread.run_sync(lease.release)
+            except StorageError as exc:  # its lock is let go all the same: a peer recovers its rows
+                log.warning("could not deregister this server: %s", exc.message)
             if owned:
                 await app.state.container.aclose()
                 del app.state.container

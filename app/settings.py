@@ -298,6 +298,9 @@ class Settings(BaseSettings):
     # Deprecated spelling of RAGCHAT_LOG__LEVEL, still read when that is not set.
     log_level: LogLevel | None = None
     frontend_dir: Path | None = None
+    # How often a server looks for servers sharing its database that stopped, to recover what they
+    # left (an answer being written is marked failed, a file being ingested queued again).
+    recovery_seconds: float = Field(5.0, gt=0, le=3600)
     # Development only: a module adding test providers (tests.providers; see app/llm/registry.py).
     test_providers: str | None = None
 

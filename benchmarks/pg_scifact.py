@@ -2,10 +2,10 @@
 
 The knowledge base is the bench cache's SciFact database (``ragchat bench retrieval`` builds it:
 5,183 abstracts, 200-token chunks, the local embedder), copied first so the cache is not touched
-(opening it would migrate the shared file). Its rows (project, documents, chunks, embedding space)
-and every stored vector are copied into a fresh PostgreSQL database (pgserver, in a temporary
-folder): both backends rank exactly the same chunks and vectors. Each query of the train split
-(809) is then searched in each mode on both, back to back, as ``ragchat bench retrieval`` does
+(opening it would migrate the shared file). It is copied, every row and stored vector with its
+id, into a fresh PostgreSQL database (pgserver, in a temporary folder) by what ``ragchat
+copy-database`` runs: both backends rank exactly the same chunks and vectors. Each query of the
+train split (809) is then searched in each mode on both, back to back, as ``ragchat bench retrieval`` does
 (same parameters, documents max-pooled from chunks), and nDCG@10 / recall@100 are computed with
 ir-measures; search time is reported as the PostgreSQL / SQLite ratio of the same queries.
 
@@ -21,63 +21,17 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-from sqlalchemy import select, text
-
 from app.bench import beir, scratch
 from app.bench.retrieval import _measure, _search
 from app.container import Container
 from app.db import migrate
-from app.db.models import Chunk, Document, EmbeddingSpace, Project
-from app.rag import spaces, vector_store
 from app.rag.retrieval import embed_query
 from app.rag.retrieval_mode import RetrievalMode
-from app.services import projects
+from app.services import database_copy, projects
 from app.settings import Settings
 from benchmarks.data import SCIFACT
 
 MODES = (RetrievalMode.VECTOR, RetrievalMode.KEYWORD, RetrievalMode.HYBRID)
-BATCH = 2000
-
-
-def _copy(source: Container, target: Container) -> int:
-    """Every project, document, chunk, embedding space and vector of ``source`` into ``target``, ids
-    kept. Returns the chunks copied."""
-    with source.store.read() as src:
-        project_rows = src.scalars(select(Project)).all()
-        document_rows = src.scalars(select(Document)).all()
-        space_rows = src.scalars(select(EmbeddingSpace)).all()
-        chunk_ids = list(src.scalars(select(Chunk.id).order_by(Chunk.id)))
-    columns = {model: [c.key for c in model.__table__.columns] for model in (Project, Document, Chunk)}
-
-    def plain(row: object, model: type) -> dict[str, object]:
-        return {key: getattr(row, key) for key in columns[model]}
-
-    with target.store.write() as dst:
-        dst.execute(Project.__table__.insert(), [plain(r, Project) for r in project_rows])
-        dst.execute(Document.__table__.insert(), [plain(r, Document) for r in document_rows])
-    for start in range(0, len(chunk_ids), BATCH):
-        batch = chunk_ids[start : start + BATCH]
-        with source.store.read() as src:
-            rows = [plain(r, Chunk) for r in src.scalars(select(Chunk).where(Chunk.id.in_(batch)))]
-        with target.store.write() as dst:
-            dst.execute(Chunk.__table__.insert(), rows)
-    for space in space_rows:
-        with target.store.write() as dst:
-            row = spaces.create_space(dst, space.project_id, spaces.space_identity(space), status=space.status)
-            table = row.table
-        for start in range(0, len(chunk_ids), BATCH):
-            batch = chunk_ids[start : start + BATCH]
-            with source.store.read() as src:
-                found = vector_store.vectors_for(src, space.table, batch)
-            with target.store.write() as dst:
-                ids = sorted(found)
-                if ids:
-                    vector_store.put(dst, table, ids, np.stack([found[i] for i in ids]))
-    with target.store.write() as dst:
-        for name in ("projects", "documents", "chunks"):
-            dst.execute(text(f"SELECT setval(pg_get_serial_sequence('{name}', 'id'), (SELECT max(id) FROM {name}))"))
-    return len(chunk_ids)
 
 
 def main() -> None:
@@ -104,12 +58,15 @@ def main() -> None:
             lite_url = f"sqlite:///{lite_path}"
             for url in (lite_url, pg_url):
                 migrate.upgrade(url)
+            started = time.perf_counter()
+            report = database_copy.copy_database(lite_url, pg_url)  # what `ragchat copy-database` runs
+            print(
+                f"copied {report.rows['chunks']} chunks and {sum(report.vectors.values())} vectors "
+                f"in {time.perf_counter() - started:.0f} s"
+            )
             lite = Container.build(Settings(database_url=lite_url))
             pg = Container.build(Settings(database_url=pg_url), embedder=lite.embedder)
             try:
-                started = time.perf_counter()
-                chunks = _copy(lite, pg)
-                print(f"copied {chunks} chunks and their vectors in {time.perf_counter() - started:.0f} s")
                 project = projects.find(pg.store, scratch.PROJECT)
                 assert project is not None
                 pid = project.id

@@ -39,6 +39,9 @@ class Database:
         self._reader = sessionmaker(bind=reader, expire_on_commit=False)
         self._writer = sessionmaker(bind=engine.execution_options(sqlite_begin="IMMEDIATE"), expire_on_commit=False)
         self._write_lock = threading.Lock()
+        # The API server writing through this store (app/services/leases.py): the answers, tool
+        # calls and files it takes on carry this id, so another server can tell whose they are.
+        self.owner: int | None = None
 
     @classmethod
     def from_url(cls, database_url: str) -> Database:

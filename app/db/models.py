@@ -297,6 +297,7 @@ class ChatMessage(Base):
     # What made this answer: candidates and their fate, stage timings, token counts, flags.
     trace: Mapped[dict[str, object] | None] = mapped_column(JSON)
     client_message_id: Mapped[str | None] = mapped_column(String(100))
+    owner: Mapped[int | None] = mapped_column(Integer)  # the server writing it while streaming (0021)
 
     chat: Mapped[ChatSession] = relationship(back_populates="messages")
     citations: Mapped[list[Citation]] = relationship(
@@ -419,6 +420,7 @@ class StoredToolCall(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     # The message that told the conversation how an approved or rejected call ended.
     outcome_message_id: Mapped[int | None] = mapped_column(ForeignKey("chat_messages.id", ondelete="SET NULL"))
+    owner: Mapped[int | None] = mapped_column(Integer)  # the server running it once approved (0021)
 
 
 class SessionToolGroup(Base):
@@ -484,5 +486,20 @@ class IngestionItem(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    owner: Mapped[int | None] = mapped_column(Integer)  # the server ingesting it (0021)
 
     job: Mapped[IngestionJob] = relationship(back_populates="items")
+
+
+class Server(Base):
+    """An API server using the database (migration 0021): registered at start-up, deleted at
+    shutdown or, once its lock is free (its process ended), by another server, which then recovers
+    the rows it owned (app/services/leases.py). No foreign keys point here: an owner is a plain id."""
+
+    __tablename__ = "servers"
+    __table_args__ = NEVER_REUSED_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)

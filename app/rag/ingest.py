@@ -20,6 +20,7 @@ import numpy as np
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.database import Database
 from app.db.enums import DocumentStatus
 from app.db.models import Chunk, Document, Project, utcnow
@@ -228,7 +229,14 @@ class Ingestor:
         with self.store.write() as db:
             _project_still_there(db, project_id)
             space = spaces.ensure_space(db, project_id, self.embedder.space)
-            doc = _document(db, project_id, plan.source.name)
+            doc = _document(db, project_id, plan.source.name, lock=True)
+            if doc is not None and plan.existing is None and _same(doc, plan.content_hash):
+                # Another writer (a second server given the same upload) stored it meanwhile: it is
+                # this document, unchanged, as if it had been found when the file was read.
+                found = FileResult(plan.source.name, FileStatus.UNCHANGED, doc.id, chunks=doc.chunk_count)
+                if finish is not None:
+                    finish(db, found)
+                return found
             if (doc.content_hash if doc else None) != (plan.existing.content_hash if plan.existing else None):
                 raise IngestError(f"{plan.source.name} changed while it was being ingested; run the ingestion again")
             if doc is None:
@@ -282,7 +290,7 @@ class Ingestor:
             )
         with self.store.write() as db:
             _project_still_there(db, project_id)
-            doc = _document(db, project_id, name)
+            doc = _document(db, project_id, name, lock=True)
             if doc is None:
                 doc = Document(project_id=project_id, name=name, chunk_count=0)
                 db.add(doc)
@@ -336,13 +344,24 @@ class Ingestor:
 
 def _project_still_there(db: Session, project_id: int) -> None:
     """An ingestion outlives its request: the project may have been deleted since it started. Its
-    id is never given to another project (0008), so finding it means finding the same one."""
-    if db.get(Project, project_id) is None:
+    id is never given to another project (0008), so finding it means finding the same one. On
+    PostgreSQL the row is locked against deletion (FOR KEY SHARE) until this write commits: a
+    project deleted meanwhile by another server would otherwise fail the inserts on its key."""
+    if db.get(Project, project_id, with_for_update={"read": True, "key_share": True}) is None:
         raise NotFoundError("project", project_id)
 
 
-def _document(db: Session, project_id: int, name: str) -> Document | None:
+def _document(db: Session, project_id: int, name: str, *, lock: bool = False) -> Document | None:
+    """The project's document named ``name``. ``lock``: in a write about to insert or change it,
+    writers of the same name take turns (PostgreSQL; app/db/locks.py), so two servers given the same
+    upload at once store one document."""
+    if lock:
+        locks.take_turns(db, "document", f"{project_id}/{name}")
     return db.scalar(select(Document).where(Document.project_id == project_id, Document.name == name))
+
+
+def _same(doc: Document, content_hash: str) -> bool:
+    return doc.content_hash == content_hash and doc.status is DocumentStatus.READY
 
 
 def _chunk_hashes(db: Session, document_id: int) -> list[tuple[int, str]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.enums import SpaceStatus
 from app.db.models import EmbeddingSpace
 from app.errors import ConflictError
@@ -32,21 +33,37 @@ def create_space(db: Session, project_id: int, space: SpaceId, *, status: SpaceS
     )
     db.add(row)
     db.flush()
+    create_space_table(db, row)
+    return row
+
+
+def create_space_table(db: Session, row: EmbeddingSpace, *, index: bool = True) -> None:
+    """The table of the space ``row`` (already flushed): where its vectors go. Also used to recreate
+    a space copied from another database (app/services/database_copy.py), which builds the HNSW
+    index once the vectors are in (``index=False``, then :func:`create_vector_index`)."""
     table = row.table
     if is_postgres(db):
         conn = db.connection()
         conn.exec_driver_sql(
             f"CREATE TABLE {table} (chunk_id integer PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE, "
-            f"embedding vector({int(space.dimensions)}) NOT NULL)"
+            f"embedding vector({int(row.dimensions)}) NOT NULL)"
         )
-        conn.exec_driver_sql(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops)")
-        return row
-    db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{space.dimensions}])")
+        if index:
+            create_vector_index(db, row)
+        return
+    db.connection().exec_driver_sql(f"CREATE VIRTUAL TABLE {table} USING vec0(embedding float[{int(row.dimensions)}])")
     db.connection().exec_driver_sql(
-        f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {project_id} "
+        f"CREATE TRIGGER {table}_chunk_deleted AFTER DELETE ON chunks WHEN old.project_id = {int(row.project_id)} "
         f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END"
     )
-    return row
+
+
+def create_vector_index(db: Session, row: EmbeddingSpace) -> None:
+    """PostgreSQL: the HNSW index (cosine) of the space's table. SQLite's vec0 table needs none."""
+    if is_postgres(db):
+        db.connection().exec_driver_sql(
+            f"CREATE INDEX {row.table}_hnsw ON {row.table} USING hnsw (embedding vector_cosine_ops)"
+        )
 
 
 def is_postgres(db: Session) -> bool:
@@ -75,7 +92,10 @@ def space_identity(row: EmbeddingSpace) -> SpaceId:
 
 
 def ensure_space(db: Session, project_id: int, space: SpaceId) -> EmbeddingSpace:
-    """The project's active space, created for ``space`` if it has none. Mixing spaces is refused."""
+    """The project's active space, created for ``space`` if it has none. Mixing spaces is refused.
+    Writers of one project take turns here (PostgreSQL: two servers ingesting into a project that
+    has no space yet would both create one)."""
+    locks.take_turns(db, "space", project_id)
     row = active_space(db, project_id)
     if row is None:
         return create_space(db, project_id, space, status=SpaceStatus.ACTIVE)

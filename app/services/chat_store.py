@@ -13,6 +13,7 @@ from typing import cast
 from sqlalchemy import Table, Update, delete, insert, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.database import Database
 from app.db.enums import CitationKind, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, StoredToolCall, utcnow
@@ -108,6 +109,7 @@ def keyed_for_message(store: Database, message_id: int, client_key: str) -> Keye
 def _key_in_use(db: Session, session_id: int, client_key: str | None, by: int | None = None) -> None:
     if client_key is None:
         return
+    locks.take_turns(db, "client keys", session_id)  # PostgreSQL: a repeat sent to another server at once
     holder = db.scalar(
         select(ChatMessage.id).where(ChatMessage.session_id == session_id, ChatMessage.client_message_id == client_key)
     )
@@ -157,7 +159,9 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
         ).scalar_one()
         answer_id = db.execute(
             insert(messages)
-            .values(session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING)
+            .values(
+                session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING, owner=store.owner
+            )
             .returning(messages.c.id)
         ).scalar_one()
         sessions = cast(Table, ChatSession.__table__)
@@ -202,6 +206,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
             None,
         )
         answer.client_message_id = client_key
+        answer.owner = store.owner
         db.flush()
         history = _history(db, answer.session_id, user.id, history_turns)
         return Turn(_snapshot(chat), user.id, answer.id, user.content, history)

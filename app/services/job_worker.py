@@ -158,10 +158,8 @@ class JobWorker:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._stopping = False
-        recovered = await anyio.to_thread.run_sync(jobs.recover, self.store)
+        # Items a stopped server left half-way were queued again before (app/services/leases.py).
         swept = await anyio.to_thread.run_sync(jobs.sweep_spool, self.store, self.spool)
-        if recovered:
-            log.warning("%d files were being ingested when the server stopped; they start again", recovered)
         if swept:
             log.info("removed %d spooled upload folders no job needs", swept)
         self._tasks = [

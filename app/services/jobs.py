@@ -11,6 +11,7 @@ spooled under :func:`spool_dir`, a CLI path where it is), never in memory.
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,9 @@ from pathlib import Path
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.database import Database
+from app.db.engine import is_postgres, sqlite_path
 from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin
 from app.db.models import IngestionItem, IngestionJob, utcnow
 from app.errors import ConflictError, LimitExceededError, NotFoundError
@@ -31,6 +34,7 @@ from app.settings import JobSettings, Settings
 # worker takes; a CLI job reads the caller's own files, in the caller's process.
 SPOOLED = (JobOrigin.UPLOAD, JobOrigin.URL)
 RUNNING = (ItemState.PARSING, ItemState.EMBEDDING)
+SWEEP_AFTER_SECONDS = 3600
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,12 @@ class Intake:
 
 
 def spool_dir(settings: Settings) -> Path:
-    """Where uploads wait for the worker: RAGCHAT_JOBS__SPOOL_DIR, else "uploads" beside the database."""
+    """Where uploads wait for the worker: RAGCHAT_JOBS__SPOOL_DIR, else "uploads" beside the SQLite
+    file, or in ./data (PostgreSQL: servers on several machines need a folder they all mount)."""
     if settings.jobs.spool_dir is not None:
         return settings.jobs.spool_dir
-    return Path(settings.database_url.removeprefix("sqlite:///")).parent / "uploads"
+    database = sqlite_path(settings.database_url) if not is_postgres(settings.database_url) else None
+    return (database.parent if database is not None else Path("data")) / "uploads"
 
 
 def create(
@@ -94,6 +100,7 @@ def create(
 
 
 def _check_limits(db: Session, limits: JobSettings, project_id: int, intakes: Sequence[Intake]) -> None:
+    locks.take_turns(db, "job limits", project_id)  # two servers' uploads cannot both fill the last places
     files, size = db.execute(
         select(func.count(), func.coalesce(func.sum(IngestionItem.size_bytes), 0)).where(
             IngestionItem.project_id == project_id, IngestionItem.state.in_(UNFINISHED_ITEM_STATES)
@@ -232,7 +239,7 @@ def claim(store: Database) -> IngestionItem | None:
         )
         if row is None:
             return None
-        _start(row)
+        _start(row, store.owner)
         return row
 
 
@@ -242,12 +249,12 @@ def start(store: Database, item_id: int) -> IngestionItem | None:
         row = db.get(IngestionItem, item_id, with_for_update=True)  # PostgreSQL: waits for another claimer
         if row is None or row.state is not ItemState.QUEUED:
             return None
-        _start(row)
+        _start(row, store.owner)
         return row
 
 
-def _start(row: IngestionItem) -> None:
-    row.state, row.started_at, row.attempts = ItemState.PARSING, utcnow(), row.attempts + 1
+def _start(row: IngestionItem, owner: int | None) -> None:
+    row.state, row.started_at, row.attempts, row.owner = ItemState.PARSING, utcnow(), row.attempts + 1, owner
     row.chunks_done = row.chunks_total = 0
 
 
@@ -303,19 +310,6 @@ def requeue(store: Database, item_id: int) -> None:
         )
 
 
-def recover(store: Database) -> int:
-    """At start-up: spooled items a stopped server left half-way go back to the queue, to start again
-    from scratch (their document was not written: it commits with the item's end). Returns how many."""
-    with store.write() as db:
-        spooled = select(IngestionJob.id).where(IngestionJob.origin.in_(SPOOLED))
-        result = db.execute(
-            update(IngestionItem)
-            .where(IngestionItem.state.in_(RUNNING), IngestionItem.job_id.in_(spooled))
-            .values(state=ItemState.QUEUED, chunks_done=0, chunks_total=0)
-        )
-        return int(result.rowcount)  # type: ignore[attr-defined]
-
-
 def sweep_spool(store: Database, root: Path) -> int:
     """Remove spooled upload folders no item needs any more (their job's project was deleted, or a
     request died before its job was stored). Returns how many were removed."""
@@ -331,8 +325,11 @@ def sweep_spool(store: Database, root: Path) -> int:
             )
         }
     removed = 0
+    # Servers sharing a spool (issue 18): a folder just made by another server's upload request
+    # has no item yet. Only folders older than any request are swept.
+    settled = time.time() - SWEEP_AFTER_SECONDS
     for folder in root.iterdir():
-        if folder.is_dir() and folder.name not in needed:
+        if folder.is_dir() and folder.name not in needed and folder.stat().st_mtime < settled:
             shutil.rmtree(folder, ignore_errors=True)
             removed += 1
     return removed

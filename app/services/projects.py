@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from app.db import locks
 from app.db.database import Database
 from app.db.enums import SpaceStatus
 from app.db.models import Chunk, Document, EmbeddingSpace, Project
@@ -41,6 +42,9 @@ def _check_description(description: str) -> str:
 
 
 def _unique(db: Session, name: str, except_id: int | None = None) -> None:
+    # Names are compared case-insensitively, which no plain unique constraint says: writers of
+    # names take turns (PostgreSQL; app/db/locks.py), so two servers cannot both create "KB" and "kb".
+    locks.take_turns(db, "project names")
     # Both sides lowered by SQLite: Python's lower() folds non-ASCII letters that SQLite's does not,
     # so "Æ" passed this check as "æ" and then hit the UNIQUE constraint as an internal error.
     clash = db.scalar(select(Project.id).where(func.lower(Project.name) == func.lower(name)))

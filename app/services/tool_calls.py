@@ -124,7 +124,7 @@ def claim(store: Database, call_id: int) -> Claimed:
         won = db.execute(
             update(StoredToolCall)
             .where(StoredToolCall.id == call_id, StoredToolCall.status == ToolCallStatus.PREVIEW)
-            .values(status=ToolCallStatus.RUNNING, decided_at=utcnow())
+            .values(status=ToolCallStatus.RUNNING, decided_at=utcnow(), owner=store.owner)
         ).rowcount  # type: ignore[attr-defined]
         row = db.get(StoredToolCall, call_id)
         if row is None:

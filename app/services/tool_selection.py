@@ -23,6 +23,7 @@ from enum import StrEnum
 import numpy as np
 from sqlalchemy import delete, select
 
+from app.db import locks
 from app.db.database import Database
 from app.db.models import Tool, ToolVector
 from app.errors import StorageError, ValidationError
@@ -123,6 +124,7 @@ def _store(store: Database, built: dict[int, tuple[str, np.ndarray]], space: str
     selection has them already, so it goes on (logged)."""
     try:
         with store.write() as db:
+            locks.take_turns(db, "tool vectors")  # two servers storing the same tool's vector at once
             existing = set(db.scalars(select(Tool.id).where(Tool.id.in_(built))))
             db.execute(delete(ToolVector).where(ToolVector.tool_id.in_(existing)))
             for tool_id in existing:  # a tool deleted meanwhile keeps no vector

@@ -175,7 +175,13 @@ def test_fts_index_follows_chunk_inserts_updates_and_cascading_deletes(migrated)
 
 BEFORE_0008 = "0007"
 NEVER_REUSED = ("projects", "embedding_spaces", "documents", "chunks", "chat_sessions", "chat_messages", "citations")
-NEVER_REUSED_SINCE_0011 = ("tools", "ingestion_jobs", "ingestion_items", "tool_calls")  # 0011 tools, 0013 jobs, 0017
+NEVER_REUSED_SINCE_0011 = (
+    "tools",
+    "ingestion_jobs",
+    "ingestion_items",
+    "tool_calls",
+    "servers",
+)  # 0011 tools, 0013 jobs, 0017 tool calls, 0021 servers
 
 
 def _fill_before_0008(url: str) -> None:

@@ -3,7 +3,9 @@ it, progress streams over the websocket, and jobs can be looked up, cancelled, r
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from app.container import Container
+from app.services import jobs
 from app.services.jobs import spool_dir
 from tests.fakes import FakeEmbedder
 from tests.graphql.client import Api, live_api
@@ -201,9 +204,15 @@ def test_spool_folders_no_job_needs_are_swept_at_start(migrated, tmp_path: Path)
     orphan = spool_dir(migrated) / "0123abcd"
     orphan.mkdir(parents=True)
     (orphan / "0").write_bytes(b"left by a request that died")
+    hour_ago = time.time() - jobs.SWEEP_AFTER_SECONDS - 1
+    os.utime(orphan, (hour_ago, hour_ago))
+    # Just made by an upload request (on another server sharing the spool) whose job is not stored yet.
+    fresh = spool_dir(migrated) / "4567cdef"
+    fresh.mkdir()
     try:
         with live_api(container):
             assert not orphan.exists()
+            assert fresh.is_dir()
     finally:
         container.close()
 

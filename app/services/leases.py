@@ -1,0 +1,162 @@
+"""Several API servers on one database: each registers, owns what it works on, and recovers what a
+stopped one left (issue 18, item 5).
+
+A server registers a ``servers`` row and holds a lock that ends with its process
+(app/db/server_locks.py); answers it writes, tool calls it runs and files it ingests carry its id
+(``owner``, written by the services through ``Database.owner``). :func:`recover` — at start-up and
+then every ``RAGCHAT_RECOVERY_SECONDS`` — finds the servers whose lock is free, and in one
+transaction marks their streaming answers failed (interrupted), their running tool calls approved
+with an unknown outcome, puts their files back in the queue, and deletes their rows. At start-up
+it also recovers rows with no owner (a CLI command, or rows from before migration 0021), as a
+single server always did. A row owned by a live server is never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+
+import anyio
+from sqlalchemy import ColumnElement, delete, or_, select, update
+from sqlalchemy.orm import InstrumentedAttribute
+
+from app.db import server_locks
+from app.db.database import Database
+from app.db.enums import ItemState, MessageStatus, ToolCallStatus
+from app.db.models import ChatMessage, IngestionItem, IngestionJob, Server, StoredToolCall, utcnow
+from app.services import chat_store, jobs, tool_calls
+
+log = logging.getLogger("ragchat")
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What one recovery found left by stopped servers (or, at start-up, by no server)."""
+
+    servers: int = 0
+    answers: int = 0
+    calls: int = 0
+    items: int = 0
+
+
+class ServerLease:
+    """This server's registration: :meth:`acquire` at start-up, :meth:`release` at shutdown."""
+
+    def __init__(self, store: Database) -> None:
+        self.store = store
+        self.id: int | None = None
+        self._lock: server_locks.HeldLock | None = None
+
+    def acquire(self) -> int:
+        with self.store.write() as db:
+            row = Server(host=socket.gethostname()[:255], pid=os.getpid(), started_at=utcnow())
+            db.add(row)
+            db.flush()
+            self._lock = server_locks.hold(self.store.engine, db.connection(), row.id)
+            self.id = row.id
+        self.store.owner = self.id
+        return self.id
+
+    def release(self) -> None:
+        """Deregister (what it still owned is recovered by the next server to look), then let go
+        of the lock."""
+        if self.id is None:
+            return
+        self.store.owner = None
+        try:
+            with self.store.write() as db:
+                db.execute(delete(Server).where(Server.id == self.id))
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+            self.id = None
+
+
+def recover(store: Database, me: int | None, *, startup: bool) -> Recovered:
+    """Recover what servers that stopped left unfinished (and, at ``startup``, what no server owns)."""
+    with store.write() as db:
+        conn = db.connection()
+        others = db.scalars(select(Server.id).where(Server.id != me) if me is not None else select(Server.id))
+        gone = [sid for sid in others.all() if server_locks.is_gone(conn, sid)]
+
+        def left(owner: InstrumentedAttribute[int | None]) -> ColumnElement[bool]:
+            unowned = owner.not_in(select(Server.id))  # its server deregistered meanwhile
+            return or_(owner.in_(gone), unowned, owner.is_(None)) if startup else or_(owner.in_(gone), unowned)
+
+        answers = db.execute(
+            update(ChatMessage)
+            .where(ChatMessage.status == MessageStatus.STREAMING, left(ChatMessage.owner))
+            .values(status=MessageStatus.FAILED, error=chat_store.INTERRUPTED, completed_at=utcnow(), owner=None)
+        )
+        calls = db.execute(
+            update(StoredToolCall)
+            .where(StoredToolCall.status == ToolCallStatus.RUNNING, left(StoredToolCall.owner))
+            .values(status=ToolCallStatus.APPROVED, error=tool_calls.INTERRUPTED, finished_at=utcnow(), owner=None)
+        )
+        spooled = select(IngestionJob.id).where(IngestionJob.origin.in_(jobs.SPOOLED))
+        items = db.execute(
+            update(IngestionItem)
+            .where(IngestionItem.state.in_(jobs.RUNNING), IngestionItem.job_id.in_(spooled), left(IngestionItem.owner))
+            .values(state=ItemState.QUEUED, chunks_done=0, chunks_total=0, owner=None)
+        )
+        if gone:
+            db.execute(delete(Server).where(Server.id.in_(gone)))
+            for sid in gone:
+                server_locks.forget(conn, sid)
+        return Recovered(len(gone), _count(answers), _count(calls), _count(items))
+
+
+def _count(result: object) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def report(found: Recovered, *, startup: bool) -> None:
+    """Log what a recovery did, in the words a single server always used at start-up."""
+    if found.servers:
+        log.warning("%d servers sharing the database stopped; recovering what they left", found.servers)
+    when = "by the last shutdown" if startup else "by a server that stopped"
+    if found.answers:
+        log.warning("%d answers were interrupted %s; marked failed", found.answers, when)
+    if found.calls:
+        log.warning("%d approved tool calls were interrupted %s; their outcome is unknown", found.calls, when)
+    if found.items:
+        log.warning("%d files were being ingested when the server stopped; they start again", found.items)
+
+
+class Recoverer:
+    """Runs :func:`recover` every ``seconds`` while the server runs (after the start-up one), on an
+    engine of its own: its few statements never take a connection requests wait for, nor show up
+    among a request's."""
+
+    def __init__(self, store: Database, me: int, seconds: float, wake: Callable[[], None]) -> None:
+        self.store = Database.from_url(store.engine.url.render_as_string(hide_password=False))
+        self.me, self.seconds, self.wake = me, seconds, wake
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="recover-stopped-servers")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.store.dispose()
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.seconds)
+            try:
+                found = await anyio.to_thread.run_sync(lambda: recover(self.store, self.me, startup=False))
+            except Exception:  # a database that is down now is retried next time
+                log.exception("could not check for stopped servers; trying again in %s s", self.seconds)
+                continue
+            report(found, startup=False)
+            if found.items:
+                self.wake()
