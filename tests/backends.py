@@ -1,8 +1,9 @@
 """The database backends tests run on: SQLite files, and PostgreSQL (one local server per run).
 
-``pytest --backends=sqlite,postgresql`` (what ``make test`` passes) runs every test marked
-``@pytest.mark.postgres`` once per backend; the default, ``sqlite``, runs it once, on SQLite, as
-before. The PostgreSQL server comes from ``pgserver`` (PyPI: PostgreSQL 16 with pgvector, offline):
+``pytest --backends=sqlite,postgresql`` (what ``make test`` passes) runs every test that takes its
+database from the ``backend``-following fixtures once per backend; the default, ``sqlite``, runs it
+once, on SQLite. ``misrouted`` is the guard that fails a test opening a SQLite database any other
+way (tests/conftest.py applies it after every test). The PostgreSQL server comes from ``pgserver`` (PyPI: PostgreSQL 16 with pgvector, offline):
 one server per run in a temporary folder, reached over a Unix socket, deleted at the end. Each
 test gets a database of its own: an empty one (``CREATE DATABASE``) or, for ``migrated``, a copy of
 a template migrated once per run (``CREATE DATABASE ... TEMPLATE``), dropped after the test.

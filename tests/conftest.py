@@ -40,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backends",
         default=backends.SQLITE,
-        help="comma-separated database backends for tests marked `postgres`: sqlite (default), postgresql",
+        help="comma-separated database backends for database-touching tests: sqlite (default), postgresql",
     )
 
 
@@ -50,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "postgres: also runs on PostgreSQL when --backends names it (the test's database fixtures follow `backend`)",
+        "postgres: runs on each backend --backends names (every test under tests/ does; kept for files outside it)",
     )
     config.addinivalue_line(
         "markers",
