@@ -7,12 +7,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import Connection, Engine, event
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -37,7 +40,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backends",
         default=backends.SQLITE,
-        help="comma-separated database backends for tests marked `postgres`: sqlite (default), postgresql",
+        help="comma-separated database backends for database-touching tests: sqlite (default), postgresql",
     )
 
 
@@ -47,11 +50,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "postgres: also runs on PostgreSQL when --backends names it (the test's database fixtures follow `backend`)",
+        "postgres: runs on each backend --backends names (every test under tests/ does; kept for files outside it)",
     )
     config.addinivalue_line(
         "markers",
-        "sqlite_only(reason): in a module marked `postgres`, a test of SQLite's own machinery; runs on SQLite only",
+        "sqlite_only(reason): a test of SQLite's own machinery (vec0, FTS5, journals, pragmas); runs on SQLite only",
+    )
+    config.addinivalue_line(
+        "markers",
+        "sqlite_too(reason): the test opens a SQLite database beside a PostgreSQL one on purpose (comparing, copying)",
     )
     try:
         backends.parse(config.getoption("--backends"))
@@ -60,17 +67,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" not in metafunc.fixturenames:
+    names = [name for name in ("backend", "module_backend") if name in metafunc.fixturenames]
+    if not names:
         return
     marked = metafunc.definition.get_closest_marker("postgres") is not None
     if not (marked or backends.on_both(metafunc.definition.nodeid)):
         return
-    only = metafunc.definition.get_closest_marker("sqlite_only")
-    if only is not None:
-        if not only.kwargs.get("reason"):
-            raise pytest.UsageError(f"{metafunc.definition.nodeid}: sqlite_only needs a reason")
+    if metafunc.definition.get_closest_marker("sqlite_only") is not None:
         return
-    metafunc.parametrize("backend", backends.parse(metafunc.config.getoption("--backends")), indirect=True)
+    chosen = backends.parse(metafunc.config.getoption("--backends"))
+    for name in names:  # a module's shared database (`module_backend`) is one per backend, not per test
+        metafunc.parametrize(name, chosen, indirect=True, scope="module" if name == "module_backend" else None)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -85,11 +92,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     missing = local_model_missing()
-    if missing is None:
-        return
     for item in items:
-        if item.get_closest_marker("requires_llama") is not None:
+        for name in ("sqlite_only", "sqlite_too"):
+            marker = item.get_closest_marker(name)
+            if marker is not None and not marker.kwargs.get("reason"):
+                raise pytest.UsageError(f"{item.nodeid}: {name} needs a reason")
+        if missing is not None and item.get_closest_marker("requires_llama") is not None:
             item.add_marker(pytest.mark.skip(reason=missing))
+        if _backend_of(item) == backends.POSTGRESQL:
+            pending = backends.pending_on_postgres(item.nodeid)
+            if pending is not None:
+                item.add_marker(pytest.mark.skip(reason=f"pending on PostgreSQL (issue 18): {pending}"))
+
+
+def _backend_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    return callspec.params.get("backend") or callspec.params.get("module_backend")
 
 
 @pytest.fixture(autouse=True)
@@ -99,6 +119,50 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         if name.startswith("RAGCHAT_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+
+
+_URLS_SEEN: set[str] = set()
+
+
+@pytest.fixture(autouse=True)
+def _databases_follow_the_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fails a test that opened a SQLite database it should not have: one not taken from the
+    `backend`-following fixtures (it would silently run on SQLite only), or any on the PostgreSQL
+    case. Records every engine connection in this process and the database of every `ragchat`
+    child process (tests/backends.py, ``misrouted``)."""
+    opened: list[str] = []
+
+    def connected(conn: Connection) -> None:
+        # Only databases no earlier test opened: a server thread of an earlier test may still be
+        # finishing with that test's (a module's shared database is checked in its first test).
+        url = conn.engine.url.render_as_string(hide_password=True)
+        if url not in _URLS_SEEN:
+            _URLS_SEEN.add(url)
+            opened.append(url)
+
+    original = subprocess.Popen.__init__
+
+    def popen(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> None:
+        url = backends.child_database_url(args, kwargs.get("env"))
+        if url is not None:
+            opened.append(url)
+        original(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", popen)
+    event.listen(Engine, "engine_connect", connected)
+    try:
+        yield
+    finally:
+        event.remove(Engine, "engine_connect", connected)
+    node = request.node
+    why = backends.misrouted(
+        opened,
+        backend=_backend_of(node),
+        sqlite_only=node.get_closest_marker("sqlite_only") is not None,
+        sqlite_too=node.get_closest_marker("sqlite_too") is not None,
+    )
+    if why is not None:
+        pytest.fail(f"{node.nodeid} {why}", pytrace=False)
 
 
 @pytest.fixture
@@ -119,6 +183,31 @@ def postgres_server() -> Iterator[backends.PostgresServer]:
     finally:
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def module_backend(request: pytest.FixtureRequest) -> str:
+    """`backend` for a database that a module's tests share (``module_migrated_url``)."""
+    return str(getattr(request, "param", backends.SQLITE))
+
+
+@pytest.fixture(scope="module")
+def module_migrated_url(
+    module_backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """A database migrated to head with the default threshold, shared by the module's tests (one per
+    backend): for suites whose cases only read, or write what they check themselves."""
+    threshold = Settings().rag.threshold
+    if module_backend == backends.SQLITE:
+        url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'ragchat.db'}"
+        migrate.upgrade(url, default_threshold=threshold)
+        yield url
+        return
+    server: backends.PostgresServer = request.getfixturevalue("postgres_server")
+    url = server.create()
+    server.migrated_copy(url, threshold=threshold)
+    yield url
+    server.drop(url)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from app.settings import Settings
 from benchmarks import tool_selection
@@ -25,6 +26,7 @@ def test_the_data_has_30_tools_and_60_held_out_requests_each_naming_a_real_tool(
     assert not [c.request for c in cases if c.request.strip().lower() in examples]  # held out
 
 
+@pytest.mark.sqlite_only(reason="the bench harness builds its own scratch SQLite knowledge base (app/bench/scratch.py)")
 def test_the_harness_ranks_through_the_product_and_places_each_expected_tool(tmp_path: Path) -> None:
     definitions, cases = tool_selection.load()
     embedder = FakeEmbedder(dimensions=64)

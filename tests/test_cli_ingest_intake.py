@@ -15,8 +15,7 @@ from tests.net.server import serving
 from tests.rag.test_intake import MINIFIED_JS, PROSE, SEARCH_INDEX
 
 
-def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+def _run(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     migrate.upgrade(url)
     return subprocess.run(
         [sys.executable, "-m", "app", "ingest", *args, "--project", "kb"],
@@ -28,7 +27,7 @@ def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[
     )
 
 
-def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path) -> None:
+def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path, database_url: str) -> None:
     docs = tmp_path / "doc"
     (docs / "pkg").mkdir(parents=True)
     (docs / "pkg" / "copyright").write_bytes(PROSE)
@@ -43,7 +42,7 @@ def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path) -> 
     (docs / "drafts").mkdir()
     (docs / "drafts" / "wip.md").write_bytes(PROSE)
     (docs / ".ragchatignore").write_text("drafts/\n")
-    done = _run(tmp_path, str(docs))
+    done = _run(database_url, str(docs))
     out = done.stderr
     assert done.returncode == 0, out
     for line in (
@@ -64,14 +63,14 @@ def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path) -> 
     assert cells[:5] == ["3", "0", "0", "6", "0"], out  # added: copyright, README.Debian, intro.md
 
 
-def test_urls_are_fetched_through_the_guard(tmp_path: Path) -> None:
+def test_urls_are_fetched_through_the_guard(tmp_path: Path, database_url: str) -> None:
     with serving() as web:
         base = f"http://127.0.0.1:{web.server_address[1]}"
-        refused = _run(tmp_path, "--url", f"{base}/notes.md")
+        refused = _run(database_url, "--url", f"{base}/notes.md")
         assert refused.returncode == 1
         assert "failed" in refused.stderr and "loopback" in refused.stderr
         allowed = _run(
-            tmp_path,
+            database_url,
             "--url",
             f"{base}/notes.md",
             "--url",

@@ -17,7 +17,6 @@ from sqlalchemy import select
 
 from app.cli_ingest import DEMO_DIR, DEMO_PROJECT, ingest_paths
 from app.container import Container
-from app.db import migrate
 from app.db.models import ChatMessage, Citation
 from app.services import projects, sessions
 from app.services.chat_events import DoneEvent
@@ -61,14 +60,13 @@ class Answer:
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Answer]]:
+def answers(tmp_path_factory: pytest.TempPathFactory, module_migrated_url: str) -> Iterator[dict[str, Answer]]:
     """Load the demo as `ragchat demo` does, then ask every question once, each in a new chat."""
     with pytest.MonkeyPatch.context() as env:
         for name in [n for n in os.environ if n.startswith("RAGCHAT_")]:
             env.delenv(name)
         env.chdir(tmp_path_factory.mktemp("demo"))
-        settings = Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('db') / 'ragchat.db'}")
-        migrate.upgrade(settings.database_url, default_threshold=settings.rag.threshold)
+        settings = Settings(database_url=module_migrated_url)
         container = Container.build(settings)
         try:
             ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])

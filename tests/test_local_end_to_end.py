@@ -19,7 +19,7 @@ Its national dish is a stew of lentils and smoked plums.
 """
 
 
-def test_ingest_then_ask_gives_a_cited_answer(tmp_path: Path) -> None:
+def test_ingest_then_ask_gives_a_cited_answer(tmp_path: Path, database_url: str) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "freedonia.md").write_text(FACTS, encoding="utf-8")
@@ -27,7 +27,7 @@ def test_ingest_then_ask_gives_a_cited_answer(tmp_path: Path) -> None:
     env = {
         **os.environ,
         "HF_HUB_OFFLINE": "1",
-        "RAGCHAT_DATABASE_URL": f"sqlite:///{tmp_path / 'kb.db'}",
+        "RAGCHAT_DATABASE_URL": database_url,
         "RAGCHAT_LLM__MAX_ANSWER_TOKENS": "48",
     }
 

@@ -203,7 +203,7 @@ def test_an_unexpected_error_is_logged_once_with_its_traceback_under_the_id_the_
 ) -> None:
     api, log = logged
     with rig.store.write() as db:
-        db.connection().exec_driver_sql("DROP TABLE chat_messages")
+        db.connection().exec_driver_sql("ALTER TABLE chat_messages RENAME TO chat_messages_gone")  # both backends
     since = len(log.entries())
     body = _request(api, 'query Message { message(id: "1") { __typename } }', "oops-1").json()
     assert body["errors"][0]["message"] == "Unexpected error (request oops-1); it has been logged."
@@ -387,10 +387,10 @@ def test_log_settings_and_the_deprecated_log_level(monkeypatch: pytest.MonkeyPat
     assert (Settings().log.level, Settings().log.format) == ("debug", "json")
 
 
-def test_ragchat_serve_writes_only_json_lines_and_no_access_log_of_uvicorns(tmp_path: Path) -> None:
+def test_ragchat_serve_writes_only_json_lines_and_no_access_log_of_uvicorns(tmp_path: Path, database_url: str) -> None:
     env = {
         **os.environ,
-        "RAGCHAT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
+        "RAGCHAT_DATABASE_URL": database_url,
         "RAGCHAT_LOG__FORMAT": "json",
         "RAGCHAT_API__API_KEYS": json.dumps([KEY]),
     }

@@ -54,10 +54,12 @@ def test_bad_values_fail_naming_the_variable(monkeypatch: pytest.MonkeyPatch, va
         ({"RAGCHAT_LLM__PROVIDER": "scripted"}, ["RAGCHAT_LLM__PROVIDER='scripted' is not a provider"]),
     ],
 )
-def test_server_refuses_to_start_with_bad_settings(tmp_path: Path, env: dict[str, str], said: list[str]) -> None:
+def test_server_refuses_to_start_with_bad_settings(
+    tmp_path: Path, database_url: str, env: dict[str, str], said: list[str]
+) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--port", "8999"],
-        env={**env, "PATH": "/usr/bin:/bin"},
+        env={**env, "PATH": "/usr/bin:/bin", "RAGCHAT_DATABASE_URL": database_url},
         capture_output=True,
         text=True,
         timeout=60,

@@ -15,13 +15,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.db.engine import make_engine
 from app.errors import StorageError
 
 _STORAGE_HINTS = ("disk is full", "readonly database", "read-only", "disk i/o error", "unable to open")
+# PostgreSQL names the storage's failures by SQLSTATE, and not all of them are OperationalErrors (a
+# read-only transaction is an InternalError): 25006 read-only transaction (a hot standby, a database
+# set read-only), class 53 insufficient resources (disk full, out of memory, too many connections),
+# class 08 connection exceptions, 57P03 cannot connect now, 58030 I/O error.
+_STORAGE_SQLSTATES = ("25006", "53", "08", "57P03", "58030")
 
 
 class Database:
@@ -54,7 +59,7 @@ class Database:
         try:
             with self._reader() as db:
                 yield db
-        except OperationalError as exc:
+        except DBAPIError as exc:
             error = _storage_error(exc, "the database cannot be read")
             if error is exc:
                 raise
@@ -67,7 +72,7 @@ class Database:
             try:
                 yield db
                 db.commit()
-            except OperationalError as exc:
+            except DBAPIError as exc:
                 db.rollback()
                 error = _storage_error(exc, "the database refused the write")
                 if error is exc:
@@ -97,8 +102,13 @@ def read_snapshot_memo(db: Session, name: str, what: str) -> dict[Any, Any]:
     return views
 
 
-def _storage_error(exc: OperationalError, what: str) -> Exception:
+def _storage_error(exc: DBAPIError, what: str) -> Exception:
     """A StorageError when the storage itself is the problem (full, read-only, unreachable), else ``exc``."""
+    sqlstate = str(getattr(exc.orig, "sqlstate", None) or "")
+    if sqlstate and sqlstate.startswith(_STORAGE_SQLSTATES):
+        return StorageError(f"{what}: {exc.orig}")
+    if sqlstate or not isinstance(exc, OperationalError):
+        return exc
     text = str(exc.orig).lower() if exc.orig is not None else str(exc).lower()
     if any(hint in text for hint in _STORAGE_HINTS):
         return StorageError(f"{what}: {exc.orig}")

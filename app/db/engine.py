@@ -20,7 +20,7 @@ import sqlite_vec
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
-from app.errors import SettingsError
+from app.errors import SettingsError, ValidationError
 
 BUSY_TIMEOUT_MS = 10_000
 # Read speed: memory-map up to 1 GiB of the file and keep a 64 MiB page cache per connection.
@@ -61,6 +61,27 @@ def _on_begin(connection: Any) -> None:
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
+NUL_REFUSED = "must not contain a NUL character (U+0000): the database cannot store one"
+
+
+def _values(parameters: Any) -> Any:
+    if isinstance(parameters, dict):
+        return parameters.values()
+    if isinstance(parameters, list | tuple) and parameters and isinstance(parameters[0], dict | list | tuple):
+        return (value for row in parameters for value in _values(row))  # executemany
+    return parameters or ()
+
+
+def _refuse_nul(_conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+    """PostgreSQL's text cannot hold U+0000: psycopg refuses a statement with one in a parameter (a
+    name to store or to look up) with an error that surfaced as unexpected; SQLite stored it. On
+    both, a NUL in a parameter is the client's mistake (names and messages lose control characters
+    before they get here: app/rag/sanitize.py), refused before the statement runs."""
+    for value in _values(parameters):
+        if isinstance(value, str) and "\x00" in value:
+            raise ValidationError("input", NUL_REFUSED)
+
+
 def is_postgres(database_url: str) -> bool:
     """Whether the URL names a PostgreSQL database (the only other backend)."""
     return make_url(database_url).get_backend_name() == "postgresql"
@@ -75,7 +96,9 @@ def make_engine(database_url: str, *, echo: bool = False) -> Engine:
                 f"RAGCHAT_DATABASE_URL: PostgreSQL is reached through psycopg 3: use postgresql+psycopg://, "
                 f"not {url.drivername}://"
             )
-        return create_engine(url, echo=echo, pool_pre_ping=True)
+        engine = create_engine(url, echo=echo, pool_pre_ping=True)
+        event.listen(engine, "before_cursor_execute", _refuse_nul)
+        return engine
     if url.get_backend_name() != "sqlite":
         raise SettingsError(
             f"RAGCHAT_DATABASE_URL: {url.drivername}:// is not supported (sqlite:/// or postgresql+psycopg://)"
@@ -95,6 +118,7 @@ def make_engine(database_url: str, *, echo: bool = False) -> Engine:
     )
     event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
+    event.listen(engine, "before_cursor_execute", _refuse_nul)
     return engine
 
 

@@ -160,7 +160,11 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
         answer_id = db.execute(
             insert(messages)
             .values(
-                session_id=session_id, role=Role.ASSISTANT, content="", status=MessageStatus.STREAMING, owner=store.owner
+                session_id=session_id,
+                role=Role.ASSISTANT,
+                content="",
+                status=MessageStatus.STREAMING,
+                owner=store.owner,
             )
             .returning(messages.c.id)
         ).scalar_one()

@@ -8,6 +8,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.db import migrate
 from app.db.engine import make_engine
+from tests.backends import CHECK_FAILED, execute
 from tests.db.test_migrations import _fill_revision_1_compatible_rows
 
 
@@ -17,23 +18,23 @@ def test_existing_sessions_get_the_defaults_and_survive_a_downgrade(database_url
     migrate.upgrade(database_url, "0011")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE chat_sessions SET answer_mode = 'extractive', top_k = 7")
-        before = conn.exec_driver_sql("SELECT * FROM chat_sessions").all()
+        execute(conn, "UPDATE chat_sessions SET answer_mode = 'extractive', top_k = 7")
+        before = execute(conn, "SELECT * FROM chat_sessions").all()
     engine.dispose()
 
     migrate.upgrade(database_url, "0012")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        assert conn.exec_driver_sql("SELECT rerank, expansion FROM chat_sessions").one() == ("auto", "off")
-        conn.exec_driver_sql("UPDATE chat_sessions SET rerank = 'judge', expansion = 'on'")
+        assert execute(conn, "SELECT rerank, expansion FROM chat_sessions").one() == ("auto", "off")
+        execute(conn, "UPDATE chat_sessions SET rerank = 'judge', expansion = 'on'")
         for bad in ("UPDATE chat_sessions SET rerank = 'always'", "UPDATE chat_sessions SET expansion = 'yes'"):
-            with pytest.raises(IntegrityError, match="CHECK constraint failed"), conn.begin_nested():
-                conn.exec_driver_sql(bad)
+            with pytest.raises(IntegrityError, match=CHECK_FAILED), conn.begin_nested():
+                execute(conn, bad)
     engine.dispose()
 
     migrate.downgrade(database_url, "0011")
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        after = conn.exec_driver_sql("SELECT * FROM chat_sessions").all()
+        after = execute(conn, "SELECT * FROM chat_sessions").all()
     engine.dispose()
     assert after == before

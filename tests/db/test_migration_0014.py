@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from sqlalchemy import inspect
+
 from app.db import migrate
 from app.db.engine import make_engine
+from tests.backends import execute
 
 NOW = "2026-01-01 00:00:00"
 
@@ -11,7 +16,7 @@ NOW = "2026-01-01 00:00:00"
 def _rows(url: str, columns: str) -> list[tuple[object, ...]]:
     engine = make_engine(url)
     with engine.begin() as conn:
-        rows = [tuple(r) for r in conn.exec_driver_sql(f"SELECT {columns} FROM documents ORDER BY id").all()]
+        rows = [tuple(r) for r in execute(conn, f"SELECT {columns} FROM documents ORDER BY id").all()]
     engine.dispose()
     return rows
 
@@ -20,7 +25,7 @@ def test_0014_adds_source_url_keeping_documents_and_chunks_and_downgrades(databa
     migrate.upgrade(database_url, "0013")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        run = conn.exec_driver_sql
+        run = partial(execute, conn)
         run(
             "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'kb', '', ?, ?)", (NOW, NOW)
         )
@@ -37,14 +42,14 @@ def test_0014_adds_source_url_keeping_documents_and_chunks_and_downgrades(databa
     assert _rows(database_url, "id, name, source_url") == [(1, "d1", None), (2, "d2", None)]
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE documents SET source_url = 'https://example.com/d2' WHERE id = 2")
+        execute(conn, "UPDATE documents SET source_url = 'https://example.com/d2' WHERE id = 2")
     engine.dispose()
 
     migrate.downgrade(database_url, "0013")
     assert _rows(database_url, "id, name, chunk_count") == [(1, "d1", 1), (2, "d2", 1)]
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        columns = [row[1] for row in conn.exec_driver_sql("PRAGMA table_info(documents)").all()]
-        assert conn.exec_driver_sql("SELECT count(*) FROM chunks").scalar_one() == 2
+        columns = [c["name"] for c in inspect(conn).get_columns("documents")]
+        assert execute(conn, "SELECT count(*) FROM chunks").scalar_one() == 2
     engine.dispose()
     assert "source_url" not in columns

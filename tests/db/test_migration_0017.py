@@ -4,11 +4,15 @@ drops only it."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
+from sqlalchemy import inspect
 from sqlalchemy.exc import IntegrityError
 
 from app.db import migrate
 from app.db.engine import make_engine
+from tests.backends import execute
 
 NOW = "2026-01-01 00:00:00"
 CALL = (
@@ -21,7 +25,7 @@ def test_0017_adds_tool_calls_keeping_messages_and_downgrades(database_url: str)
     migrate.upgrade(database_url, "0016")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        run = conn.exec_driver_sql
+        run = partial(execute, conn)
         run(
             "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'kb', '', ?, ?)", (NOW, NOW)
         )
@@ -32,13 +36,13 @@ def test_0017_adds_tool_calls_keeping_messages_and_downgrades(database_url: str)
                 "VALUES (?, 1, ?, 'x', 'complete', ?)", (mid, role, NOW))  # fmt: skip
         run("INSERT INTO tools(id, name, description, input_schema, examples, tool_group, core, kind, http_method, "
             "url_template, header_secrets, timeout_seconds, side_effects, created_at, updated_at) VALUES (50, 'ping', "
-            "'d', '{}', '[]', 'ops', 0, 'http', 'GET', 'https://example.com/p', '{}', 5, 1, ?, ?)", (NOW, NOW))  # fmt: skip
+            "'d', '{}', '[]', 'ops', false, 'http', 'GET', 'https://example.com/p', '{}', 5, true, ?, ?)", (NOW, NOW))  # fmt: skip
     engine.dispose()
 
     migrate.upgrade(database_url, "0017")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        run = conn.exec_driver_sql
+        run = partial(execute, conn)
         run(CALL, (2, 0, 50, "preview", NOW))
         run(CALL, (3, 0, None, "executed", NOW))
         run("DELETE FROM tools WHERE id = 50")
@@ -49,16 +53,16 @@ def test_0017_adds_tool_calls_keeping_messages_and_downgrades(database_url: str)
         run("DELETE FROM chat_messages WHERE id = 3")  # an answer's calls go with it
         assert run("SELECT count(*) FROM tool_calls").scalar_one() == 1
     with pytest.raises(IntegrityError), engine.begin() as conn:
-        conn.exec_driver_sql(CALL, (2, 1, None, "done", NOW))
+        execute(conn, CALL, (2, 1, None, "done", NOW))
     with pytest.raises(IntegrityError), engine.begin() as conn:
-        conn.exec_driver_sql(CALL, (2, 0, None, "failed", NOW))  # one call per position of an answer
+        execute(conn, CALL, (2, 0, None, "failed", NOW))  # one call per position of an answer
     engine.dispose()
 
     migrate.downgrade(database_url, "0016")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        tables = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'").all()}
-        messages = conn.exec_driver_sql("SELECT id, role FROM chat_messages ORDER BY id").all()
+        tables = set(inspect(conn).get_table_names())
+        messages = execute(conn, "SELECT id, role FROM chat_messages ORDER BY id").all()
     engine.dispose()
     assert "tool_calls" not in tables and "tools" in tables
     assert messages == [(1, "user"), (2, "assistant")]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import inspect
 from sqlalchemy.exc import IntegrityError
 
 from app.db import migrate
 from app.db.engine import make_engine
+from tests.backends import CHECK_FAILED, execute
 from tests.db.test_migrations import _fill_revision_1_compatible_rows
 
 
@@ -14,9 +16,10 @@ def _fill(url: str) -> None:
     _fill_revision_1_compatible_rows(url)  # project 1, session 1, message 1
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO citations(message_id, marker, kind, score, rank, document_name, location, snippet) "
-            "VALUES (1, 1, 'attributed', 0.5, 1, 'd.md', '{}', 's')"
+            "VALUES (1, 1, 'attributed', 0.5, 1, 'd.md', '{}', 's')",
         )
     engine.dispose()
 
@@ -27,21 +30,22 @@ def test_existing_sessions_get_auto_and_extracted_citations_survive_a_downgrade(
     migrate.upgrade(database_url, "0007")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        assert conn.exec_driver_sql("SELECT answer_mode FROM chat_sessions").scalar() == "auto"
-        conn.exec_driver_sql(
+        assert execute(conn, "SELECT answer_mode FROM chat_sessions").scalar() == "auto"
+        execute(
+            conn,
             "INSERT INTO citations(message_id, marker, kind, score, rank, document_name, location, snippet) "
-            "VALUES (1, 2, 'extracted', 0.7, 2, 'd.md', '{}', 's')"
+            "VALUES (1, 2, 'extracted', 0.7, 2, 'd.md', '{}', 's')",
         )
         for bad in ("UPDATE chat_sessions SET answer_mode = 'creative'", "UPDATE citations SET kind = 'guessed'"):
-            with pytest.raises(IntegrityError, match="CHECK constraint failed"), conn.begin_nested():
-                conn.exec_driver_sql(bad)
+            with pytest.raises(IntegrityError, match=CHECK_FAILED), conn.begin_nested():
+                execute(conn, bad)
     engine.dispose()
 
     migrate.downgrade(database_url, "0006")
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        kinds = conn.exec_driver_sql("SELECT marker, kind FROM citations ORDER BY marker").all()
-        columns = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(chat_sessions)").all()}
+        kinds = execute(conn, "SELECT marker, kind FROM citations ORDER BY marker").all()
+        columns = {c["name"] for c in inspect(conn).get_columns("chat_sessions")}
     engine.dispose()
     assert kinds == [(1, "attributed"), (2, "attributed")]
     assert "answer_mode" not in columns

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import inspect
 from sqlalchemy.exc import IntegrityError
 
 from app.db import migrate
 from app.db.engine import make_engine
+from tests.backends import CHECK_FAILED, execute
 from tests.db.test_migrations import _fill_revision_1_compatible_rows
 
 
 def _sessions(url: str) -> list[tuple]:
     engine = make_engine(url)
     with engine.connect() as conn:
-        rows = conn.exec_driver_sql(
-            "SELECT id, project_id, title, top_k, threshold, answer_mode FROM chat_sessions ORDER BY id"
+        rows = execute(
+            conn, "SELECT id, project_id, title, top_k, threshold, answer_mode FROM chat_sessions ORDER BY id"
         ).all()
     engine.dispose()
     return [tuple(r) for r in rows]
@@ -27,30 +29,32 @@ def test_existing_sessions_get_balanced_and_auto_and_keep_their_rows_both_ways(d
     migrate.upgrade(database_url, "0015")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        assert conn.exec_driver_sql("SELECT quality, rewrite FROM chat_sessions").one() == ("balanced", "auto")
-        conn.exec_driver_sql("UPDATE chat_sessions SET quality = 'thorough', rewrite = 'off'")
+        assert execute(conn, "SELECT quality, rewrite FROM chat_sessions").one() == ("balanced", "auto")
+        execute(conn, "UPDATE chat_sessions SET quality = 'thorough', rewrite = 'off'")
         for bad in ("UPDATE chat_sessions SET quality = 'perfect'", "UPDATE chat_sessions SET rewrite = 'maybe'"):
-            with pytest.raises(IntegrityError, match="CHECK constraint failed"), conn.begin_nested():
-                conn.exec_driver_sql(bad)
+            with pytest.raises(IntegrityError, match=CHECK_FAILED), conn.begin_nested():
+                execute(conn, bad)
         # AUTOINCREMENT survived the rebuild (0008): a deleted session's id is not handed out again.
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO chat_sessions(project_id, title, system_prompt, provider, model, threshold, created_at, "
-            "updated_at) VALUES (1, 'gone', '', 'local', 'm', 0.3, '2026-01-01', '2026-01-01')"
+            "updated_at) VALUES (1, 'gone', '', 'local', 'm', 0.3, '2026-01-01', '2026-01-01')",
         )
-        gone = conn.exec_driver_sql("SELECT max(id) FROM chat_sessions").scalar()
-        conn.exec_driver_sql(f"DELETE FROM chat_sessions WHERE id = {gone}")
+        gone = execute(conn, "SELECT max(id) FROM chat_sessions").scalar()
+        execute(conn, f"DELETE FROM chat_sessions WHERE id = {gone}")
     engine.dispose()
     assert _sessions(database_url) == before
 
     migrate.downgrade(database_url, "0014")
     engine = make_engine(database_url)
     with engine.begin() as conn:
-        columns = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(chat_sessions)").all()}
-        conn.exec_driver_sql(
+        columns = {c["name"] for c in inspect(conn).get_columns("chat_sessions")}
+        execute(
+            conn,
             "INSERT INTO chat_sessions(project_id, title, system_prompt, provider, model, threshold, created_at, "
-            "updated_at) VALUES (1, 'new', '', 'local', 'm', 0.3, '2026-01-01', '2026-01-01')"
+            "updated_at) VALUES (1, 'new', '', 'local', 'm', 0.3, '2026-01-01', '2026-01-01')",
         )
-        newest = conn.exec_driver_sql("SELECT max(id) FROM chat_sessions").scalar()
+        newest = execute(conn, "SELECT max(id) FROM chat_sessions").scalar()
     engine.dispose()
     assert not {"quality", "rewrite"} & columns
     assert newest == gone + 1

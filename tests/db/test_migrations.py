@@ -1,14 +1,17 @@
-"""The migration history: data survives upgrades, every revision downgrades, models match."""
+"""The migration history: data survives upgrades, every revision downgrades. The tests that seed a
+vec0 space or read SQLite's own schema (sqlite_master, AUTOINCREMENT, FTS5, the journals'
+triggers) are SQLite's; the rest run on both backends (tests/db/test_migrations_both_backends.py
+holds the dialect-neutral history, and the models-match check)."""
 
 from __future__ import annotations
 
-from alembic.autogenerate import compare_metadata
-from alembic.runtime.migration import MigrationContext
+import pytest
+from sqlalchemy import inspect
 
 from app.db import migrate
 from app.db.engine import make_engine
 from app.db.models import Base
-from app.db.schema_objects import is_unmodelled_table
+from tests.backends import execute, sync_sequences
 
 NOW = "2026-01-01 00:00:00"
 
@@ -16,21 +19,25 @@ NOW = "2026-01-01 00:00:00"
 def _fill_revision_1(url: str) -> None:
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'kb', '', ?, ?)",
             (NOW, NOW),
         )
         for sid in (1, 2):
-            conn.exec_driver_sql(
+            execute(
+                conn,
                 "INSERT INTO chat_sessions(id, project_id, title, system_prompt, provider, model, "
                 "created_at, updated_at) VALUES (?, 1, ?, 'be brief', 'local', 'm', ?, ?)",
                 (sid, f"session {sid}", NOW, NOW),
             )
             for n in range(3):
-                conn.exec_driver_sql(
+                execute(
+                    conn,
                     "INSERT INTO chat_messages(session_id, role, content, created_at) VALUES (?, ?, ?, ?)",
                     (sid, "user" if n % 2 == 0 else "assistant", f"m{sid}.{n}", NOW),
                 )
+        sync_sequences(conn, "projects", "chat_sessions")
     engine.dispose()
 
 
@@ -42,12 +49,13 @@ def test_revision_1_data_survives_upgrade_with_defaults(database_url: str) -> No
 
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        sessions = conn.exec_driver_sql(
+        sessions = execute(
+            conn,
             "SELECT id, title, system_prompt, enable_rag, top_k, threshold, include_citations "
-            "FROM chat_sessions ORDER BY id"
+            "FROM chat_sessions ORDER BY id",
         ).all()
-        messages = conn.exec_driver_sql(
-            "SELECT session_id, content, status, error, trace FROM chat_messages ORDER BY id"
+        messages = execute(
+            conn, "SELECT session_id, content, status, error, trace FROM chat_messages ORDER BY id"
         ).all()
     engine.dispose()
     assert sessions == [
@@ -59,18 +67,22 @@ def test_revision_1_data_survives_upgrade_with_defaults(database_url: str) -> No
 
 
 def test_rag_settings_constraints_are_enforced(migrated) -> None:  # type: ignore[no-untyped-def]
-    import pytest
     from sqlalchemy.exc import IntegrityError
 
     engine = make_engine(migrated.database_url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'kb', '', ?, ?)",
             (NOW, NOW),
         )
     for top_k, threshold in ((0, 0.5), (51, 0.5), (5, -0.01), (5, 1.5)):
-        with pytest.raises(IntegrityError, match="CHECK constraint failed"), engine.begin() as conn:
-            conn.exec_driver_sql(
+        with (
+            pytest.raises(IntegrityError, match=r"CHECK constraint failed|violates check constraint"),
+            engine.begin() as conn,
+        ):
+            execute(
+                conn,
                 "INSERT INTO chat_sessions(project_id, title, system_prompt, provider, model, created_at, "
                 "updated_at, top_k, threshold) VALUES (1, 't', '', 'local', 'm', ?, ?, ?, ?)",
                 (NOW, NOW, top_k, threshold),
@@ -84,7 +96,10 @@ def test_every_revision_downgrades_to_base_and_back(database_url: str) -> None:
     migrate.downgrade(database_url, "base")
     engine = make_engine(database_url)
     with engine.connect() as conn:
-        tables = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master").all()}
+        if engine.dialect.name == "sqlite":  # every object, indexes and triggers too
+            tables = {r[0] for r in execute(conn, "SELECT name FROM sqlite_master").all()}
+        else:
+            tables = set(inspect(conn).get_table_names())
     engine.dispose()
     # sqlite_sequence (made by the first AUTOINCREMENT table) is SQLite's own and cannot be dropped.
     assert tables <= {"alembic_version", "sqlite_autoindex_alembic_version_1", "sqlite_sequence"}
@@ -94,19 +109,23 @@ def test_every_revision_downgrades_to_base_and_back(database_url: str) -> None:
 def _fill_revision_1_compatible_rows(url: str) -> None:
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO projects(id, name, description, created_at, updated_at) VALUES (1, 'kb', '', ?, ?)",
             (NOW, NOW),
         )
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO chat_sessions(id, project_id, title, system_prompt, provider, model, created_at, "
             "updated_at, threshold) VALUES (1, 1, 't', '', 'local', 'm', ?, ?, 0.3)",
             (NOW, NOW),
         )
-        conn.exec_driver_sql(
+        execute(
+            conn,
             "INSERT INTO chat_messages(session_id, role, content, created_at) VALUES (1, 'user', 'hi', ?)",
             (NOW,),
         )
+        sync_sequences(conn, "projects", "chat_sessions")
     engine.dispose()
 
 
@@ -118,25 +137,13 @@ def test_step_by_step_down_keeps_messages(database_url: str) -> None:
         migrate.downgrade(database_url, target)
         engine = make_engine(database_url)
         with engine.connect() as conn:
-            assert conn.exec_driver_sql("SELECT count(*) FROM chat_messages").scalar() == 1
+            assert execute(conn, "SELECT count(*) FROM chat_messages").scalar() == 1
         engine.dispose()
 
 
-def test_models_match_the_migrated_schema(migrated) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(migrated.database_url)
-
-    def include(obj, name, type_, reflected, compare_to):  # type: ignore[no-untyped-def]
-        return not (type_ == "table" and name and is_unmodelled_table(name))
-
-    with engine.connect() as conn:
-        ctx = MigrationContext.configure(
-            conn, opts={"include_object": include, "compare_type": True, "target_metadata": Base.metadata}
-        )
-        diff = compare_metadata(ctx, Base.metadata)
-    engine.dispose()
-    assert diff == []
-
-
+@pytest.mark.sqlite_only(
+    reason="FTS5's index and its triggers (PostgreSQL's tsvector: test_migrations_both_backends.py)"
+)
 def test_fts_index_follows_chunk_inserts_updates_and_cascading_deletes(migrated) -> None:  # type: ignore[no-untyped-def]
     engine = make_engine(migrated.database_url)
     with engine.begin() as conn:
@@ -223,6 +230,9 @@ def _schema(url: str) -> dict[tuple[str, str], str]:
     return {(kind, name): sql for kind, name, sql in rows}
 
 
+@pytest.mark.sqlite_only(
+    reason="0008 rebuilds SQLite's tables for AUTOINCREMENT (sqlite_sequence, vec0, FTS5); a no-op on PostgreSQL"
+)
 def test_0008_keeps_every_row_and_no_deleted_id_comes_back(database_url: str) -> None:
     migrate.upgrade(database_url, BEFORE_0008)
     _fill_before_0008(database_url)
@@ -260,6 +270,7 @@ def test_0008_keeps_every_row_and_no_deleted_id_comes_back(database_url: str) ->
     engine.dispose()
 
 
+@pytest.mark.sqlite_only(reason="0008's SQLite table rebuilds, read back from sqlite_master")
 def test_0008_downgrade_keeps_rows_and_triggers(database_url: str) -> None:
     migrate.upgrade(database_url, BEFORE_0008)
     before = _schema(database_url)
@@ -284,10 +295,9 @@ def test_0008_downgrade_keeps_rows_and_triggers(database_url: str) -> None:
 
 
 def test_client_message_ids_are_unique_per_session(migrated) -> None:  # type: ignore[no-untyped-def]
-    import pytest
     from sqlalchemy.exc import IntegrityError
 
-    _fill_before_0008(migrated.database_url)
+    _fill_revision_1(migrated.database_url)  # sessions 1 and 2
     engine = make_engine(migrated.database_url)
     insert = (
         "INSERT INTO chat_messages(session_id, role, content, created_at, status, client_message_id) "
@@ -295,12 +305,13 @@ def test_client_message_ids_are_unique_per_session(migrated) -> None:  # type: i
     )
     with engine.begin() as conn:
         for session_id, key in ((1, "k1"), (2, "k1"), (1, None), (1, None)):
-            conn.exec_driver_sql(insert, (session_id, NOW, key))
-    with pytest.raises(IntegrityError, match="UNIQUE"), engine.begin() as conn:
-        conn.exec_driver_sql(insert, (1, NOW, "k1"))
+            execute(conn, insert, (session_id, NOW, key))
+    with pytest.raises(IntegrityError, match=r"UNIQUE|unique"), engine.begin() as conn:
+        execute(conn, insert, (1, NOW, "k1"))
     engine.dispose()
 
 
+@pytest.mark.sqlite_only(reason="SQLite's AUTOINCREMENT in sqlite_master (PostgreSQL's sequences never reuse ids)")
 def test_tables_marked_never_reused_keep_autoincrement_at_head(migrated) -> None:  # type: ignore[no-untyped-def]
     """Autogenerate does not compare AUTOINCREMENT, and a later batch rebuild drops it unless the
     revision passes ``table_kwargs={"sqlite_autoincrement": True}``: this is the check that sees it."""
@@ -313,8 +324,8 @@ def test_tables_marked_never_reused_keep_autoincrement_at_head(migrated) -> None
 # -- 0009: a citation's score may be null -----------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="seeds a vec0 space and checks SQLite's AUTOINCREMENT survives 0009's rebuild")
 def test_0009_keeps_citation_scores_allows_none_and_downgrades_to_zero(database_url: str) -> None:
-    import pytest
     from sqlalchemy.exc import IntegrityError
 
     migrate.upgrade(database_url, BEFORE_0008)
@@ -346,6 +357,7 @@ def test_0009_keeps_citation_scores_allows_none_and_downgrades_to_zero(database_
 # -- 0010: the keyword journal ------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="the keyword journal's triggers exist on SQLite only (the in-process index)")
 def test_0010_journals_existing_projects_and_every_chunk_change(database_url: str) -> None:
     """Projects that hold chunks before 0010 get a first journal row, so the keyword index loads
     them; afterwards every insert, text update and delete of a chunk is journalled, and a deleted
@@ -386,8 +398,8 @@ def test_0010_journals_existing_projects_and_every_chunk_change(database_url: st
 # -- 0013: ingestion jobs ------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only(reason="seeds a vec0 space and reads AUTOINCREMENT and tables from sqlite_master")
 def test_0013_keeps_documents_checks_item_states_and_downgrades_without_touching_documents(database_url: str) -> None:
-    import pytest
     from sqlalchemy.exc import IntegrityError
 
     migrate.upgrade(database_url, BEFORE_0008)

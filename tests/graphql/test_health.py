@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import httpx
 import pytest
@@ -50,8 +49,8 @@ def test_graphiql_is_served(container: Container) -> None:
     assert "graphiql" in page.text.lower()
 
 
-def test_cli_migrates_then_serves_on_loopback(tmp_path: Path) -> None:
-    env = {**os.environ, "RAGCHAT_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+def test_cli_migrates_then_serves_on_loopback(database_url: str) -> None:
+    env = {**os.environ, "RAGCHAT_DATABASE_URL": database_url}
     subprocess.run([sys.executable, "-m", "app", "migrate"], env=env, check=True, capture_output=True)
     port = free_port()
     proc = subprocess.Popen(

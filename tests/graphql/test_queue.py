@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from sqlalchemy import text
+
 from app.container import Container
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
@@ -44,8 +46,8 @@ def _kinds(stream: Iterator[dict[str, Any]]) -> list[str]:
 
 def _stored(container: Container, sid: str) -> list[str]:
     with container.store.read() as db:
-        query = "SELECT content FROM chat_messages WHERE session_id = ? ORDER BY id"
-        return [row[0] for row in db.connection().exec_driver_sql(query, (int(sid),))]
+        query = text("SELECT content FROM chat_messages WHERE session_id = :sid ORDER BY id")
+        return [row[0] for row in db.execute(query, {"sid": int(sid)})]
 
 
 def test_the_fourth_stream_waits_in_line_then_runs_when_a_slot_frees(

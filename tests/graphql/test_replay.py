@@ -8,6 +8,8 @@ import json
 import time
 from typing import Any
 
+from sqlalchemy import text
+
 from app.container import Container
 from app.errors import ProviderUnavailableError
 from tests.fakes import FakeChatModel
@@ -46,8 +48,9 @@ def _events(ws: Ws, query: str, **variables: Any) -> list[dict[str, Any]]:
 
 def _messages(container: Container, session_id: str) -> list[tuple[str, str, str]]:
     with container.store.read() as db:
-        rows = db.connection().exec_driver_sql(
-            "SELECT role, status, content FROM chat_messages WHERE session_id = ? ORDER BY id", (int(session_id),)
+        rows = db.execute(
+            text("SELECT role, status, content FROM chat_messages WHERE session_id = :sid ORDER BY id"),
+            {"sid": int(session_id)},
         )
         return [(str(r), str(s), str(c)) for r, s, c in rows]
 
@@ -176,9 +179,7 @@ def test_regenerating_with_a_key_twice_regenerates_once(api: Api, model: FakeCha
 
 def _status(container: Container, message_id: str) -> tuple[str, str | None]:
     with container.store.read() as db:
-        row = db.connection().exec_driver_sql(
-            "SELECT status, error FROM chat_messages WHERE id = ?", (int(message_id),)
-        )
+        row = db.execute(text("SELECT status, error FROM chat_messages WHERE id = :id"), {"id": int(message_id)})
         status, error = row.one()
         return str(status), error
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import text
+
 from app.container import Container
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
@@ -86,8 +88,8 @@ def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
 
     def ended() -> tuple[str, str] | None:
         with fake_container.store.read() as db:
-            query = "SELECT status, error FROM chat_messages WHERE id = ?"
-            status, error = db.connection().exec_driver_sql(query, (message_id,)).one()
+            query = text("SELECT status, error FROM chat_messages WHERE id = :id")
+            status, error = db.execute(query, {"id": message_id}).one()
         return (status, error) if status != "streaming" else None
 
     status, error = wait_until(ended, 10, "the message to stop streaming")

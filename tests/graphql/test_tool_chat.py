@@ -12,13 +12,11 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.container import Container
-from app.db import migrate
 from app.llm.base import ModelCapabilities
 from app.llm.tool_calling import ToolCall, ToolCalls
 from app.settings import Settings
@@ -140,18 +138,17 @@ def model() -> FakeChatModel:
     return FakeChatModel("toolful", capabilities=ModelCapabilities(tool_calling=True))
 
 
-def _container(tmp_path: Path, model: FakeChatModel, **tools: Any) -> Container:
+def _container(migrated: Settings, model: FakeChatModel, **tools: Any) -> Container:
     settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'chat-tools.db'}",
+        database_url=migrated.database_url,
         tools={"secrets": {"crm_token": SECRET}, "allow_private": True, "max_calls": 4, **tools},
     )
-    migrate.upgrade(settings.database_url)
     return Container.build(settings, embedder=FakeEmbedder(), chat_models=FakeModels(model, FakeChatModel("plain")))
 
 
 @pytest.fixture
-def container(tmp_path: Path, model: FakeChatModel) -> Iterator[Container]:
-    built = _container(tmp_path, model)
+def container(migrated: Settings, model: FakeChatModel) -> Iterator[Container]:
+    built = _container(migrated, model)
     yield built
     built.close()
 
@@ -349,9 +346,9 @@ def test_a_slow_tool_times_out_and_the_answer_goes_on(api: Api, model: FakeChatM
 
 
 def test_a_large_result_is_cut_for_the_model_and_stored_with_its_size(
-    tmp_path: Path, model: FakeChatModel, endpoint: Endpoint
+    migrated: Settings, model: FakeChatModel, endpoint: Endpoint
 ) -> None:
-    built = _container(tmp_path, model, max_output_chars=1000)
+    built = _container(migrated, model, max_output_chars=1000)
     try:
         with live_api(built) as api:
             create(api, weather_tool(endpoint.base, name="huge", urlTemplate=endpoint.base + "/huge/{city}"))
@@ -455,9 +452,9 @@ def test_decisions_on_unknown_and_ordinary_calls_are_typed_errors(api: Api, mode
 
 
 def test_http_tools_cannot_reach_loopback_unless_the_operator_allows_it(
-    tmp_path: Path, model: FakeChatModel, endpoint: Endpoint
+    migrated: Settings, model: FakeChatModel, endpoint: Endpoint
 ) -> None:
-    built = _container(tmp_path, model, allow_private=False)
+    built = _container(migrated, model, allow_private=False)
     try:
         with live_api(built) as api:
             tool_id = create(api, weather_tool(endpoint.base))
@@ -494,9 +491,8 @@ def test_test_tool_runs_a_tool_once_and_only_the_dry_run_of_a_side_effecting_one
     assert api.run(TEST_TOOL, id="424242", a={})["testTool"]["__typename"] == "NotFoundError"
 
 
-def test_decisions_need_the_api_key_when_keys_are_configured(tmp_path: Path, model: FakeChatModel) -> None:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'keys.db'}", api={"api_keys": [KEY]})
-    migrate.upgrade(settings.database_url)
+def test_decisions_need_the_api_key_when_keys_are_configured(migrated: Settings, model: FakeChatModel) -> None:
+    settings = Settings(database_url=migrated.database_url, api={"api_keys": [KEY]})
     built = Container.build(settings, embedder=FakeEmbedder(), chat_models=FakeModels(model))
     try:
         with live_api(built) as anonymous:

@@ -42,7 +42,7 @@ def endpoint() -> Iterator[Endpoint]:
 
 
 def test_the_scripted_model_previews_a_loopback_http_tool_and_approval_runs_it(
-    tmp_path: Path, endpoint: Endpoint
+    tmp_path: Path, database_url: str, endpoint: Endpoint
 ) -> None:
     script = tmp_path / "tools-script.json"
     script.write_text(json.dumps(SCRIPT), encoding="utf-8")
@@ -50,9 +50,10 @@ def test_the_scripted_model_previews_a_loopback_http_tool_and_approval_runs_it(
         **scripted_env(script),
         "RAGCHAT_TOOLS__ALLOW_PRIVATE": "true",
         "RAGCHAT_TOOLS__SECRETS__CRM_TOKEN": SECRET,
+        "RAGCHAT_DATABASE_URL": database_url,  # the server's own SQLite file otherwise
     }
     server = Server(tmp_path, env)
-    migrate.upgrade(f"sqlite:///{server.database}")
+    migrate.upgrade(database_url)
     with server:
         api = Api(server.base)
         create(api, ticket_tool(endpoint.base, headers=[{"header": "Authorization", "secret": "crm_token"}]))

@@ -4,15 +4,13 @@ against the model's capability, the selection preview, and API keys guarding cha
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import inspect, text
 
 from app.container import Container
-from app.db import migrate
 from app.errors import ProviderUnavailableError
 from app.llm.base import ModelCapabilities
 from app.settings import Settings
@@ -68,11 +66,8 @@ def embedder() -> FakeEmbedder:
 
 
 @pytest.fixture
-def tools_container(tmp_path: Path, embedder: FakeEmbedder) -> Iterator[Container]:
-    settings = Settings(
-        database_url=f"sqlite:///{tmp_path / 'tools.db'}", tools={"secrets": {"crm_token": SECRET_VALUE}}
-    )
-    migrate.upgrade(settings.database_url)
+def tools_container(migrated: Settings, embedder: FakeEmbedder) -> Iterator[Container]:
+    settings = Settings(database_url=migrated.database_url, tools={"secrets": {"crm_token": SECRET_VALUE}})
     models = FakeModels(
         FakeChatModel("toolful", capabilities=ModelCapabilities(tool_calling=True)), FakeChatModel("plain")
     )
@@ -109,9 +104,10 @@ def test_create_returns_secret_names_only_and_stores_no_secret(api: Api, tools_c
     listed = api.run(TOOLS)["tools"]
     assert [t["name"] for t in listed] == ["list_documents", "read_document", "search_knowledge_base", "refund_order"]
     assert SECRET_VALUE not in str(listed)
-    path = tools_container.settings.database_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as db:  # nowhere in the store, in any table
-        dump = "\n".join(db.iterdump())
+    with tools_container.store.read() as db:  # nowhere in the store, in any table
+        conn = db.connection()
+        tables = inspect(conn).get_table_names()
+        dump = "\n".join(str(tuple(row)) for t in tables for row in conn.execute(text(f'SELECT * FROM "{t}"')))
     assert "refund_order" in dump and SECRET_VALUE not in dump
 
 
@@ -213,9 +209,8 @@ def test_selection_preview_shows_each_stage_and_degrades_visibly(api: Api, embed
     assert empty["__typename"] == "ValidationError" and fields(empty) == ["message"]
 
 
-def test_tool_definitions_need_the_api_key_when_keys_are_configured(tmp_path: Path) -> None:
-    settings = Settings(database_url=f"sqlite:///{tmp_path / 'keys.db'}", api={"api_keys": [KEY]})
-    migrate.upgrade(settings.database_url)
+def test_tool_definitions_need_the_api_key_when_keys_are_configured(migrated: Settings) -> None:
+    settings = Settings(database_url=migrated.database_url, api={"api_keys": [KEY]})
     container = Container.build(settings, embedder=FakeEmbedder(), chat_models=FakeModels())
     try:
         with live_api(container) as anonymous:

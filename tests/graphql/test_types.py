@@ -4,7 +4,10 @@ a score null only when there is none. Through the real endpoint and store."""
 
 from __future__ import annotations
 
+from sqlalchemy import text
+
 from app.container import Container
+from tests.backends import delete_vectors
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
@@ -60,9 +63,8 @@ def test_document_kinds_are_an_enum_and_old_rows_read_as_the_kind_they_name(
     assert kinds == {"notes.md": "MARKDOWN", "page.html": "HTML", "main.py": "CODE", "plain.txt": "TEXT"}
     # Before kinds were an enum, a failed document stored its file's extension (or "unknown").
     with fake_container.store.write() as db:
-        run = db.connection().exec_driver_sql
         for name, stored in (("notes.md", "md"), ("page.html", "HTM"), ("main.py", "docx"), ("plain.txt", "unknown")):
-            run("UPDATE documents SET kind = ? WHERE name = ?", (stored, name))
+            db.execute(text("UPDATE documents SET kind = :kind WHERE name = :name"), {"kind": stored, "name": name})
     kinds = {d["name"]: d["kind"] for d in nodes(api.run(PROJECT, id=pid)["project"]["documents"])}
     assert kinds == {"notes.md": "MARKDOWN", "page.html": "HTML", "main.py": "UNKNOWN", "plain.txt": "UNKNOWN"}
 
@@ -90,6 +92,27 @@ def test_chat_errors_are_errors_with_an_enum_code(api: Api) -> None:
     with api.websocket() as ws:
         (event,) = [e["data"]["chat"] for e in ws.subscribe(query)]
     assert event == {"__typename": "ChatError", "message": "chat session 404 not found", "code": "NOT_FOUND"}
+
+
+def test_a_chunk_without_a_stored_vector_is_found_by_keyword_with_no_score(
+    api: Api, fake_container: Container, model: FakeChatModel
+) -> None:
+    pid = _project(api)
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle together in winter.")
+    sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.2})[
+        "createChatSession"
+    ]["id"]
+    with fake_container.store.write() as db:  # as if its chunks had never been embedded
+        delete_vectors(db.connection(), "vec_space_1")
+    model.enqueue("Penguins huddle [1].")
+    with api.websocket() as ws:
+        events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="penguins huddle")]
+    events = [e for e in events if e["__typename"] != "ChatSearchProgress"]
+    assert events[0]["sources"][0]["score"] is None  # found by keyword alone: no cosine to show
+    assert events[0]["degraded"] == []  # nothing failed: there is just no vector
+    answer = events[-1]["answer"]
+    assert answer["citations"][0]["score"] is None and answer["citations"][0]["documentName"] == "penguins.md"
+    assert [c["score"] for c in answer["trace"]["candidates"]] == [None]
 
 
 def test_without_stored_vectors_a_source_has_no_score_and_its_citation_none(

@@ -22,6 +22,10 @@ from app.rag.retrieval import RetrievalParams, retrieve
 from app.services import documents, projects
 from tests.fakes import FakeEmbedder
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="the in-process keyword index over FTS5 and SQLite's keyword journal (PostgreSQL ranks in SQL: tests/rag/test_pg_rankings.py)"
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CORPUS = {

@@ -21,6 +21,8 @@ from app.settings import Settings
 from tests import backends
 from tests.fakes import FakeEmbedder
 
+pytestmark = pytest.mark.sqlite_too(reason="compares PostgreSQL's rankings with SQLite's on the same corpus")
+
 # Words whose english snowball stem (PostgreSQL) and porter stem (FTS5) are the same.
 CORPUS = {
     "penguins.txt": "Emperor penguins huddle together through the Antarctic winter. Penguins swim fast.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import inspect
 
 from app.container import Container
 from app.errors import ConflictError
@@ -17,8 +18,8 @@ PARAMS = RetrievalParams(mode="vector", threshold=0.0, top_k=3)
 
 def _tables(container: Container) -> set[str]:
     with container.store.read() as db:
-        rows = db.connection().exec_driver_sql("SELECT name FROM sqlite_master WHERE name LIKE 'vec_space_%'")
-        return {r[0] for r in rows if r[0].count("_") == 2}
+        rows = inspect(db.connection()).get_table_names()
+        return {name for name in rows if name.startswith("vec_space_") and name.count("_") == 2}
 
 
 def test_search_keeps_working_during_a_reindex_and_switches_at_the_end(container: Container) -> None:

@@ -18,6 +18,10 @@ from app.rag.retrieval import RetrievalParams, retrieve
 from app.services import documents, projects
 from tests.fakes import FakeEmbedder
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="the in-process vector index over vec0 and SQLite's vector journal (PostgreSQL searches HNSW in SQL: tests/rag/test_pg_rankings.py)"
+)
+
 DIMS = 16
 
 

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from app.db import migrate
 from benchmarks.load import Server, audit, open_db, problems
 from tests.graphql.client import Api
@@ -45,6 +47,7 @@ def _stopped_or_reached(proc: subprocess.Popen[bytes], database: Path, documents
     return lambda: proc.poll() is not None or _documents(database) >= documents
 
 
+@pytest.mark.sqlite_only(reason="a SIGKILLed writer and SQLite's WAL file: PRAGMA integrity_check after each kill")
 def test_sigkill_during_a_large_ingestion_leaves_whole_documents_and_a_rerun_completes(tmp_path: Path) -> None:
     server = Server(tmp_path)
     migrate.upgrade(f"sqlite:///{server.database}")
@@ -77,6 +80,7 @@ def test_sigkill_during_a_large_ingestion_leaves_whole_documents_and_a_rerun_com
     assert found["rows"]["documents"] == found["rows"]["chunks"] == FILES
 
 
+@pytest.mark.sqlite_only(reason="a SIGKILLed server and SQLite's WAL file: PRAGMA integrity_check after the kill")
 def test_sigkill_during_a_chat_turn_is_marked_interrupted_on_restart(tmp_path: Path) -> None:
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(["Emperor penguins huddle " + "slowly " * 400]), encoding="utf-8")

@@ -129,15 +129,13 @@ OPERATIONS: dict[str, tuple[str, dict[str, st.SearchStrategy[Any]]]] = {
 
 
 @pytest.fixture(scope="module")
-def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, Container]]:
-    """One live server for all generated cases (a fresh one per case would dominate the run time)."""
-    from app.db import migrate
+def hostile(module_migrated_url: str) -> Iterator[tuple[Api, Container]]:
+    """One live server for all generated cases (a fresh one per case would dominate the run time),
+    on each backend."""
     from app.settings import Settings
 
-    folder = tmp_path_factory.mktemp("hostile")
-    built = Settings(database_url=f"sqlite:///{folder / 'ragchat.db'}")
+    built = Settings(database_url=module_migrated_url)
     built.api.max_upload_bytes = 64 * 1024
-    migrate.upgrade(built.database_url, default_threshold=built.rag.threshold)
     container = fake_container(built)
     with live_api(container) as api:
         pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]

@@ -13,7 +13,7 @@ from app.cli_ingest import ingest_paths
 from app.container import Container
 from app.services import documents
 from tests.graphql.client import Api
-from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, UPLOAD
+from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION, UPLOAD
 
 FIELDS = "__typename ... on Document { id name } ... on ValidationError { message fields { field message } }"
 DOCUMENT = "query($id: ID!) { document(id: $id) { " + FIELDS + " } }"
@@ -93,10 +93,22 @@ def test_unexpected_errors_keep_their_traceback_once(
     api: Api, rig: Container, caplog: pytest.LogCaptureFixture
 ) -> None:
     with rig.store.write() as db:
-        db.connection().exec_driver_sql("DROP TABLE chat_messages")
+        db.connection().exec_driver_sql("ALTER TABLE chat_messages RENAME TO chat_messages_gone")  # both backends
     with caplog.at_level(logging.INFO):
         body = api.raw('{ message(id: "1") { __typename } }').json()
     assert body["errors"][0]["message"].startswith("Unexpected error (request ")
     tracebacks = [r for r in caplog.records if r.exc_info is not None]
     assert len(tracebacks) == 1 and tracebacks[0].levelno == logging.ERROR
     assert "chat_messages" in caplog.text  # the log says what the client is not told
+
+
+def test_a_nul_character_in_a_stored_text_is_a_validation_error_on_both_backends(api: Api, rig: Container) -> None:
+    """PostgreSQL's text cannot hold U+0000 (a project name holding one failed there as an unexpected
+    error; SQLite stored it). Both now refuse it as a ValidationError and write nothing."""
+    fields = [{"field": "input", "message": "must not contain a NUL character (U+0000): the database cannot store one"}]
+    assert api.run(CREATE_PROJECT, name="k\x00b")["createProject"]["fields"] == fields
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    session = {"provider": "fake", "model": "scripted", "systemPrompt": "be\x00brief"}
+    assert api.run(CREATE_SESSION, p=pid, input=session)["createChatSession"]["fields"] == fields
+    lists = "{ projects { ... on ProjectConnection { totalCount } } chatSessions { ... on ChatSessionConnection { totalCount } } }"
+    assert api.run(lists) == {"projects": {"totalCount": 1}, "chatSessions": {"totalCount": 0}}

@@ -10,8 +10,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import select
 
 from app.container import Container
+from app.db.models import Chunk
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
@@ -29,12 +31,10 @@ NAMES = itertools.count()
 
 
 @pytest.fixture(scope="module")
-def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, Container]]:
-    from app.db import migrate
+def isolated(module_migrated_url: str) -> Iterator[tuple[Api, Container]]:
     from app.settings import Settings
 
-    built = Settings(database_url=f"sqlite:///{tmp_path_factory.mktemp('isolation') / 'ragchat.db'}")
-    migrate.upgrade(built.database_url, default_threshold=built.rag.threshold)
+    built = Settings(database_url=module_migrated_url)
     model = FakeChatModel()
     model.default_answer = "From the sources [1], and [2], and [3]."
     container = fake_container(built, model)
@@ -45,10 +45,8 @@ def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, Co
 
 def _chunks_of(container: Container, document_ids: list[str]) -> set[str]:
     with container.store.read() as db:
-        marks = ",".join("?" * len(document_ids))
-        rows = db.connection().exec_driver_sql(
-            f"SELECT id FROM chunks WHERE document_id IN ({marks})", tuple(int(d) for d in document_ids)
-        )
+        query = select(Chunk.id).where(Chunk.document_id.in_([int(d) for d in document_ids]))
+        rows = db.execute(query)
         return {str(r[0]) for r in rows}
 
 

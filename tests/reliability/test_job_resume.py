@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
 
 from app.db.engine import make_engine
 from tests.graphql.client import Api
@@ -25,11 +26,11 @@ FILES = 200
 WORDS = [f"word{i}" for i in range(40)]
 
 
-def _env(database: Path) -> dict[str, str]:
+def _env(database: str) -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPOSITORY), os.environ.get("PYTHONPATH")])),
-        "RAGCHAT_DATABASE_URL": f"sqlite:///{database}",
+        "RAGCHAT_DATABASE_URL": database,
         "RAGCHAT_TEST_PROVIDERS": "tests.providers",
         "RAGCHAT_EMBEDDER__PROVIDER": "fake",
         "RAGCHAT_EMBEDDER__MODEL": "hash-words-20ms",  # a slow embedder: the job is under way for a while
@@ -37,7 +38,7 @@ def _env(database: Path) -> dict[str, str]:
 
 
 @contextmanager
-def server(database: Path) -> Iterator[tuple[Api, subprocess.Popen[bytes]]]:
+def server(database: str) -> Iterator[tuple[Api, subprocess.Popen[bytes]]]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
@@ -73,36 +74,39 @@ def _job(api: Api, job_id: str) -> dict[str, Any]:
     return dict(api.run(JOB, id=job_id)["ingestionJob"])
 
 
-def _check_store(database: Path) -> dict[str, int]:
+def _check_store(database: str) -> dict[str, int]:
     """Integrity, and every visible document complete: its chunks, and a vector for each."""
-    engine = make_engine(f"sqlite:///{database}")  # with sqlite-vec loaded, to count the vectors
+    engine = make_engine(database)  # on SQLite with sqlite-vec loaded, to count the vectors
     with engine.connect() as conn:
-        db = conn.connection.driver_connection
-        assert db is not None
-        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
-        incomplete = db.execute(
+        if engine.dialect.name == "sqlite":  # PostgreSQL checks its foreign keys as it writes
+            assert conn.exec_driver_sql("PRAGMA integrity_check").all() == [("ok",)]
+            assert conn.exec_driver_sql("PRAGMA foreign_key_check").all() == []
+
+        def db_execute(sql: str) -> Any:
+            return conn.execute(text(sql))
+
+        incomplete = db_execute(
             "SELECT d.name, d.chunk_count, count(c.id) FROM documents d LEFT JOIN chunks c ON c.document_id = d.id "
             "GROUP BY d.id HAVING d.chunk_count != count(c.id) OR count(c.id) = 0"
-        ).fetchall()
+        ).all()
         assert incomplete == []
-        doubled = db.execute(
+        doubled = db_execute(
             "SELECT document_id, ordinal FROM chunks GROUP BY document_id, ordinal HAVING count(*) > 1"
-        ).fetchall()
+        ).all()
         assert doubled == []
-        (space,) = db.execute("SELECT id FROM embedding_spaces").fetchone() or (None,)
-        chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        vectors = db.execute(f"SELECT count(*) FROM vec_space_{space}").fetchone()[0] if space else 0
+        (space,) = db_execute("SELECT id FROM embedding_spaces").first() or (None,)
+        chunks = db_execute("SELECT count(*) FROM chunks").first()[0]
+        vectors = db_execute(f"SELECT count(*) FROM vec_space_{space}").first()[0] if space else 0
         assert vectors == chunks
-        documents = db.execute("SELECT count(*), count(DISTINCT name) FROM documents").fetchone()
+        documents = db_execute("SELECT count(*), count(DISTINCT name) FROM documents").first()
         assert documents[0] == documents[1]
-        ready = db.execute("SELECT count(*) FROM ingestion_items WHERE state = 'ready'").fetchone()[0]
+        ready = db_execute("SELECT count(*) FROM ingestion_items WHERE state = 'ready'").first()[0]
     engine.dispose()
     return {"documents": documents[0], "chunks": chunks, "ready_items": ready}
 
 
-def test_sigkill_during_a_200_file_job_then_restart_completes_it(tmp_path: Path) -> None:
-    database = tmp_path / "ragchat.db"
+def test_sigkill_during_a_200_file_job_then_restart_completes_it(tmp_path: Path, database_url: str) -> None:
+    database = database_url
     subprocess.run([sys.executable, "-m", "app", "migrate"], env=_env(database), check=True, capture_output=True)
     files = {f"variables.files.{i}": (f"doc{i:03}.md", _text(i)) for i in range(FILES)}
 

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from benchmarks.load import load
 from tests.reliability.helpers import CASES
 
 
+@pytest.mark.sqlite_only(
+    reason="benchmarks/load.py serves and audits a SQLite file (PRAGMA integrity_check, FTS5's integrity-check)"
+)
 def test_a_short_load_holds_and_loses_nothing(tmp_path: Path) -> None:
     report = load(tmp_path, seconds=4, chats=20, ingesters=2, max_generations=8)
     assert report["problems"] == [], report

@@ -54,13 +54,13 @@ def test_an_uploaded_bomb_fails_with_the_reason_and_the_server_stays_responsive(
     assert len(latencies) > 10 and max(latencies) < 1.0, (statistics.median(latencies), max(latencies))
 
 
-def test_the_cli_fails_a_bomb_with_the_reason_and_ingests_the_rest(tmp_path: Path) -> None:
+def test_the_cli_fails_a_bomb_with_the_reason_and_ingests_the_rest(tmp_path: Path, database_url: str) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "bomb.pdf").write_bytes(SLOW_PDF)
     (docs / "deep.html").write_bytes(b"<div>" * 100_000)
     (docs / "note.md").write_text("# Note\n\nPenguins huddle in winter.\n", encoding="utf-8")
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    url = database_url
     migrate.upgrade(url)
     env = {
         **os.environ,

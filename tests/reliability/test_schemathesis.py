@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from app.container import Container
-from app.db import migrate
 from app.settings import Settings
 from tests.graphql.client import live_api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
@@ -49,10 +48,8 @@ schemathesis.graphql.scalar(
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Container]]:
-    folder = tmp_path_factory.mktemp("schemathesis")
-    built = Settings(database_url=f"sqlite:///{folder / 'ragchat.db'}")
-    migrate.upgrade(built.database_url, default_threshold=built.rag.threshold)
+def target(module_migrated_url: str) -> Iterator[tuple[str, Container]]:
+    built = Settings(database_url=module_migrated_url)
     container = fake_container(built)
     with live_api(container) as api:
         pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]

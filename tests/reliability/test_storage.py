@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import event
 
 from app.container import Container
@@ -29,6 +30,11 @@ from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
 from tests.reliability.helpers import fake_container, row_counts
 from tests.waiting import wait_until
+
+pytestmark = pytest.mark.sqlite_only(
+    reason="a full SQLite file (PRAGMA max_page_count) and a read-only file or tmpfs under it; PostgreSQL's "
+    "read-only database is tests/db/test_engine.py's"
+)
 
 UPLOAD = (
     "mutation($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files) { "

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from sqlalchemy import text
 
 from app.container import Container
 from app.errors import ProviderUnavailableError, ValidationError
@@ -318,10 +319,12 @@ async def test_closing_the_stream_after_done_keeps_the_answer(rig: Rig) -> None:
 def _reuse_answer_id(rig: Rig, answer_id: int, other_session: int) -> None:
     """Put a message of another session at ``answer_id``, as a database that reused ids would."""
     with rig.container.store.write() as db:
-        db.connection().exec_driver_sql(
-            "INSERT INTO chat_messages(id, session_id, role, content, status, created_at) "
-            "VALUES (?, ?, 'assistant', 'theirs', 'complete', '2026-01-01 00:00:00')",
-            (answer_id, other_session),
+        db.execute(
+            text(
+                "INSERT INTO chat_messages(id, session_id, role, content, status, created_at) "
+                "VALUES (:id, :sid, 'assistant', 'theirs', 'complete', '2026-01-01 00:00:00')"
+            ),
+            {"id": answer_id, "sid": other_session},
         )
 
 

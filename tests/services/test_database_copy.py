@@ -39,6 +39,8 @@ from app.services import database_copy, projects, search
 from app.settings import Settings
 from tests.fakes import FakeEmbedder
 
+pytestmark = pytest.mark.sqlite_too(reason="copies a SQLite knowledge base into the backend under test")
+
 DOCS = {
     "penguins.md": "# Penguins\n\nEmperor penguins huddle together to survive the Antarctic winter.",
     "volcanoes.md": "# Volcanoes\n\nMagma rises through the crust and erupts as lava and ash.",
