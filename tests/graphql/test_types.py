@@ -94,14 +94,21 @@ def test_chat_errors_are_errors_with_an_enum_code(api: Api) -> None:
     assert event == {"__typename": "ChatError", "message": "chat session 404 not found", "code": "NOT_FOUND"}
 
 
+def _penguin_session(api: Api) -> str:
+    """A chat session on a knowledge base of one short document about penguins."""
+    pid = _project(api)
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle together in winter.")
+    return str(
+        api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.2})[
+            "createChatSession"
+        ]["id"]
+    )
+
+
 def test_a_chunk_without_a_stored_vector_is_found_by_keyword_with_no_score(
     api: Api, fake_container: Container, model: FakeChatModel
 ) -> None:
-    pid = _project(api)
-    api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle together in winter.")
-    sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.2})[
-        "createChatSession"
-    ]["id"]
+    sid = _penguin_session(api)
     with fake_container.store.write() as db:  # as if its chunks had never been embedded
         delete_vectors(db.connection(), "vec_space_1")
     model.enqueue("Penguins huddle [1].")
@@ -118,11 +125,7 @@ def test_a_chunk_without_a_stored_vector_is_found_by_keyword_with_no_score(
 def test_without_stored_vectors_a_source_has_no_score_and_its_citation_none(
     api: Api, fake_container: Container, model: FakeChatModel
 ) -> None:
-    pid = _project(api)
-    api.run(ADD_DOC, p=pid, name="penguins.md", text="# Penguins\n\nEmperor penguins huddle together in winter.")
-    sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.2})[
-        "createChatSession"
-    ]["id"]
+    sid = _penguin_session(api)
     with fake_container.store.write() as db:  # the vector index and the stored vectors are gone
         db.connection().exec_driver_sql("DROP TABLE vec_space_1")
     model.enqueue("Penguins huddle [1].", "Penguins huddle [1].")

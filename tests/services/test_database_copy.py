@@ -293,22 +293,19 @@ def test_the_command_copies_and_says_what(source_url: str, migrated: Settings, t
     build_source(source_url, migrated)
     env = {"PATH": "/usr/bin:/bin", "RAGCHAT_DATABASE_URL": source_url, "HF_HUB_OFFLINE": "1"}
     env["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")
-    done = subprocess.run(
-        [sys.executable, "-m", "app", "copy-database", "--to", migrated.database_url],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+
+    def copy() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "app", "copy-database", "--to", migrated.database_url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+
+    done = copy()
     assert done.returncode == 0, done.stderr
     assert "vectors in 2 embedding spaces" in done.stdout
-    again = subprocess.run(
-        [sys.executable, "-m", "app", "copy-database", "--to", migrated.database_url],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    again = copy()
     assert again.returncode == 2 and "is not empty" in again.stderr and "Traceback" not in again.stderr
