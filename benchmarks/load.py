@@ -288,9 +288,18 @@ class Run:
     accepted: list[Accepted] = field(default_factory=list)
     ops: dict[str, Op] = field(default_factory=lambda: defaultdict(Op))
     rng: random.Random = field(default_factory=lambda: random.Random(7))
+    # Operations that must each have succeeded once before the run stops: past the deadline it goes
+    # on (at most `grace` seconds more) while one has not, so a short run on a busy machine still
+    # exercises every kind of operation instead of stopping before the slowest one came round.
+    required: tuple[str, ...] = ()
+    grace: float = 0.0
 
     def running(self) -> bool:
-        return time.monotonic() < self.deadline
+        now = time.monotonic()
+        if now < self.deadline:
+            return True
+        missing = any(name not in self.ops or self.ops[name].ok == 0 for name in self.required)
+        return missing and now < self.deadline + self.grace
 
     def text(self, words: int) -> str:
         return " ".join(self.rng.choice(WORDS) for _ in range(words)) + "."
@@ -463,14 +472,16 @@ async def setup(run: Run, sessions: int) -> None:
             run.sessions.append(data["id"])
 
 
-async def drive(base: str, seconds: float, chats: int, ingesters: int) -> Run:
-    run = Run(base, deadline=float("inf"))
+async def drive(
+    base: str, seconds: float, chats: int, ingesters: int, required: tuple[str, ...] = (), grace: float = 0.0
+) -> Run:
+    run = Run(base, deadline=float("inf"), required=required, grace=grace)
     await setup(run, sessions=max(4, chats // 4))
     run.deadline = time.monotonic() + seconds
     ws_url = base.replace("http://", "ws://") + "/graphql"
     tasks = [chat_client(run, i, ws_url) for i in range(chats)]
     tasks += [ingest_client(run, i) for i in range(ingesters)] + [session_churn(run), reader(run)]
-    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), seconds + 120)
+    results = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), seconds + grace + 120)
     for result in results:
         if isinstance(result, BaseException):
             run.ops["client"].errors[f"{type(result).__name__}: {result}"[:120]] += 1
@@ -523,8 +534,11 @@ def load(
     max_generations: int = 16,
     token_delay_ms: int = 15,
     env: dict[str, str] | None = None,
+    required: tuple[str, ...] = (),
+    grace: float = 0.0,
 ) -> dict[str, Any]:
-    """Migrate a fresh database, serve it, drive it, stop it, audit it. Returns the report."""
+    """Migrate a fresh database, serve it, drive it, stop it, audit it. Returns the report.
+    ``required``: operations the run goes on for (up to ``grace`` more seconds) until each succeeded once."""
     script = workdir / "answers.json"
     script.write_text(json.dumps(ANSWERS), encoding="utf-8")
     settings = {
@@ -535,7 +549,7 @@ def load(
     server = Server(workdir, settings)
     migrate.upgrade(f"sqlite:///{server.database}")
     with server:
-        run = asyncio.run(drive(server.base, seconds, chats, ingesters))
+        run = asyncio.run(drive(server.base, seconds, chats, ingesters, required, grace))
     found = audit(server.database, server.log_text())
     return summarise(run, seconds, chats, found, lost_messages(server.database, run.accepted, run.deleted_sessions))
 
