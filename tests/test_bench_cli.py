@@ -30,10 +30,10 @@ def _dataset(root: Path) -> Path:
     return root
 
 
-def _bench(dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _bench(dataset: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app", "bench", "retrieval", "--dataset", str(dataset), "--split", "test", *args],
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "BENCH_CACHE": str(dataset.parent / "cache")},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "BENCH_CACHE": str(dataset.parent / "cache"), **(env or {})},
         capture_output=True,
         text=True,
         timeout=240,
@@ -69,6 +69,19 @@ def test_the_ingested_corpus_is_reused_across_query_time_variants(tmp_path: Path
     other = json.loads(_bench(dataset, "--mode", "keyword", "--json", "--no-cache").stdout)
     assert other["reused_cached_database"] is False
     assert len(list((tmp_path / "cache").glob("*.db"))) == 1  # --no-cache left the cache alone
+
+
+def test_each_embedder_precision_has_its_own_cached_corpus(tmp_path: Path) -> None:
+    """int8 and fp32 share one vector space but not their vectors: comparing them (issue 16 item 4)
+    must not measure the fp32 ingest twice."""
+    dataset = _dataset(tmp_path / "beir")
+    fp32 = json.loads(_bench(dataset, "--mode", "vector", "--json").stdout)
+    int8 = _bench(dataset, "--mode", "vector", "--json", env={"RAGCHAT_EMBEDDER__PRECISION": "int8"})
+    assert int8.returncode == 0, int8.stderr
+    assert fp32["reused_cached_database"] is False and json.loads(int8.stdout)["reused_cached_database"] is False
+    assert len(list((tmp_path / "cache").glob("beir-4-c200-*.db"))) == 2
+    again = _bench(dataset, "--mode", "vector", "--json", env={"RAGCHAT_EMBEDDER__PRECISION": "int8"})
+    assert json.loads(again.stdout)["reused_cached_database"] is True
 
 
 def test_a_folder_that_is_not_beir_is_refused(tmp_path: Path) -> None:
