@@ -56,10 +56,12 @@ class EmbedderSettings(BaseModel):
     dimensions: int | None = Field(None, ge=1, le=8192)
     batch_size: int = Field(32, ge=1, le=1024)
     threads: int = Field(0, ge=0, le=256, description="0 lets the runtime choose")
-    # The local embedder's arithmetic: fp32 (the shipped graph) or int8 (its weights multiplied as
-    # int8, ~2x the speed); one vector space. fp32 stays the default until SciFact's full train run
-    # shows int8 within 0.005 nDCG@10 (docs/BENCHMARKS.md, "int8 local embedder").
-    precision: Literal["int8", "fp32"] = "fp32"
+    # The local embedder's arithmetic: int8 (the shipped int8 weights multiplied as int8, ~2x the
+    # chunks/s) or fp32 (the shipped graph, which casts them back to fp32); one vector space.
+    # int8 is the default since SciFact's full train run held it within 0.005 nDCG@10 of fp32
+    # (docs/BENCHMARKS.md, "int8 local embedder"). LocalEmbedder's own default stays fp32: the
+    # benchmarks' cached synthetic vectors were made with it.
+    precision: Literal["int8", "fp32"] = "int8"
     # Where the local embedder keeps its derived int8 graph; None: $XDG_CACHE_HOME/ragchat/models.
     cache_dir: Path | None = None
 

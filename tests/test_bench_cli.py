@@ -75,7 +75,7 @@ def test_each_embedder_precision_has_its_own_cached_corpus(tmp_path: Path) -> No
     """int8 and fp32 share one vector space but not their vectors: comparing them (issue 16 item 4)
     must not measure the fp32 ingest twice."""
     dataset = _dataset(tmp_path / "beir")
-    fp32 = json.loads(_bench(dataset, "--mode", "vector", "--json").stdout)
+    fp32 = json.loads(_bench(dataset, "--mode", "vector", "--json", env={"RAGCHAT_EMBEDDER__PRECISION": "fp32"}).stdout)
     int8 = _bench(dataset, "--mode", "vector", "--json", env={"RAGCHAT_EMBEDDER__PRECISION": "int8"})
     assert int8.returncode == 0, int8.stderr
     assert fp32["reused_cached_database"] is False and json.loads(int8.stdout)["reused_cached_database"] is False
