@@ -1,14 +1,16 @@
-"""Several API servers on one database: each registers, owns what it works on, and recovers what a
-stopped one left (issue 18, item 5).
+"""Several processes on one database: each registers, owns what it works on, and recovers what a
+stopped one left (issue 18).
 
-A server registers a ``servers`` row and holds a lock that ends with its process
-(app/db/server_locks.py); answers it writes, tool calls it runs and files it ingests carry its id
-(``owner``, written by the services through ``Database.owner``). :func:`recover` — at start-up and
-then every ``RAGCHAT_RECOVERY_SECONDS`` — finds the servers whose lock is free, and in one
-transaction marks their streaming answers failed (interrupted), their running tool calls approved
-with an unknown outcome, puts their files back in the queue, and deletes their rows. At start-up
-it also recovers rows with no owner (a CLI command, or rows from before migration 0021), as a
-single server always did. A row owned by a live server is never touched.
+A server — or a CLI command that streams an answer or ingests files (:func:`command_lease`) —
+registers a ``servers`` row and holds a lock that ends with its process (app/db/server_locks.py);
+answers it writes, tool calls it runs and files it ingests carry its id (``owner``, written by the
+services through ``Database.owner``). :func:`recover` — at a server's start-up and then every
+``RAGCHAT_RECOVERY_SECONDS`` — finds the registrations whose lock is free, and in one transaction
+marks their streaming answers failed (interrupted), their running tool calls approved with an
+unknown outcome, puts their uploads back in the queue, fails a command's files (nobody else can
+read them), and deletes their rows. At start-up it also recovers rows with no owner (written by a
+ragchat from before leases: migration 0021, or a CLI command before it held one), as a single
+server always did. A row owned by a live server or command is never touched.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 import anyio
@@ -27,9 +29,10 @@ from sqlalchemy.orm import InstrumentedAttribute
 
 from app.db import server_locks
 from app.db.database import Database
-from app.db.enums import ItemState, MessageStatus, ToolCallStatus
+from app.db.enums import UNFINISHED_ITEM_STATES, ItemState, MessageStatus, ToolCallStatus
 from app.db.models import ChatMessage, IngestionItem, IngestionJob, Server, StoredToolCall, utcnow
-from app.services import chat_store, jobs, tool_calls
+from app.errors import StorageError
+from app.services import chat_store, health, jobs, tool_calls
 
 log = logging.getLogger("ragchat")
 
@@ -41,7 +44,8 @@ class Recovered:
     servers: int = 0
     answers: int = 0
     calls: int = 0
-    items: int = 0
+    items: int = 0  # uploads queued again
+    failed_items: int = 0  # a command's files, marked failed
 
 
 class ServerLease:
@@ -77,6 +81,26 @@ class ServerLease:
             self.id = None
 
 
+@contextmanager
+def command_lease(store: Database) -> Iterator[int]:
+    """Register a CLI command for the block, as a server registers for its lifetime: the answers
+    and files it works on are its own, so a server starting (or looking every few seconds) leaves
+    them alone while it runs, and recovers them once it is killed. Raises :class:`StorageError`
+    when the database is not at this version's migration (it names the command to run)."""
+    state = health.check(store)
+    if not state.ok:
+        raise StorageError(
+            f"the database is at revision {state.migration_revision}, this ragchat expects "
+            f"{state.head_revision}: run `ragchat migrate`"
+        )
+    lease = ServerLease(store)
+    me = lease.acquire()
+    try:
+        yield me
+    finally:
+        lease.release()
+
+
 def recover(store: Database, me: int | None, *, startup: bool) -> Recovered:
     """Recover what servers that stopped left unfinished (and, at ``startup``, what no server owns)."""
     with store.write() as db:
@@ -104,11 +128,21 @@ def recover(store: Database, me: int | None, *, startup: bool) -> Recovered:
             .where(IngestionItem.state.in_(jobs.RUNNING), IngestionItem.job_id.in_(spooled), left(IngestionItem.owner))
             .values(state=ItemState.QUEUED, chunks_done=0, chunks_total=0, owner=None)
         )
+        # A command's files are paths on its own machine, read by it alone: they end, retryable.
+        failed = db.execute(
+            update(IngestionItem)
+            .where(
+                IngestionItem.state.in_(UNFINISHED_ITEM_STATES),
+                IngestionItem.job_id.not_in(spooled),
+                left(IngestionItem.owner),
+            )
+            .values(state=ItemState.FAILED, outcome="failed", error=jobs.INTERRUPTED, finished_at=utcnow(), owner=None)
+        )
         if gone:
             db.execute(delete(Server).where(Server.id.in_(gone)))
             for sid in gone:
                 server_locks.forget(conn, sid)
-        return Recovered(len(gone), _count(answers), _count(calls), _count(items))
+        return Recovered(len(gone), _count(answers), _count(calls), _count(items), _count(failed))
 
 
 def _count(result: object) -> int:
@@ -118,14 +152,18 @@ def _count(result: object) -> int:
 def report(found: Recovered, *, startup: bool) -> None:
     """Log what a recovery did, in the words a single server always used at start-up."""
     if found.servers:
-        log.warning("%d servers sharing the database stopped; recovering what they left", found.servers)
-    when = "by the last shutdown" if startup else "by a server that stopped"
+        log.warning("%d servers or commands sharing the database stopped; recovering what they left", found.servers)
+    when = "by the last shutdown" if startup else "by a server or command that stopped"
     if found.answers:
         log.warning("%d answers were interrupted %s; marked failed", found.answers, when)
     if found.calls:
         log.warning("%d approved tool calls were interrupted %s; their outcome is unknown", found.calls, when)
     if found.items:
         log.warning("%d files were being ingested when the server stopped; they start again", found.items)
+    if found.failed_items:
+        log.warning(
+            "%d files a command was ingesting when it stopped are marked failed; run it again", found.failed_items
+        )
 
 
 class Recoverer:
