@@ -35,6 +35,7 @@ from app.errors import StorageError
 from app.services import chat_store, health, jobs, tool_calls
 
 log = logging.getLogger("ragchat")
+STOP_SECONDS = 10.0  # how long stopping waits for a recovery under way
 
 
 @dataclass(frozen=True)
@@ -175,13 +176,19 @@ class Recoverer:
         self.store = Database.from_url(store.engine.url.render_as_string(hide_password=False))
         self.me, self.seconds, self.wake = me, seconds, wake
         self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="recover-stopped-servers")
 
     async def stop(self) -> None:
+        """Stop, letting a recovery under way finish first (cancelling the task would not stop its
+        thread, which would then use the engine after it is disposed), at most ``STOP_SECONDS``."""
+        self._stopping.set()
         if self._task is not None:
-            self._task.cancel()
+            _, late = await asyncio.wait([self._task], timeout=STOP_SECONDS)
+            for task in late:
+                task.cancel()
             with suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
@@ -189,7 +196,10 @@ class Recoverer:
 
     async def _run(self) -> None:
         while True:
-            await asyncio.sleep(self.seconds)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self.seconds)
+            if self._stopping.is_set():
+                return
             try:
                 found = await anyio.to_thread.run_sync(lambda: recover(self.store, self.me, startup=False))
             except Exception:  # a database that is down now is retried next time
