@@ -67,6 +67,45 @@ class ServerLease:
         self.store.owner = self.id
         return self.id
 
+    def keep(self) -> bool:
+        """Make sure this process still holds its lease; False if it had lost it and registered
+        again. A lock that ended with its connection (PostgreSQL restarted, a network failure) while
+        the process runs on tells the other servers it stopped: they may have recovered what it was
+        doing (its answers under way failed, its files queued again) and deleted its row. Whatever
+        they did, the rows it owned would from then on be taken for a stopped server's, every one it
+        starts included. So it registers under a new id and, in one transaction, takes over what is
+        still its own under the old one (what was not recovered meanwhile) and deletes the old row."""
+        if self.id is None:
+            return True
+        old = self.id
+        if self._lock is not None and self._lock.alive():
+            with self.store.read() as db:
+                if db.get(Server, old) is not None:
+                    return True
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        new = self.acquire()  # the database may be down still: the next look tries again
+        with self.store.write() as db:
+            running = (
+                (ChatMessage, ChatMessage.status == MessageStatus.STREAMING),
+                (StoredToolCall, StoredToolCall.status == ToolCallStatus.RUNNING),
+                (IngestionItem, IngestionItem.state.in_(jobs.RUNNING)),
+            )
+            kept = [
+                _count(db.execute(update(model).where(model.owner == old, still).values(owner=new)))
+                for model, still in running
+            ]
+            db.execute(delete(Server).where(Server.id == old))
+        log.warning(
+            "this server's lease (id %d) was lost: its lock's connection to the database ended; registered "
+            "again as %d and kept %d answers, %d tool calls and %d files that were not recovered meanwhile",
+            old,
+            new,
+            *kept,
+        )
+        return False
+
     def release(self) -> None:
         """Deregister (what it still owned is recovered by the next server to look), then let go
         of the lock."""
@@ -168,13 +207,13 @@ def report(found: Recovered, *, startup: bool) -> None:
 
 
 class Recoverer:
-    """Runs :func:`recover` every ``seconds`` while the server runs (after the start-up one), on an
-    engine of its own: its few statements never take a connection requests wait for, nor show up
-    among a request's."""
+    """Every ``seconds`` while the server runs (after the start-up recovery): checks that this server
+    still holds its lease (:meth:`ServerLease.keep`), then runs :func:`recover`, on an engine of its
+    own: its few statements never take a connection requests wait for, nor show up among a request's."""
 
-    def __init__(self, store: Database, me: int, seconds: float, wake: Callable[[], None]) -> None:
-        self.store = Database.from_url(store.engine.url.render_as_string(hide_password=False))
-        self.me, self.seconds, self.wake = me, seconds, wake
+    def __init__(self, lease: ServerLease, seconds: float, wake: Callable[[], None]) -> None:
+        self.store = Database.from_url(lease.store.engine.url.render_as_string(hide_password=False))
+        self.lease, self.seconds, self.wake = lease, seconds, wake
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
 
@@ -201,10 +240,16 @@ class Recoverer:
             if self._stopping.is_set():
                 return
             try:
-                found = await anyio.to_thread.run_sync(lambda: recover(self.store, self.me, startup=False))
+                found = await anyio.to_thread.run_sync(self._look)
             except Exception:  # a database that is down now is retried next time
                 log.exception("could not check for stopped servers; trying again in %s s", self.seconds)
                 continue
             report(found, startup=False)
             if found.items:
                 self.wake()
+
+    def _look(self) -> Recovered:
+        """This server's own lease first (it may have lost it: :meth:`ServerLease.keep`), then the others'."""
+        self.lease.keep()
+        assert self.lease.id is not None
+        return recover(self.store, self.lease.id, startup=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select, text
 
 from app.db.database import Database
 from app.db.enums import ItemState, JobOrigin, MessageStatus, Role, ToolCallStatus
@@ -123,3 +123,36 @@ def _recover_by_owner(
     third.release()
     with stores[2].read() as db:
         assert list(db.scalars(select(Server.id))) == []
+
+
+def test_a_server_that_lost_its_lease_registers_again_and_keeps_its_work(stores: list[Database]) -> None:
+    """Its lock ended with its connection (PostgreSQL: the lock backend terminated) or another server
+    deleted its row: :meth:`ServerLease.keep` registers again and takes over what was still its own."""
+    lease = leases.ServerLease(stores[0])
+    try:
+        old = lease.acquire()
+        _work(stores[2], [old, old])
+        assert lease.keep() is True  # nothing lost: nothing changes
+        with stores[2].write() as db:
+            if db.get_bind().dialect.name == "postgresql":
+                ended = db.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                        "AND objid = CAST(:id AS oid) AND objsubid = 2"
+                    ),
+                    {"id": old},
+                ).all()
+                assert len(ended) == 1
+            else:  # a file lock cannot end while its process runs: what a peer that recovered it does
+                db.execute(delete(Server).where(Server.id == old))
+        assert lease.keep() is False
+        new = lease.id
+        assert new is not None and new > old and stores[0].owner == new
+        with stores[2].read() as db:
+            assert list(db.scalars(select(Server.id))) == [new]
+            owners = [m.owner for m in db.scalars(select(ChatMessage))]
+            calls = [c.owner for c in db.scalars(select(StoredToolCall))]
+        assert owners == [new, new] and calls == [new, new]
+        assert lease.keep() is True
+    finally:
+        lease.release()
