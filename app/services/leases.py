@@ -129,10 +129,8 @@ def command_lease(store: Database) -> Iterator[int]:
     when the database is not at this version's migration (it names the command to run)."""
     state = health.check(store)
     if not state.ok:
-        raise StorageError(
-            f"the database is at revision {state.migration_revision}, this ragchat expects "
-            f"{state.head_revision}: run `ragchat migrate`"
-        )
+        at = f"at revision {state.migration_revision}" if state.migration_revision else "not migrated"
+        raise StorageError(f"the database is {at}, this ragchat expects {state.head_revision}: run `ragchat migrate`")
     lease = ServerLease(store)
     me = lease.acquire()
     try:

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
+from app.db import migrate
 from app.db.database import Database
 from app.db.enums import ItemState, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, IngestionItem, Server
@@ -118,4 +119,26 @@ def test_a_server_leaves_live_commands_alone_and_recovers_killed_ones(tmp_path: 
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(30)
+        store.dispose()
+
+
+def test_a_command_refuses_a_database_at_another_migration_and_writes_nothing(
+    tmp_path: Path, database_url: str
+) -> None:
+    migrate.upgrade(database_url, "0020")  # before leases: no servers table
+    env = scripted_server(tmp_path, "cli", database_url, ["unused"], delay_ms=0).env
+    (tmp_path / "note.md").write_text("# Note\n\nPenguins.\n")
+    for args in (["ask", "--project", "kb", "Penguins?"], ["ingest", str(tmp_path / "note.md"), "-p", "kb"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "app", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 2, done.stdout + done.stderr
+        said = " ".join(done.stderr.split())  # the console wraps long lines
+        assert "is at revision 0020, this ragchat expects" in said and "run `ragchat migrate`" in said
+        assert "Traceback" not in done.stderr
+    store = Database.from_url(database_url)
+    try:
+        with store.read() as db:
+            assert db.execute(text("SELECT count(*) FROM projects")).scalar_one() == 0
+    finally:
         store.dispose()
