@@ -50,7 +50,8 @@ class Recovered:
 
 
 class ServerLease:
-    """This server's registration: :meth:`acquire` at start-up, :meth:`release` at shutdown."""
+    """A server's (or a command's) registration: :meth:`acquire` at start-up, :meth:`keep` at each
+    periodic look, :meth:`release` at shutdown."""
 
     def __init__(self, store: Database) -> None:
         self.store = store
