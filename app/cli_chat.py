@@ -13,7 +13,7 @@ from app.db.models import Citation
 from app.errors import RagchatError
 from app.rag.answer_mode import AnswerMode
 from app.rag.stages import Stage
-from app.services import batches, projects, sessions, trace_model
+from app.services import batches, leases, projects, sessions, trace_model
 from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
 
@@ -93,16 +93,20 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             raise typer.BadParameter("give exactly one of --session or --project")
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            if chat is None:
-                found = projects.find(container.store, project or "")
-                if found is None:
-                    raise typer.BadParameter(f"no knowledge base named {project!r}")
-                changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
-                settings = container.settings
-                chat = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
-            elif mode is not None:
-                sessions.update(container.store, container.chat_models, chat, SessionChanges(answer_mode=mode))
-            code = asyncio.run(_ask(container, chat, question))
+            # The answer is this command's while it streams: a server leaves it alone, and fails it
+            # as interrupted if the command is killed (app/services/leases.py). Taken first: it
+            # refuses a database at another migration before anything is written.
+            with leases.command_lease(container.store):
+                if chat is None:
+                    found = projects.find(container.store, project or "")
+                    if found is None:
+                        raise typer.BadParameter(f"no knowledge base named {project!r}")
+                    changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
+                    settings = container.settings
+                    chat = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
+                elif mode is not None:
+                    sessions.update(container.store, container.chat_models, chat, SessionChanges(answer_mode=mode))
+                code = asyncio.run(_ask(container, chat, question))
         except RagchatError as exc:
             console.print(f"[red]{exc.message}[/]")
             code = 2

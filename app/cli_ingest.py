@@ -19,7 +19,7 @@ from app.rag.ingest import FileResult, FileStatus, IngestSummary
 from app.rag.intake import Skipped, SkipReason
 from app.rag.sanitize import clean_name
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
-from app.services import jobs, projects, url_documents
+from app.services import jobs, leases, projects, url_documents
 from app.services.job_worker import ItemRunner
 from app.services.records import IngestionItem, JobOrigin
 
@@ -160,15 +160,16 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
             raise typer.BadParameter("give files, folders or --url")
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            summary = ingest_paths(
-                container,
-                project,
-                paths or [],
-                url or [],
-                include=include or [],
-                exclude=exclude or [],
-                defaults=not no_default_excludes,
-            )
+            with leases.command_lease(container.store):  # its files are its own (app/services/leases.py)
+                summary = ingest_paths(
+                    container,
+                    project,
+                    paths or [],
+                    url or [],
+                    include=include or [],
+                    exclude=exclude or [],
+                    defaults=not no_default_excludes,
+                )
         finally:
             container.close()
         raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)
@@ -198,7 +199,8 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
         """Load the demo knowledge base (ragchat's own documentation) if it is not there yet."""
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:
-            summary = ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
+            with leases.command_lease(container.store):
+                summary = ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
         finally:
             container.close()
         raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)

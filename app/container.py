@@ -99,6 +99,10 @@ class Container:
         return self._embedder
 
     def close(self) -> None:
+        """Stop the ingestion worker (waiting, bounded, for its threads to leave the store), close
+        provider clients, then dispose of the engine."""
+        if self._jobs is not None:
+            self._jobs.join()
         close = getattr(self._embedder, "close", None)  # remote embedders hold HTTP clients
         if close is not None:
             close()

@@ -71,7 +71,7 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         if ready:  # the ingestion worker needs the migrated tables
             await worker.start()
             assert lease.id is not None
-            recoverer = leases.Recoverer(store, lease.id, settings.recovery_seconds, worker.wake)
+            recoverer = leases.Recoverer(lease, settings.recovery_seconds, worker.wake)
             recoverer.start()
         # Start-up objects live for the whole process: keep the collector from walking them on
         # every full collection (a 134 ms pause at 8 concurrent streams before, 2.4 ms after).

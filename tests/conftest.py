@@ -121,9 +121,6 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-_URLS_SEEN: set[str] = set()
-
-
 @pytest.fixture(autouse=True)
 def _databases_follow_the_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Fails a test that opened a SQLite database it should not have: one not taken from the
@@ -133,12 +130,9 @@ def _databases_follow_the_backend(request: pytest.FixtureRequest, monkeypatch: p
     opened: list[str] = []
 
     def connected(conn: Connection) -> None:
-        # Only databases no earlier test opened: a server thread of an earlier test may still be
-        # finishing with that test's (a module's shared database is checked in its first test).
-        url = conn.engine.url.render_as_string(hide_password=True)
-        if url not in _URLS_SEEN:
-            _URLS_SEEN.add(url)
-            opened.append(url)
+        # Every connection while the test runs: nothing of an earlier test may still be using its
+        # database by now (the ingestion worker is joined before its container's engine is disposed).
+        opened.append(conn.engine.url.render_as_string(hide_password=True))
 
     original = subprocess.Popen.__init__
 

@@ -36,11 +36,29 @@ class HeldLock:
         self._handle = handle
         self._path = path
 
+    def alive(self) -> bool:
+        """Whether this process still holds it. On PostgreSQL the lock lives as long as its
+        connection's session, which a restart, a network failure or ``pg_terminate_backend`` ends
+        while the server runs on: a statement on it tells. A file lock ends only with the file."""
+        handle = self._handle
+        if not isinstance(handle, Connection):
+            return handle is not None or self._path is None
+        try:
+            handle.exec_driver_sql("SELECT 1")
+            handle.rollback()  # not left idle in a transaction
+        except Exception:  # whatever the driver says of a dead connection
+            return False
+        return True
+
     def release(self) -> None:
         handle, self._handle = self._handle, None
         if handle is None:
             return
-        handle.close()  # the connection (PostgreSQL) or the file (SQLite): the lock goes with it
+        try:
+            handle.close()  # the connection (PostgreSQL) or the file (SQLite): the lock goes with it
+        except Exception:  # a connection that already died: its lock went with it
+            if not isinstance(handle, Connection):
+                raise
         if self._path is not None:
             self._path.unlink(missing_ok=True)
 

@@ -290,14 +290,3 @@ def _still_streaming(turn: Turn) -> Update:
         ChatMessage.session_id == turn.chat.id,
         ChatMessage.status == MessageStatus.STREAMING,
     )
-
-
-def recover_interrupted(store: Database) -> int:
-    """Mark answers left 'streaming' by a stopped process as failed, so they can be regenerated."""
-    with store.write() as db:
-        result = db.execute(
-            update(ChatMessage)
-            .where(ChatMessage.status == MessageStatus.STREAMING)
-            .values(status=MessageStatus.FAILED, error=INTERRUPTED, completed_at=utcnow())
-        )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TypeVar
 
 import anyio.to_thread
 
@@ -34,7 +35,11 @@ from app.settings import IngestSettings, JobSettings
 log = logging.getLogger(__name__)
 
 Listener = Callable[[IngestionItem], None]
+T = TypeVar("T")
 IDLE_POLL = 5.0  # seconds an idle worker waits before looking for items another process queued
+# How long stopping waits for an item's current step (a parse, an embedding batch, a write) to end
+# before giving up on it (it is then recovered as a stopped server's: app/services/leases.py).
+STOP_SECONDS = 10.0
 
 
 class JobEvents:
@@ -132,7 +137,13 @@ class ItemRunner:
 
 class JobWorker:
     """The server's worker: ``settings.workers`` loops, each taking the oldest queued item of a
-    spooled job and ingesting it in a worker thread. :meth:`wake` after queueing items."""
+    spooled job and ingesting it in a worker thread. :meth:`wake` after queueing items.
+
+    Stopping waits for those threads: cancelling the task that awaits one does not stop the thread,
+    which would go on using the store after its engine was disposed (and, in tests, open the
+    database again during the next test). :meth:`stop` lets the loops end at the item's next step
+    (it is queued again) and :meth:`join` waits for any thread still in a step, each at most
+    ``STOP_SECONDS``; ``Container.close()`` joins before it disposes the engine."""
 
     def __init__(
         self,
@@ -153,6 +164,8 @@ class JobWorker:
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._busy = 0  # worker threads inside a step
+        self._idle = threading.Condition()
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -173,14 +186,43 @@ class JobWorker:
                 self._loop.call_soon_threadsafe(self._wake.set)
 
     async def stop(self) -> None:
-        """Stop taking items; an item being ingested stops at its next step and is queued again."""
+        """Stop taking items; an item being ingested stops at its next step and is queued again.
+        Waits up to ``STOP_SECONDS`` for the loops to end, then cancels what is left."""
         self._stopping = True
-        for task in self._tasks:
+        if self._wake is not None:
+            self._wake.set()
+        tasks, self._tasks = self._tasks, []
+        if not tasks:
+            return
+        _, late = await asyncio.wait(tasks, timeout=STOP_SECONDS)
+        if late:
+            log.warning("an item was still being ingested %s s after the worker began to stop", STOP_SECONDS)
+        for task in late:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with suppress(asyncio.CancelledError):
                 await task
-        self._tasks = []
+
+    def join(self, timeout: float = STOP_SECONDS) -> bool:
+        """Stop, and wait up to ``timeout`` seconds for every worker thread to leave its step (any
+        thread; safe without a running loop). False if one is still in it."""
+        self._stopping = True
+        with self._idle:
+            left = self._idle.wait_for(lambda: self._busy == 0, timeout)
+        if not left:
+            log.warning("the ingestion worker was still using the database %s s after it was asked to stop", timeout)
+        return left
+
+    def _step(self, work: Callable[[], T]) -> T:
+        """Run one step of a loop in this worker thread, counted for :meth:`join`."""
+        with self._idle:
+            self._busy += 1
+        try:
+            return work()
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
 
     async def _loop_forever(self) -> None:
         assert self._wake is not None
@@ -189,11 +231,14 @@ class JobWorker:
             while not self._stopping:
                 self._wake.clear()  # before looking, so a wake during the look is not lost
                 try:
-                    row = await anyio.to_thread.run_sync(jobs.claim, self.store)
+                    row = await anyio.to_thread.run_sync(self._step, lambda: jobs.claim(self.store))
+                    if row is not None and self._stopping:  # claimed as the server began to stop
+                        await anyio.to_thread.run_sync(self._step, lambda: jobs.requeue(self.store, row.id))  # noqa: B023
+                        break
                     if row is not None:
                         if runner is None:
                             runner = await anyio.to_thread.run_sync(self._runner)
-                        await anyio.to_thread.run_sync(lambda: runner.run(row, owned=True))  # noqa: B023
+                        await anyio.to_thread.run_sync(self._step, lambda: runner.run(row, owned=True))  # noqa: B023
                         continue
                 except Exception:  # the database refused (full, locked): wait and look again
                     log.exception("the ingestion worker could not take or record an item; retrying shortly")

@@ -34,6 +34,8 @@ from app.settings import JobSettings, Settings
 # worker takes; a CLI job reads the caller's own files, in the caller's process.
 SPOOLED = (JobOrigin.UPLOAD, JobOrigin.URL)
 RUNNING = (ItemState.PARSING, ItemState.EMBEDDING)
+# A CLI job's file whose command was killed (app/services/leases.py): only that command reads it.
+INTERRUPTED = "interrupted: the command ingesting it stopped before it ended; run it again"
 SWEEP_AFTER_SECONDS = 3600
 
 
@@ -78,6 +80,8 @@ def create(
         db.add(job)
         db.flush()
         now = utcnow()
+        # A CLI job's files are its command's from the start: if it is killed, a server ends them.
+        owner = None if origin in SPOOLED else store.owner
         db.add_all(
             IngestionItem(
                 job_id=job.id,
@@ -93,6 +97,7 @@ def create(
                 attempts=0,
                 created_at=now,
                 finished_at=None if intake.skipped is None else now,
+                owner=owner,
             )
             for intake in intakes
         )

@@ -206,15 +206,3 @@ def reject(store: Database, call_id: int) -> StoredToolCall:
         if row.status is not ToolCallStatus.REJECTED:
             _decidable(row, ToolCallStatus.REJECTED)
         return row
-
-
-def recover_interrupted(store: Database) -> int:
-    """Calls left ``running`` by a stopped process: recorded as approved with an unknown outcome
-    (they are never run again: they may have taken effect)."""
-    with store.write() as db:
-        result = db.execute(
-            update(StoredToolCall)
-            .where(StoredToolCall.status == ToolCallStatus.RUNNING)
-            .values(status=ToolCallStatus.APPROVED, error=INTERRUPTED, finished_at=utcnow())
-        )
-        return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections import Counter
+from pathlib import Path
 from typing import cast
 
 import httpx
@@ -11,7 +14,9 @@ from app.container import Container
 from app.db.database import Database
 from app.llm.base import ChatModels, Embedder
 from app.settings import Settings
+from benchmarks.load import Server
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
+from tests.providers import scripted_env
 
 CASES: Counter[str] = Counter()  # generated cases per suite, shown in the terminal summary
 TABLES = ("projects", "documents", "chunks", "chat_sessions", "chat_messages", "citations", "embedding_spaces")
@@ -50,3 +55,29 @@ def check(response: httpx.Response, before: dict[str, int], after: dict[str, int
     )
     if failed:
         assert after == before, f"a failed request wrote rows: {body}"
+
+
+SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "ri", "po")
+CITED = "Emperor penguins huddle together [1]."
+# A long answer of distinct words (no loop for the answer guard to stop): a minute at 20 ms a word.
+SLOW = "Emperor penguins huddle " + " ".join("".join(w) for w in itertools.product(SYLLABLES, repeat=4))
+
+
+def scripted_server(tmp_path: Path, name: str, url: str, answers: list[str], delay_ms: int) -> Server:
+    """``ragchat serve`` (or, through its ``env``, any ragchat command) on ``url`` with the scripted chat
+    model answering ``answers`` a word every ``delay_ms``, the fake embedder, recovery every 0.5 s."""
+    script = tmp_path / f"{name}.json"
+    script.write_text(json.dumps(answers), encoding="utf-8")
+    folder = tmp_path / name
+    folder.mkdir(exist_ok=True)
+    env = scripted_env(script, token_delay_ms=delay_ms)
+    env.update(
+        {
+            "RAGCHAT_DATABASE_URL": url,
+            "RAGCHAT_EMBEDDER__PROVIDER": "fake",
+            "RAGCHAT_EMBEDDER__MODEL": "hash-words",
+            "RAGCHAT_RECOVERY_SECONDS": "0.5",
+            "RAGCHAT_JOBS__SPOOL_DIR": str(tmp_path / "uploads"),  # what servers share
+        }
+    )
+    return Server(folder, env)

@@ -22,7 +22,7 @@ from sqlalchemy import event
 from app.container import Container
 from app.db import migrate
 from app.db.database import Database
-from app.services import chat_store
+from app.services import leases
 from app.settings import Settings
 from benchmarks.load import audit, problems
 from tests.fakes import FakeChatModel
@@ -119,22 +119,23 @@ def test_a_full_disk_refuses_writes_with_storage_errors_and_loses_nothing(api: A
     assert problems(audit(Path(rig.settings.database_url.removeprefix("sqlite:///")))) == []
 
 
-def test_the_disk_filling_up_while_an_answer_streams(api: Api, rig: Container, model: FakeChatModel) -> None:
-    _, sid = _kb(api)
-    model.token_delay = 0.005
-    model.enqueue(" ".join(f"penguinfact{i}" for i in range(700)))  # long, and not a loop the guard would stop
-    with api.websocket() as ws:
-        stream = ws.subscribe(CHAT, s=sid, c="tell me everything about penguins")
-        retrieval = next(stream)["data"]["chat"]
-        with disk_full(rig.store):
-            events = [e["data"]["chat"] for e in stream]
-    error = events[-1]
-    assert (error["__typename"], error["code"]) == ("ChatError", "STORAGE")
-    assert error["failedMessageId"] == retrieval["messageId"] and len(error["partial"]) > 8000
-    wait_until(lambda: rig.chat.generations_in_flight == 0, what="the slot to be released")
+def test_the_disk_filling_up_while_an_answer_streams(rig: Container, model: FakeChatModel) -> None:
+    with live_api(rig) as api:
+        _, sid = _kb(api)
+        model.token_delay = 0.005
+        model.enqueue(" ".join(f"penguinfact{i}" for i in range(700)))  # long, and not a loop the guard would stop
+        with api.websocket() as ws:
+            stream = ws.subscribe(CHAT, s=sid, c="tell me everything about penguins")
+            retrieval = next(stream)["data"]["chat"]
+            with disk_full(rig.store):
+                events = [e["data"]["chat"] for e in stream]
+        error = events[-1]
+        assert (error["__typename"], error["code"]) == ("ChatError", "STORAGE")
+        assert error["failedMessageId"] == retrieval["messageId"] and len(error["partial"]) > 8000
+        wait_until(lambda: rig.chat.generations_in_flight == 0, what="the slot to be released")
 
     # Either the failure was stored (without its text), or the next start marks it interrupted.
-    chat_store.recover_interrupted(rig.store)
+    leases.recover(rig.store, None, startup=True)
     status, text = _answer(rig.store, int(retrieval["messageId"]))
     assert status == "failed" and ("database or disk is full" in text or "interrupted" in text), text
 

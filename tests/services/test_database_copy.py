@@ -188,6 +188,22 @@ def dump(url: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[int,
         store.dispose()
 
 
+def assert_same_searches(one: Container, other: Container, embedder: FakeEmbedder, kb: int) -> None:
+    """Every retrieval mode finds the same chunks with the same scores in both databases."""
+    for mode in RetrievalMode:
+        for query in QUERIES:
+            hits = [
+                [
+                    (h.chunk_id, round(h.fused_score, 9))
+                    for h in search.search(
+                        c.store, embedder, c.settings, kb, query, top_k=3, threshold=0.0, mode=mode
+                    ).kept
+                ]
+                for c in (one, other)
+            ]
+            assert hits[0] == hits[1] and hits[0], (mode, query)
+
+
 @pytest.fixture
 def source_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'source.db'}"
@@ -215,18 +231,7 @@ def test_a_copy_keeps_every_row_and_vector_searches_the_same_and_ids_go_on(
         Container.build(migrated, embedder=embedder),
     )
     try:
-        for mode in RetrievalMode:
-            for query in QUERIES:
-                hits = [
-                    [
-                        (h.chunk_id, round(h.fused_score, 9))
-                        for h in search.search(
-                            c.store, embedder, c.settings, kb, query, top_k=3, threshold=0.0, mode=mode
-                        ).kept
-                    ]
-                    for c in (lite, copied)
-                ]
-                assert hits[0] == hits[1] and hits[0], (mode, query)
+        assert_same_searches(lite, copied, embedder, kb)
         if backend == "postgresql":  # each space's HNSW index, built after its vectors
             with copied.store.read() as db:
                 found = db.scalars(
@@ -244,6 +249,46 @@ def test_a_copy_keeps_every_row_and_vector_searches_the_same_and_ids_go_on(
     finally:
         lite.close()
         copied.close()
+
+
+def test_a_round_trip_through_the_backend_back_to_sqlite_keeps_everything(
+    source_url: str, migrated: Settings, tmp_path: Path
+) -> None:
+    """SQLite → the backend under test → a fresh SQLite file (on PostgreSQL: the way back, from
+    PostgreSQL's `vector` columns and sequences to vec0 tables, FTS5 and the journals)."""
+    kb, embedder = build_source(source_url, migrated)
+    database_copy.copy_database(source_url, migrated.database_url)
+    back = f"sqlite:///{tmp_path / 'back.db'}"
+    migrate.upgrade(back, default_threshold=migrated.rag.threshold)
+    report = database_copy.copy_database(migrated.database_url, back)
+    before, after = dump(source_url), dump(back)
+    assert after[0] == before[0]
+    assert after[1] == before[1] and sum(report.vectors.values()) == sum(len(v) for v in before[1].values())
+    lite, returned = (
+        Container.build(Settings(database_url=source_url), embedder=embedder),
+        Container.build(Settings(database_url=back), embedder=embedder),
+    )
+    try:
+        assert_same_searches(lite, returned, embedder, kb)
+        fresh = projects.create(returned.store, "new")  # ids go on past the copied ones
+        assert fresh.id == max(r["id"] for r in before[0]["projects"]) + 1
+        Ingestor(returned.store, embedder, returned.settings.ingest).ingest(
+            fresh.id, [Source.from_bytes("new.md", b"# New\n\nA brand new document about glaciers.")]
+        )
+        hits = search.search(
+            returned.store,
+            embedder,
+            returned.settings,
+            fresh.id,
+            "glaciers",
+            top_k=3,
+            threshold=0.0,
+            mode=RetrievalMode.HYBRID,
+        ).kept
+        assert [h.document_name for h in hits] == ["new.md"]
+    finally:
+        lite.close()
+        returned.close()
 
 
 def test_a_non_empty_target_is_refused_unless_replaced(source_url: str, migrated: Settings) -> None:
