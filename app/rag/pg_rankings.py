@@ -17,7 +17,13 @@ chunk count, n a term's document frequency in the project, a chunk's length its 
 last position in its tsvector, as FTS5 counts every token). N and the total length are kept per
 project by triggers (``project_search_stats``), each chunk's length in ``chunks.text_words``
 (migration 0019); a hit's term frequencies come from its tsvector cut down to the question's
-lexemes (``setweight`` marks them, ``ts_filter`` keeps them). Term ids come from
+lexemes (``setweight`` marks them, ``ts_filter`` keeps them). The search is exact MaxScore
+(``PgKeywordRanking.search``): migration 0022 keeps each lexeme's df per project
+(``project_search_terms``, with what bounds its tf part) and the postings (``chunk_terms``:
+project, lexeme, chunk -> tf, length, read from the index alone), so the common words' postings
+are never read and only the chunks that can reach the top k are scored fully; the exhaustive
+statement (every chunk holding a question lexeme, dfs counted from them) stays as the reference
+(``exhaustive_search``). Term ids come from
 ``keyword_index.tokenizer()`` (FTS5's porter tokens); each is mapped back to a word that gives it
 (``Tokenizer.term_names``) and that word to PostgreSQL's lexemes by ``to_tsvector('ragchat_english',
 word)``. Chunks are tokenised as FTS5 does (migration 0020: every character that is not a letter
