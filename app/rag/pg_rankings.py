@@ -295,8 +295,7 @@ def _widened(held: Sequence[int], done: int, wanted: int) -> int:
 
 def _tsquery(lexemes: Iterable[str]) -> str:
     """``'a' | 'b'``: quoted lexemes are taken as they are (no parsing, no stemming)."""
-    quoted = list(lexemes)
-    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in quoted)
+    return " | ".join("'" + lex.replace("\\", "\\\\").replace("'", "''") + "'" for lex in lexemes)
 
 
 # Term id -> PostgreSQL's lexemes of it: a function of the tokenizer and of migration 0004's text
