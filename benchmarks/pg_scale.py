@@ -10,23 +10,30 @@ exists). Their rows and vectors are loaded once into a PostgreSQL kept in the be
 
 Per query (SciFact queries, the local embedder's vectors given, so nothing embeds), back to back in
 alternating order: ``retrieve()`` on SQLite then PostgreSQL (or the reverse), in each mode, with a
-chat turn's parameters (50 candidates per ranking, top 10). Then, on PostgreSQL alone, the vector
+chat turn's parameters (50 candidates per ranking, top 10); in the keyword and hybrid modes also
+on PostgreSQL with the exhaustive keyword search (every chunk holding a question word scored, as
+before MaxScore: ``--no-before`` skips it). Then PostgreSQL's keyword ranking's work per question,
+load-independent: chunks matching, looked at and scored fully, passes, and whether the pruned
+top k is the exhaustive one (ids, order, scores). Then, on PostgreSQL alone, the vector
 ranking's k=10 search through HNSW at several ``hnsw.ef_search`` values against the exact search
 (a sequential scan of the same table, scored exactly): recall@10 against the exact top 10 (float64
 cosines from the stored vectors, ties by id) and the latency ratio.
 
-Usage: python -m benchmarks.pg_scale [--quick] [--sizes 100000,500000] [--queries N]
+Usage: python -m benchmarks.pg_scale [--quick] [--sizes 100000,500000] [--queries N] [--no-before]
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import shutil
 import statistics
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +44,7 @@ from sqlalchemy.engine import make_url
 from app.db import migrate
 from app.db.database import Database
 from app.db.enums import SpaceStatus
-from app.rag import pg_rankings, spaces
+from app.rag import keyword_index, pg_rankings, spaces
 from app.rag.retrieval import RetrievalParams, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from benchmarks import common, data
@@ -92,6 +99,7 @@ def pg_database(server: Any, lite: Path, n: int) -> str:
                 ).fetchone() == (LOADED,):
                     migrate.upgrade(url)  # a later migration may have rebuilt columns: fresh statistics
                     db.execute("ANALYZE chunks")
+                    _vacuum(raw)
                     return url
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # a load that did not finish
         conn.execute(f'CREATE DATABASE "{name}"')
@@ -100,6 +108,61 @@ def pg_database(server: Any, lite: Path, n: int) -> str:
     _load(lite, url, raw)
     log.info("loaded %d chunks into PostgreSQL in %.0f s", n, time.perf_counter() - started)
     return url
+
+
+def _vacuum(raw: str) -> None:
+    """What autovacuum does after a large insert (migration 0022 fills ``chunk_terms``): the
+    visibility map lets searches read the postings from the index alone."""
+    import psycopg
+
+    with psycopg.connect(raw, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE chunk_terms")
+
+
+@contextmanager
+def exhaustive_keywords() -> Iterator[None]:
+    """PostgreSQL's keyword ranking as it was before MaxScore (every matching chunk scored): the
+    same run's "before"."""
+    pruned = pg_rankings.PgKeywordRanking.search
+    pg_rankings.PgKeywordRanking.search = pg_rankings.PgKeywordRanking.exhaustive_search  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        pg_rankings.PgKeywordRanking.search = pruned  # type: ignore[method-assign]
+
+
+def keyword_work(pg: Database, pid: int, questions: list[str], k: int) -> dict[str, Any]:
+    """Per question, PostgreSQL's keyword ranking of ``k``: how many chunks the exhaustive search
+    scores (every chunk holding a question word), how many the pruned one looks at (holding an
+    essential word, from the postings) and scores fully, in how many passes; and whether the two
+    give the same ids in the same order and the same scores."""
+    tokenizer = keyword_index.tokenizer()
+    rows = []
+    for question in questions:
+        weights = tokenizer.question(question)
+        with pg.read() as db:
+            ranking = pg_rankings.PgKeywordRanking(db, pid)
+            exhaustive = ranking.exhaustive_search(weights, k)
+            matched = ranking.scored
+            pruned = ranking.search(weights, k)
+        same = [c for c, _ in pruned] == [c for c, _ in exhaustive] and all(
+            math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15) for (_, a), (_, b) in zip(pruned, exhaustive, strict=True)
+        )
+        rows.append(
+            {"matched": matched, "candidates": ranking.candidates, "scored": ranking.scored,
+             "passes": ranking.passes, "identical": same}
+        )  # fmt: skip
+    return {
+        "k": k,
+        "identical": sum(r["identical"] for r in rows),
+        "queries": len(rows),
+        "matched": statistics.median(r["matched"] for r in rows),
+        "candidates": statistics.median(r["candidates"] for r in rows),
+        "scored": statistics.median(r["scored"] for r in rows),
+        "scored_max": max(r["scored"] for r in rows),
+        "passes_max": max(r["passes"] for r in rows),
+        "per_query": rows,
+    }
 
 
 def _load(lite: Path, url: str, raw: str) -> None:
@@ -174,7 +237,7 @@ def _load(lite: Path, url: str, raw: str) -> None:
     src.close()
 
 
-def measure(cfg: common.Config, n: int, server: Any, folder: Path, count: int) -> dict[str, Any]:
+def measure(cfg: common.Config, n: int, server: Any, folder: Path, count: int, before: bool) -> dict[str, Any]:
     lite_path = sqlite_copy(cfg, n, folder)
     pg_url = pg_database(server, lite_path, n)
     questions, vectors = data.query_vectors(cfg, count)
@@ -194,20 +257,30 @@ def measure(cfg: common.Config, n: int, server: Any, folder: Path, count: int) -
             for store in (lite, pg):  # warm: the SQLite indexes load, PostgreSQL's pages come into memory
                 retrieve(store, embedder, pid, questions[0], params, query_vector=vectors[0])
 
-            def run(store: Database, i: int, params: RetrievalParams = params) -> float:
-                start = time.perf_counter()
-                retrieve(store, embedder, pid, questions[i], params, query_vector=vectors[i])
-                return time.perf_counter() - start
+            def run(store: Database, i: int, params: RetrievalParams = params, exhaustive: bool = False) -> float:
+                with exhaustive_keywords() if exhaustive else nullcontext():
+                    start = time.perf_counter()
+                    retrieve(store, embedder, pid, questions[i], params, query_vector=vectors[i])
+                    return time.perf_counter() - start
 
-            timed = common.rounds(
-                len(questions), {"sqlite": lambda i: run(lite, i), "postgresql": lambda i: run(pg, i)}
-            )
+            measures = {"sqlite": lambda i: run(lite, i), "postgresql": lambda i: run(pg, i)}
+            if before and mode != RetrievalMode.VECTOR:
+                measures["postgresql_exhaustive"] = lambda i: run(pg, i, exhaustive=True)
+            timed = common.rounds(len(questions), measures)
             out["modes"][mode.value] = {
                 "sqlite": common.summary(timed["sqlite"]),
                 "postgresql": common.summary(timed["postgresql"]),
                 "ratio": common.ratio(timed["postgresql"], timed["sqlite"]),
             }
+            if "postgresql_exhaustive" in timed:
+                out["modes"][mode.value] |= {
+                    "postgresql_exhaustive": common.summary(timed["postgresql_exhaustive"]),
+                    "ratio_exhaustive": common.ratio(timed["postgresql_exhaustive"], timed["sqlite"]),
+                    "pruned_over_exhaustive": common.ratio(timed["postgresql"], timed["postgresql_exhaustive"]),
+                }
             log.info("%d chunks, %s: %s", n, mode.value, out["modes"][mode.value])
+        out["keyword_work"] = keyword_work(pg, pid, questions, RetrievalParams(top_k=10).candidates)
+        log.info("%d chunks, keyword work: %s", n, {k: v for k, v in out["keyword_work"].items() if k != "per_query"})
         out["hnsw"] = _hnsw(pg, pg_table, vectors)
         out["sqlite_table"] = f"vec_space_{table}"
         return out
@@ -253,12 +326,12 @@ def _hnsw(pg: Database, table: str, vectors: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def run(cfg: common.Config, sizes: tuple[int, ...], count: int) -> dict[str, Any]:
+def run(cfg: common.Config, sizes: tuple[int, ...], count: int, before: bool = True) -> dict[str, Any]:
     server = pg_server(cfg)
     results = []
     with tempfile.TemporaryDirectory(prefix="ragchat-pg-scale-") as tmp, common.one_blas_thread():
         for n in sizes:
-            results.append(measure(cfg, n, server, Path(tmp), count))
+            results.append(measure(cfg, n, server, Path(tmp), count, before))
     rows = []
     for r in results:
         for mode, m in r["modes"].items():
@@ -270,8 +343,17 @@ def run(cfg: common.Config, sizes: tuple[int, ...], count: int) -> dict[str, Any
                     m["postgresql"]["median"],
                     m["ratio"]["median"],
                     m["ratio"]["p95"],
+                    m["postgresql_exhaustive"]["median"] if "postgresql_exhaustive" in m else "",
+                    m["ratio_exhaustive"]["median"] if "ratio_exhaustive" in m else "",
+                    m["pruned_over_exhaustive"]["median"] if "pruned_over_exhaustive" in m else "",
                 ]
             )
+    work_rows = [
+        [r["n"], w["k"], w["matched"], w["candidates"], w["scored"], w["scored_max"], w["passes_max"],
+         f"{w['identical']}/{w['queries']}"]
+        for r in results
+        for w in [r["keyword_work"]]
+    ]  # fmt: skip
     hnsw_rows = [
         [r["n"], ef, r["hnsw"][f"ef{ef}"]["recall_at_10"], r["hnsw"][f"ef{ef}"]["cosine_gap_at_10"],
          r["hnsw"][f"ef{ef}"]["latency"]["median"], r["hnsw"]["exact"]["median"],
@@ -281,8 +363,14 @@ def run(cfg: common.Config, sizes: tuple[int, ...], count: int) -> dict[str, Any
     ]  # fmt: skip
     table = common.table(
         "Retrieval, PostgreSQL beside SQLite (median ms; ratio PostgreSQL / SQLite per query)",
-        ["chunks", "mode", "SQLite ms", "PostgreSQL ms", "ratio median", "ratio p95"],
+        ["chunks", "mode", "SQLite ms", "PostgreSQL ms", "ratio median", "ratio p95", "exhaustive ms",
+         "exhaustive ratio", "pruned / exhaustive"],
         rows,
+    ) + "\n" + common.table(
+        "PostgreSQL keyword ranking's work per question (medians)",
+        ["chunks", "k", "chunks matching", "looked at", "scored fully", "scored fully, max", "passes, max",
+         "identical to exhaustive"],
+        work_rows,
     ) + "\n" + common.table(
         "HNSW k=10 against the exact scan on PostgreSQL",
         ["chunks", "ef_search", "recall@10", "cosine gap at 10", "HNSW ms", "exact ms", "HNSW / exact"],
@@ -298,6 +386,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,500000")
     parser.add_argument("--queries", type=int, default=None, help="default: 100 (30 with --quick)")
     parser.add_argument("--load-only", action="store_true", help="load the PostgreSQL copies, measure nothing")
+    parser.add_argument("--no-before", action="store_true", help="skip the exhaustive keyword search's timings")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     for noisy in ("alembic", "httpx"):
@@ -310,7 +399,7 @@ def main() -> None:
             for n in (int(s) for s in args.sizes.split(",")):
                 pg_database(server, sqlite_copy(cfg, n, Path(tmp)), n)
         return
-    print(run(cfg, tuple(int(s) for s in args.sizes.split(",")), count)["table"])
+    print(run(cfg, tuple(int(s) for s in args.sizes.split(",")), count, not args.no_before)["table"])
 
 
 if __name__ == "__main__":

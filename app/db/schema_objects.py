@@ -1,13 +1,15 @@
 """Names of the schema objects the ORM does not model: FTS5 and vec0 virtual tables and their
 shadows (SQLite); the per-space vector tables, their HNSW indexes, the chunks' generated
-``tsvector`` column with its GIN index and word count, and the per-project search statistics kept
-by triggers (PostgreSQL: migrations 0004, 0019)."""
+``tsvector`` column with its GIN index and word count, and the per-project search statistics,
+lexeme document frequencies and postings kept by triggers (PostgreSQL: migrations 0004, 0019, 0022)."""
 
 from __future__ import annotations
 
 import re
 
-_UNMODELLED = re.compile(r"^(chunks_fts(_\w+)?|vec_space_\d+(_\w+)?|sqlite_\w+|project_search_stats)$")
+_UNMODELLED = re.compile(
+    r"^(chunks_fts(_\w+)?|vec_space_\d+(_\w+)?|sqlite_\w+|project_search_(stats|terms)|chunk_terms)$"
+)
 
 
 def is_unmodelled_table(name: str) -> bool:

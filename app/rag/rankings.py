@@ -4,8 +4,8 @@ On SQLite they come from in-process indexes kept coherent with the database thro
 (app/rag/vector_index.py, app/rag/keyword_index.py): their views are immutable, need no connection
 once taken, and may be searched from another thread. On PostgreSQL they come from SQL run in the
 caller's transaction (app/rag/pg_rankings.py): pgvector's HNSW index with an exact re-score, and
-BM25 over the full-text index; nothing in-process is kept, so any number of API servers share the
-database with nothing to keep coherent. Both keep the same contracts, below.
+BM25 by MaxScore over per-project postings kept by triggers; nothing in-process is kept, so any
+number of API servers share the database with nothing to keep coherent. Both keep the same contracts, below.
 """
 
 from __future__ import annotations

@@ -132,8 +132,18 @@ def _copy_rows(src: Session, dst: Session, table: Table) -> int:
     count = 0
     pk = list(table.primary_key.columns)
     result = src.connection().execution_options(stream_results=True).execute(select(table).order_by(*pk))
+    # On PostgreSQL one multi-row statement per batch: a statement per row would fire the chunks'
+    # statement triggers (migrations 0019, 0022) once per row, each updating the same per-project
+    # rows again in one transaction (their update chains grow: quadratic).
+    multi_row = dst.get_bind().dialect.name == "postgresql"
+    per_statement = max(1, 30_000 // len(table.columns))  # bound parameters: PostgreSQL allows 65,535
     while batch := result.mappings().fetchmany(BATCH):
-        dst.connection().execute(table.insert(), [dict(row) for row in batch])
+        rows = [dict(row) for row in batch]
+        if multi_row:
+            for start in range(0, len(rows), per_statement):
+                dst.connection().execute(table.insert().values(rows[start : start + per_statement]))
+        else:
+            dst.connection().execute(table.insert(), rows)
         count += len(batch)
     return count
 
