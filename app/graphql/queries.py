@@ -51,7 +51,10 @@ class GenerationLoad:
         description="The model with a pool of its own (RAGCHAT_CHAT__LIMITS names it); null: the pool the "
         "provider's other models share."
     )
-    limit: int = strawberry.field(description="Answers it writes at once at most.")
+    limit: int = strawberry.field(
+        description="Answers it writes at once at most: in this server process, its share ceil(cap / "
+        "RAGCHAT_WORKERS) of the cap when several run."
+    )
     in_use: int = strawberry.field(description="Answers being written now.")
     waiting: int = strawberry.field(description="Questions waiting in line for a slot now.")
 

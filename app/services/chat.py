@@ -95,7 +95,7 @@ class ChatService:
         # The caps on answers generated at once, per provider. A slot is taken before the turn (and
         # its message id) exists and given back by whichever of _begin, abandon and run ends the
         # turn, often in another task: held here by answer id meanwhile. Event loop only.
-        self.slots = SlotPools(settings.chat, models)
+        self.slots = SlotPools(settings.chat, models, workers=settings.workers)
         self._held: dict[int, Slot] = {}
         self.live = LiveTurns(self)  # turns running for the API, which clients follow and re-attach to
 

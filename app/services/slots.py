@@ -6,6 +6,12 @@ found of: the model's entry in ``RAGCHAT_CHAT__LIMITS``, the provider's entry th
 provider declares (``ModelCapabilities.concurrency``: openai 32, ollama 4), and
 ``RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS`` (3), meant for the in-process model on a few cores.
 
+The cap is the server's: with ``RAGCHAT_WORKERS`` processes (app/serving.py) each takes
+``ceil(cap / workers)`` of it (32 on 2 workers: 16 each). A fixed share needs nothing between the
+processes on every turn, and a killed worker's slots go with it; the price is that connections are
+spread by the kernel, not by load, so a caller may wait in its worker's line while the other has a
+free slot (benchmarks/provider_concurrency.py measures what that costs at 32 streams).
+
 A caller that finds every slot taken waits in line, first come first served, for at most
 ``RAGCHAT_CHAT__QUEUE_TIMEOUT`` seconds (5), told its place (1 = next) each time it changes; then
 :class:`BusyError` with that place and a retry delay. A slot freed while others wait is handed to
@@ -161,9 +167,10 @@ def _handed(waiter: _Waiter) -> bool:
 class SlotPools:
     """The pools of one ChatService, made on first use (module docstring)."""
 
-    def __init__(self, settings: ChatSettings, models: ChatModels) -> None:
+    def __init__(self, settings: ChatSettings, models: ChatModels, *, workers: int = 1) -> None:
         self._settings = settings
         self._models = models
+        self._workers = workers
         self._pools: dict[tuple[str, str | None], SlotPool] = {}
 
     def pool(self, provider: str, model: str) -> SlotPool:
@@ -175,9 +182,11 @@ class SlotPools:
         return self._pools[key]
 
     def limit(self, provider: str, model: str | None, declared: int | None) -> int:
+        """This process's share of the pool's cap (module docstring)."""
         limits = self._settings.limits
         found = limits.get(f"{provider}/{model}") if model is not None else None
-        return found or limits.get(provider) or declared or self._settings.max_concurrent_generations
+        cap = found or limits.get(provider) or declared or self._settings.max_concurrent_generations
+        return math.ceil(cap / self._workers)
 
     async def acquire(self, provider: str, model: str, queued: Queued | None = None) -> Slot:
         return await self.pool(provider, model).acquire(self._settings.queue_timeout, queued)
@@ -194,5 +203,5 @@ class SlotPools:
         for key in self._settings.limits:
             name, _, model = key.partition("/")
             if name == provider and model and not any(load.model == model for load in found):
-                found.append(PoolLoad(provider, model, self._settings.limits[key], 0, 0))
+                found.append(PoolLoad(provider, model, self.limit(provider, model, None), 0, 0))
         return sorted(found, key=lambda load: (load.model is not None, load.model or ""))
