@@ -10,18 +10,22 @@ Each worker is a server of its own in the sense of app/services/leases.py: it re
 what a killed worker was writing is marked failed by the others (or by its replacement at start-up);
 its in-memory indexes follow the other workers' writes through the journals, as separate servers'
 do; a client that reconnects to another worker follows its turn through the database
-(app/services/chat_follow.py); and it takes ``ceil(cap / workers)`` of every generation cap
-(app/services/slots.py). ``ragchat serve`` never migrates, so workers never race to: the database is
-brought up to date by ``ragchat migrate`` beforehand, as for one process.
+(app/services/chat_follow.py); and the workers count their generation slots together, so a cap
+stays the server's (app/services/shared_slots.py, in a folder made for the run). ``ragchat serve``
+never migrates, so workers never race to: the database is brought up to date by ``ragchat migrate``
+beforehand, as for one process.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from typing import TYPE_CHECKING, Any
 
 from app import logs
+from app.services import shared_slots
 from app.settings import Settings, env_name, load_settings
 
 if TYPE_CHECKING:
@@ -60,7 +64,12 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
     # The workers load their settings again, from the environment: what the command line changed too.
     for field in ("host", "port", "workers"):
         os.environ[env_name((field,))] = str(getattr(settings, field))
-    uvicorn.run(factory, factory=True, host=settings.host, port=settings.port, workers=settings.workers, **options)
+    slots = tempfile.mkdtemp(prefix="ragchat-slots-")
+    os.environ[shared_slots.WORKER_SLOTS] = slots
+    try:
+        uvicorn.run(factory, factory=True, host=settings.host, port=settings.port, workers=settings.workers, **options)
+    finally:
+        shutil.rmtree(slots, ignore_errors=True)
 
 
 def warn_about_local_models(settings: Settings) -> None:

@@ -52,10 +52,10 @@ class GenerationLoad:
         "provider's other models share."
     )
     limit: int = strawberry.field(
-        description="Answers it writes at once at most: in this server process, its share ceil(cap / "
-        "RAGCHAT_WORKERS) of the cap when several run."
+        description="Answers it writes at once at most, server-wide: the worker processes of "
+        "`ragchat serve --workers N` share it."
     )
-    in_use: int = strawberry.field(description="Answers being written now.")
+    in_use: int = strawberry.field(description="Answers being written now, by every worker.")
     waiting: int = strawberry.field(description="Questions waiting in line for a slot now.")
 
 

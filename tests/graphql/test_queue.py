@@ -115,23 +115,3 @@ def test_a_client_that_stops_while_waiting_leaves_the_line_and_nothing_is_stored
     questions = _stored(fake_container, sid)[::2]
     assert questions == ["penguins?"]  # "never mind" was never stored
 
-
-def test_with_several_workers_each_takes_its_share_of_the_cap(
-    api: Api, model: FakeChatModel, fake_container: Container
-) -> None:
-    # RAGCHAT_WORKERS=2 and a cap of 3: this process writes ceil(3 / 2) = 2 answers at once, so
-    # the two processes together never write more than 4 (app/services/slots.py).
-    fake_container.settings.workers = 2
-    fake_container.settings.chat.queue_timeout = 0
-    sid = _session(api)
-    model.token_delay = 0.05
-    model.default_answer = SLOW
-    assert _load(api) == {"model": None, "limit": 2, "inUse": 0, "waiting": 0}
-    with api.websocket() as a, api.websocket() as b:
-        running = [ws.subscribe(CHAT, s=sid, c=f"penguins {n}?") for n, ws in enumerate((a, b))]
-        for stream in running:
-            assert _past_progress(stream) == "ChatRetrieval"
-        busy = api.run(SEND_BUSY, s=sid, c="penguins again?")["sendMessage"]
-        assert busy["__typename"] == "BusyError" and busy["message"].startswith("all 2 generation slots of fake")
-        for stream in running:
-            assert _kinds(stream)[-1] == "ChatDone"

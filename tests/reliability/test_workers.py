@@ -42,6 +42,7 @@ SEALS_SEARCH = """query($p: ID!) { search(projectId: $p, query: "Weddell seals b
   ... on SearchResults { kept { documentName } } } }"""
 LAST = """query($id: ID!) { chatSession(id: $id) { ... on ChatSession { messages(last: 1) {
   ... on ChatMessageConnection { edges { node { status error } } } } } } }"""
+LOAD = "{ providers { provider generations { limit inUse waiting } } }"
 SCRIPTED = {"provider": "scripted", "model": "scripted", "threshold": 0.1, "answerMode": "GENERATIVE"}
 PENGUINS = "# Penguins\n\nEmperor penguins huddle in winter."
 SEALS = "# Seals\n\nWeddell seals breathe through holes in the winter ice."
@@ -101,7 +102,7 @@ def test_two_workers_on_one_port_serve_one_database_and_a_killed_ones_answer_is_
 ) -> None:
     # Each worker has its own scripted model: its first answer is CITED, its next ones SLOW.
     srv = server(tmp_path, "w", migrated.database_url, [CITED, SLOW], delay_ms=20)
-    srv.env.update({"RAGCHAT_WORKERS": "2", "RAGCHAT_LLM__PROVIDER": "openai"})  # no local-model warning
+    srv.env["RAGCHAT_WORKERS"] = "2"
     with srv, ExitStack() as clients:
         one = clients.enter_context(_on_worker(srv.base))
         first = _pid(one)
@@ -129,6 +130,59 @@ def test_two_workers_on_one_port_serve_one_database_and_a_killed_ones_answer_is_
         )
         assert ended["status"] == "FAILED" and "interrupted" in ended["error"], ended
         assert survivor.run(SEARCH, p=project)["search"]["kept"][0] == {"documentName": "penguins.md"}
+
+
+def _scripted_load(api: Api) -> dict[str, Any]:
+    (pool,) = next(p for p in api.run(LOAD)["providers"] if p["provider"] == "scripted")["generations"]
+    return dict(pool)
+
+
+def test_the_workers_share_one_cap_and_a_killed_workers_slots_are_not_counted(
+    tmp_path: Path, migrated: Settings
+) -> None:
+    srv = server(tmp_path, "w", migrated.database_url, [SLOW], delay_ms=20)
+    srv.env.update(
+        {"RAGCHAT_WORKERS": "2", "RAGCHAT_CHAT__LIMITS": '{"scripted": 1}', "RAGCHAT_CHAT__QUEUE_TIMEOUT": "0"}
+    )
+    with srv, ExitStack() as clients:
+        one = clients.enter_context(_on_worker(srv.base))
+        first = _pid(one)
+        two = clients.enter_context(_on_worker(srv.base, avoid=first))
+        second = _pid(two)
+        _, sid = _session(one)
+        with Api(srv.base).websocket() as ws:  # the one slot, taken in whichever worker
+            answer, _ = stream_until_tokens(ws, sid, "How do penguins keep warm?", tokens=1)
+            for api in (one, two):  # both workers are refused: the cap is the server's, not each worker's
+                busy = api.run(SEND, s=sid, c="And in a blizzard?")["sendMessage"]
+                assert busy["__typename"] == "BusyError", busy
+                assert busy["message"].startswith("all 1 generation slots of scripted are taken"), busy
+                assert _scripted_load(api) == {"limit": 1, "inUse": 1, "waiting": 0}
+            holder = _writer_pid(migrated.database_url, answer)
+            os.kill(holder, signal.SIGKILL)
+        survivor = clients.enter_context(_on_worker(srv.base, second if holder == first else first))
+        assert _scripted_load(survivor) == {"limit": 1, "inUse": 0, "waiting": 0}  # the dead worker's slot is free
+
+
+def test_a_question_waiting_in_one_worker_gets_the_slot_another_worker_frees(
+    tmp_path: Path, migrated: Settings
+) -> None:
+    short = " ".join(MEDIUM.split()[:120]) + " [1]."  # ~3 s at 25 ms a word
+    srv = server(tmp_path, "w", migrated.database_url, [short], delay_ms=25)
+    srv.env.update(
+        {"RAGCHAT_WORKERS": "2", "RAGCHAT_CHAT__LIMITS": '{"scripted": 1}', "RAGCHAT_CHAT__QUEUE_TIMEOUT": "30"}
+    )
+    with srv, ExitStack() as clients:
+        one = clients.enter_context(_on_worker(srv.base))
+        first = _pid(one)
+        two = clients.enter_context(_on_worker(srv.base, avoid=first))
+        _, sid = _session(one)
+        with one.websocket() as ws:
+            answer, _ = stream_until_tokens(ws, sid, "How do penguins keep warm?", tokens=1)
+            # A question to the worker not holding the slot waits in its line, and gets the slot when
+            # the holder's answer ends (~3 s): freed in one process, taken by the other's look.
+            other = two if _writer_pid(migrated.database_url, answer) == first else one
+            waited = other.run(SEND, s=sid, c="And in a blizzard?")["sendMessage"]
+        assert waited["__typename"] == "ChatMessage" and waited["status"] == "COMPLETE", waited
 
 
 def _leave_after_tokens(api: Api, sid: str, question: str, key: str, tokens: int = 3) -> None:
