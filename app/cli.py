@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import typer
 
 from app import logs
 from app.errors import RagchatError
+from app.serving import WEBSOCKET_OPTIONS
 from app.settings import Settings, load_settings
 
-# No locals in tracebacks: they would print settings, API keys included.
-# A streamed answer is one small websocket message per token or few (~100 bytes): compressing
-# each (permessage-deflate, on by default) cost ~0.2 ms of the event loop per message at 32
-# streams (benchmarks/provider_concurrency.py) and saves next to nothing.
-WEBSOCKET_OPTIONS: dict[str, Any] = {"ws_per_message_deflate": False}
+__all__ = ["WEBSOCKET_OPTIONS", "cli", "main", "settings_or_exit"]
 
+# No locals in tracebacks: they would print settings, API keys included.
 cli = typer.Typer(
     help="ragchat: a GraphQL RAG chat server.",
     no_args_is_help=True,
@@ -52,27 +49,20 @@ def migrate(revision: str = typer.Argument("head", help="Target revision (defaul
 def serve(
     host: str | None = typer.Option(None, help="Bind address (default RAGCHAT_HOST or 127.0.0.1)."),
     port: int | None = typer.Option(None, help="Port (default RAGCHAT_PORT or 8000)."),
+    workers: int | None = typer.Option(
+        None, help="Server processes on that port (default RAGCHAT_WORKERS or 1): for remote chat providers."
+    ),
 ) -> None:
     """Serve the GraphQL API (GraphiQL at /graphql) and the frontend."""
-    import uvicorn
+    from app import serving
 
-    from app.main import create_app
-
-    overrides: dict[str, object] = {}
-    if host is not None:
-        overrides["host"] = host
-    if port is not None:
-        overrides["port"] = port
+    chosen = {"host": host, "port": port, "workers": workers}
+    overrides = {name: value for name, value in chosen.items() if value is not None}
     settings = settings_or_exit(**overrides)
     logs.configure(settings)  # a server logs each request, at RAGCHAT_LOG__LEVEL (default info)
-    typer.echo(f"ragchat on http://{settings.host}:{settings.port}/  (GraphiQL: /graphql)")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        **logs.uvicorn_options(settings),
-        **WEBSOCKET_OPTIONS,
-    )
+    processes = f", {settings.workers} worker processes" if settings.workers > 1 else ""
+    typer.echo(f"ragchat on http://{settings.host}:{settings.port}/  (GraphiQL: /graphql{processes})")
+    serving.serve(settings)
 
 
 @cli.command("export-schema")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -140,8 +141,10 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
 
     @app.get("/healthz")
     def healthz(request: Request) -> JSONResponse:
+        store = container_of(request).store
         try:
-            return JSONResponse(vars(health.check(container_of(request).store)))
+            # And which server process answered: its lease (servers.id) and pid, one per worker.
+            return JSONResponse({**vars(health.check(store)), "server": store.owner, "pid": os.getpid()})
         except StorageError as exc:
             return JSONResponse({"ok": False, "error": exc.message}, status_code=503)
 

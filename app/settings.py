@@ -297,6 +297,9 @@ class Settings(BaseSettings):
     database_url: str = "sqlite:///./data/ragchat.db"
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=1, le=65535)
+    # Server processes `ragchat serve` runs on its port (app/serving.py): for remote chat providers,
+    # whose streams need more CPU than one event loop has; each process loads its own local models.
+    workers: int = Field(1, ge=1, le=64)
     # Deprecated spelling of RAGCHAT_LOG__LEVEL, still read when that is not set.
     log_level: LogLevel | None = None
     frontend_dir: Path | None = None

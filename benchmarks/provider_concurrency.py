@@ -11,7 +11,11 @@ worker threads. Side by side in one run:
   expected below the cap), event-loop lag from a ticker task in the server's loop;
 - 48 streams at that cap: 16 wait in line (``ChatQueued``) for at most RAGCHAT_CHAT__QUEUE_TIMEOUT;
   ideal = 32 x one stream, as no more than 32 answers are written at once;
-- 32 streams as before issue 16: one cap of 3 for every provider and no waiting.
+- 32 streams as before issue 16: one cap of 3 for every provider and no waiting;
+- 32 streams against ``ragchat serve`` with 1 worker and with 2 (app/serving.py), both launched
+  the same way, in subprocesses (benchmarks/worker_servers.py): the same embedder, data and
+  settings; loop lag is the worst of the workers' tickers, server CPU the sum of their processes'.
+  The configured cap (32) is server-wide: each of 2 workers takes 16.
 
 Usage: python -m benchmarks.provider_concurrency [--quick]
 """
@@ -35,11 +39,12 @@ from typing import Any, cast
 
 from app.llm.base import Embedder
 from app.llm.chat.registry import chat_registry
-from benchmarks import common, data
+from benchmarks import common, data, worker_servers
 from benchmarks.common import Config
 from benchmarks.concurrency import GcPauses
 from benchmarks.providers import Clock, TimedEmbedder
 from benchmarks.server import Live, create_session, live, settings_for
+from benchmarks.worker_servers import Workers, workers
 from tests.fakes import FakeEmbedder
 from tests.live import free_port
 
@@ -76,26 +81,14 @@ def loopback(tokens: int, delay: float, lifetime: float) -> Iterator[Loopback]:
             process.wait(10)
 
 
-def _phase(server: Live, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
-    url = server.api.base.replace("http://", "ws://") + "/graphql"
-    command = [sys.executable, "-m", "benchmarks.stream_clients", "--url", url, "--turns", str(turns), *sessions]
-    server.ticker.take()
-    pauses = GcPauses()
-    gc.callbacks.append(pauses)
-    provider_cpu = process_cpu(provider.pid)
-    cpu = time.process_time()  # the server's threads (clients and provider are other processes)
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=common.ROOT, check=True)
-    finally:
-        gc.callbacks.remove(pauses)
-    cpu = time.process_time() - cpu
-    provider_cpu = process_cpu(provider.pid) - provider_cpu
-    lags = server.ticker.take()
-    found = json.loads(done.stdout)
+def _summary(
+    found: dict[str, Any], cap: int, streams: int, cpu: float, provider_cpu: float, lags: list[float], gc_ms: float
+) -> dict[str, Any]:
     counts, seconds = found["counts"], found["seconds"]
     assert not found["errors"], found["errors"]
+    tokens = max(counts.get("tokens", 0), 1)
     return {
-        "streams": len(sessions),
+        "streams": streams,
         "cap": cap,
         "seconds": seconds,
         "tokens": counts.get("tokens", 0),
@@ -109,16 +102,65 @@ def _phase(server: Live, provider: Loopback, sessions: list[str], turns: int, ca
             "p99": sorted(lags)[int(0.99 * (len(lags) - 1))] * 1000,
             "max": max(lags) * 1000,
         },
-        "gc_pause_max_ms": pauses.longest * 1000,
+        "gc_pause_max_ms": gc_ms,
         "server_cpu_s": cpu,
-        "server_cpu_ms_per_token": cpu * 1000 / max(counts.get("tokens", 0), 1),
+        "server_cpu_ms_per_token": cpu * 1000 / tokens,
         # The load generators share the machine's cores: their CPU time says how much of it they took.
         "clients_cpu_s": found["cpu_s"],
-        "clients_cpu_ms_per_token": found["cpu_s"] * 1000 / max(counts.get("tokens", 0), 1),
+        "clients_cpu_ms_per_token": found["cpu_s"] * 1000 / tokens,
         "provider_cpu_s": provider_cpu,
-        "provider_cpu_ms_per_token": provider_cpu * 1000 / max(counts.get("tokens", 0), 1),
+        "provider_cpu_ms_per_token": provider_cpu * 1000 / tokens,
         "load_average": os.getloadavg()[0],
     }
+
+
+def _clients(url: str, sessions: list[str], turns: int) -> dict[str, Any]:
+    command = [sys.executable, "-m", "benchmarks.stream_clients", "--url", url, "--turns", str(turns), *sessions]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=common.ROOT, check=True)
+    return cast(dict[str, Any], json.loads(done.stdout))
+
+
+def _phase(server: Live, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
+    url = server.api.base.replace("http://", "ws://") + "/graphql"
+    server.ticker.take()
+    pauses = GcPauses()
+    gc.callbacks.append(pauses)
+    provider_cpu = process_cpu(provider.pid)
+    cpu = time.process_time()  # the server's threads (clients and provider are other processes)
+    try:
+        found = _clients(url, sessions, turns)
+    finally:
+        gc.callbacks.remove(pauses)
+    cpu = time.process_time() - cpu
+    provider_cpu = process_cpu(provider.pid) - provider_cpu
+    lags = server.ticker.take()
+    return _summary(found, cap, len(sessions), cpu, provider_cpu, lags, pauses.longest * 1000)
+
+
+def _workers_phase(server: Workers, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
+    """A phase against a subprocess server: lags from every worker's ticker (the worst p99 of
+    them is reported), CPU summed over its processes."""
+    url = server.api.base.replace("http://", "ws://") + "/graphql"
+    pids = server.pids()
+    answered = server.answers_by_worker()
+    before = {pid: process_cpu(pid) for pid in pids}
+    provider_cpu = process_cpu(provider.pid)
+    start = time.monotonic()
+    found = _clients(url, sessions, turns)
+    end = time.monotonic()
+    cpu = sum(process_cpu(pid) - used for pid, used in before.items())
+    provider_cpu = process_cpu(provider.pid) - provider_cpu
+    time.sleep(2 * worker_servers.FLUSH)  # the workers write their ticks every FLUSH seconds
+    by_worker, gc_s = server.window(start, end)
+    worst = max(by_worker.values(), key=lambda lags: sorted(lags)[int(0.99 * (len(lags) - 1))])
+    phase = _summary(found, cap, len(sessions), cpu, provider_cpu, worst, gc_s * 1000)
+    phase["workers"] = len(by_worker)
+    # How the kernel spread the connections: each worker's answers in this phase.
+    phase["answers_by_worker"] = sorted(
+        (n - answered.get(owner, 0) for owner, n in server.answers_by_worker().items()), reverse=True
+    )
+    phase["lag_p99_ms_by_worker"] = [sorted(v)[int(0.99 * (len(v) - 1))] * 1000 for v in by_worker.values()]
+    return phase
 
 
 def _server_phases(
@@ -164,6 +206,36 @@ def _server_phases(
             return phases
 
 
+def _workers_phases(
+    kb: data.KnowledgeBase, provider: Loopback, limits: dict[str, int], streams: int, turns: int, cap: int
+) -> list[dict[str, Any]]:
+    """``streams`` streams against a subprocess server of 1 worker, then of 2 (module docstring)."""
+    phases = []
+    for count in (1, 2):
+        with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
+            copy = kb.copy_to(Path(tmp))
+            env = {
+                "RAGCHAT_DATABASE_URL": f"sqlite:///{copy.path}",
+                "RAGCHAT_RAG__MODE": "vector",
+                "RAGCHAT_LLM__PROVIDER": "openai",
+                "RAGCHAT_LLM__MODEL": "loopback",
+                "RAGCHAT_OPENAI__BASE_URL": provider.base_url,
+                "RAGCHAT_OPENAI__API_KEY": "bench",
+                "RAGCHAT_CHAT__LIMITS": json.dumps(limits),
+            }
+            with workers(env, count, Path(tmp)) as server:
+                options = {"threshold": 0.0, "quality": "QUICK", "rewrite": "OFF"}
+                sessions = [
+                    create_session(server.api, kb.project_id, provider="openai", model="loopback", **options)
+                    for _ in range(streams)
+                ]
+                # Warm every worker (indexes load, the adapter connects): connections land where the kernel puts them.
+                _workers_phase(server, provider, sessions[: 4 * count], 1, cap)
+                log.info("provider concurrency: %d streams, %d worker processes", streams, count)
+                phases.append(_workers_phase(server, provider, sessions, turns, cap))
+    return phases
+
+
 def run(cfg: Config) -> dict[str, Any]:
     n = cfg.pick(10_000, 10_000, 300)
     many = cfg.pick(32, 32, 4)
@@ -179,11 +251,20 @@ def run(cfg: Config) -> dict[str, Any]:
             cfg, kb, provider, {"limits": limits}, [(1, declared), (many, declared), (past, declared)], turns
         )
         before = _server_phases(cfg, kb, provider, {"limits": {"openai": 3}, "queue_timeout": 0}, [(many, 3)], turns)
+        processes = _workers_phases(kb, provider, limits, many, turns, declared)
     single = now[0]["tokens_per_s"]
-    phases = [*now, *before]
-    labels = ["1 stream", f"{many} streams", f"{past} streams (past the cap)", f"{many} streams, before: cap 3"]
+    phases = [*now, *before, *processes]
+    labels = [
+        "1 stream",
+        f"{many} streams",
+        f"{past} streams (past the cap)",
+        f"{many} streams, before: cap 3",
+        f"{many} streams, `serve` 1 worker",
+        f"{many} streams, `serve --workers 2`",
+    ]
     for phase, label in zip(phases, labels, strict=True):
-        phase["label"] = label
+        spread = phase.get("answers_by_worker")
+        phase["label"] = label if not spread or len(spread) < 2 else f"{label} ({' / '.join(map(str, spread))} answers)"
         phase["ideal_tokens_per_s"] = single * min(phase["streams"], phase["cap"])
         phase["ratio"] = phase["tokens_per_s"] / phase["ideal_tokens_per_s"]
     rows = [
@@ -231,13 +312,19 @@ def run(cfg: Config) -> dict[str, Any]:
         rows,
     )
     at_cap = phases[1]
+
+    def judged(phase: dict[str, Any]) -> dict[str, Any]:
+        return {"ratio": phase["ratio"], "busy": phase["busy"], "lag_p99_ms": phase["lag_ms"]["p99"]}
+
     result = {
         "n": n,
         "turns": turns,
         "tokens": tokens,
         "token_delay_s": delay,
         "phases": phases,
-        "at_cap": {"ratio": at_cap["ratio"], "busy": at_cap["busy"], "lag_p99_ms": at_cap["lag_ms"]["p99"]},
+        "at_cap": judged(at_cap),
+        # The configuration a remote-provider deployment runs (README, "Scaling out"): the goal's judge.
+        "workers": {"1": judged(phases[-2]), "2": judged(phases[-1])},
         "table": text,
     }
     return common.write(cfg, NAME, result, _plot(phases))

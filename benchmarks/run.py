@@ -194,20 +194,25 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
 def _provider_rows(result: dict[str, Any] | None) -> list[list[object]]:
     if result is None:
         return []
-    at_cap = result["at_cap"]
     streams = result["phases"][1]["streams"]
-    met = (
-        at_cap["ratio"] >= provider_concurrency.GOAL_RATIO
-        and at_cap["busy"] == 0
-        and at_cap["lag_p99_ms"] < provider_concurrency.GOAL_LAG_P99_MS
-    )
+
+    def row(label: str, found: dict[str, Any]) -> list[object]:
+        met = (
+            found["ratio"] >= provider_concurrency.GOAL_RATIO
+            and found["busy"] == 0
+            and found["lag_p99_ms"] < provider_concurrency.GOAL_LAG_P99_MS
+        )
+        result = f"{found['ratio']:.2f}, {found['busy']}, {found['lag_p99_ms']:.1f} ms"
+        return [label, result, ">= 0.9, 0, < 25 ms", common.goal(met)]
+
+    what = f"7. {streams} streams, remote provider: achieved ÷ ideal, BusyError, loop lag p99"
+    if "workers" not in result:
+        return [row(what, result["at_cap"])]
+    # A remote-provider deployment runs `ragchat serve --workers 2` (README, "Scaling out"): the
+    # goal is judged there; one process, beside it, is what a single event loop reaches.
     return [
-        [
-            f"7. {streams} streams, remote provider: achieved ÷ ideal, BusyError, loop lag p99",
-            f"{at_cap['ratio']:.2f}, {at_cap['busy']}, {at_cap['lag_p99_ms']:.1f} ms",
-            ">= 0.9, 0, < 25 ms",
-            common.goal(met),
-        ]
+        row(f"{what}, `serve --workers 2` (the goal's judge)", result["workers"]["2"]),
+        row(f"{what}, one process (in the benchmark's)", result["at_cap"]),
     ]
 
 

@@ -3,7 +3,8 @@
 Which module may import which:
 
 - **Entry points** wire the rest together and may import anything: ``app.main`` (the FastAPI app),
-  ``app.__main__`` and ``app.cli*`` (the commands), ``app.container`` (builds the store, the
+  ``app.__main__`` and ``app.cli*`` (the commands), ``app.serving`` (runs the app in one
+  process or several workers), ``app.container`` (builds the store, the
   providers and the chat service once per process) and ``app.bench.*`` (the ``ragchat bench``
   commands, which drive services and rag directly the way the CLI does).
 - **app.graphql** is the API edge. Its request ``Context`` wraps the container, so it may import
@@ -29,7 +30,7 @@ import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
 
-ENTRY_POINTS = ("app.main", "app.__main__", "app.container", "app.bench")
+ENTRY_POINTS = ("app.main", "app.__main__", "app.serving", "app.container", "app.bench")
 LOWEST = ("app.rag", "app.llm", "app.db", "app.net")
 FOUNDATIONS = (
     "app",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,8 @@ def test_nested_values_come_from_the_environment(monkeypatch: pytest.MonkeyPatch
         ("RAGCHAT_RAG__THRESHOLD", "nan"),
         ("RAGCHAT_RAG__TOP_K", "0"),
         ("RAGCHAT_PORT", "70000"),
+        ("RAGCHAT_WORKERS", "0"),
+        ("RAGCHAT_WORKERS", "65"),
         ("RAGCHAT_DATABASE_URL", "postgresql://x"),
     ],
 )
@@ -52,6 +55,8 @@ def test_bad_values_fail_naming_the_variable(monkeypatch: pytest.MonkeyPatch, va
         ({"RAGCHAT_RAG__THRESHOLD": "1.5"}, ["RAGCHAT_RAG__THRESHOLD", "less than or equal to 1"]),
         # A test provider in a production configuration (no RAGCHAT_TEST_PROVIDERS).
         ({"RAGCHAT_LLM__PROVIDER": "scripted"}, ["RAGCHAT_LLM__PROVIDER='scripted' is not a provider"]),
+        # Refused in the parent, before any worker process is started.
+        ({"RAGCHAT_WORKERS": "0"}, ["RAGCHAT_WORKERS", "greater than or equal to 1"]),
     ],
 )
 def test_server_refuses_to_start_with_bad_settings(
@@ -59,7 +64,13 @@ def test_server_refuses_to_start_with_bad_settings(
 ) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--port", "8999"],
-        env={**env, "PATH": "/usr/bin:/bin", "RAGCHAT_DATABASE_URL": database_url},
+        # PYTHONPATH kept: a worktree's checkout, not the venv's editable install, is the one tested.
+        env={
+            **env,
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            "RAGCHAT_DATABASE_URL": database_url,
+        },
         capture_output=True,
         text=True,
         timeout=60,

@@ -51,8 +51,11 @@ class GenerationLoad:
         description="The model with a pool of its own (RAGCHAT_CHAT__LIMITS names it); null: the pool the "
         "provider's other models share."
     )
-    limit: int = strawberry.field(description="Answers it writes at once at most.")
-    in_use: int = strawberry.field(description="Answers being written now.")
+    limit: int = strawberry.field(
+        description="Answers it writes at once at most, server-wide: the worker processes of "
+        "`ragchat serve --workers N` share it."
+    )
+    in_use: int = strawberry.field(description="Answers being written now, by every worker.")
     waiting: int = strawberry.field(description="Questions waiting in line for a slot now.")
 
 

@@ -50,7 +50,7 @@ from app.rag.degradation import DegradationReason
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_gate, chat_store, chat_tools, ranking, turn_search
+from app.services import chat_answer, chat_gate, chat_store, chat_tools, ranking, shared_slots, turn_search
 from app.services.chat_events import (
     ChatEvent,
     DoneEvent,
@@ -95,7 +95,7 @@ class ChatService:
         # The caps on answers generated at once, per provider. A slot is taken before the turn (and
         # its message id) exists and given back by whichever of _begin, abandon and run ends the
         # turn, often in another task: held here by answer id meanwhile. Event loop only.
-        self.slots = SlotPools(settings.chat, models)
+        self.slots = SlotPools(settings.chat, models, shared=shared_slots.shared_folder())
         self._held: dict[int, Slot] = {}
         self.live = LiveTurns(self)  # turns running for the API, which clients follow and re-attach to
 

@@ -6,6 +6,11 @@ found of: the model's entry in ``RAGCHAT_CHAT__LIMITS``, the provider's entry th
 provider declares (``ModelCapabilities.concurrency``: openai 32, ollama 4), and
 ``RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS`` (3), meant for the in-process model on a few cores.
 
+The cap is the server's: with ``RAGCHAT_WORKERS`` processes (app/serving.py) the workers count
+their slots together (app/services/shared_slots.py). A slot freed in one worker goes to that
+worker's line first; a line whose worker finds the cap taken by others looks again every
+``shared_slots.POLL`` seconds, so the order is first come first served within a worker only.
+
 A caller that finds every slot taken waits in line, first come first served, for at most
 ``RAGCHAT_CHAT__QUEUE_TIMEOUT`` seconds (5), told its place (1 = next) each time it changes; then
 :class:`BusyError` with that place and a retry delay. A slot freed while others wait is handed to
@@ -26,9 +31,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from app.errors import BusyError
 from app.llm.base import ChatModels
+from app.services import shared_slots
+from app.services.shared_slots import SharedCount
 from app.settings import ChatSettings
 
 Queued = Callable[[int], None]  # told the caller's place in line (1 = next) whenever it changes
@@ -76,11 +84,13 @@ class _Waiter:
 
 
 class SlotPool:
-    def __init__(self, provider: str, model: str | None, limit: int) -> None:
+    def __init__(self, provider: str, model: str | None, limit: int, shared: SharedCount | None = None) -> None:
         self.provider, self.model, self.limit = provider, model, limit
-        self.in_use = 0
+        self.in_use = 0  # in this process
+        self.shared = shared  # the count over every worker process, when there are several
         self._line: deque[_Waiter] = deque()
         self._hold = FIRST_GUESS
+        self._poller: asyncio.Task[None] | None = None
 
     @property
     def label(self) -> str:
@@ -91,18 +101,26 @@ class SlotPool:
         return len(self._line)
 
     def load(self) -> PoolLoad:
-        return PoolLoad(self.provider, self.model, self.limit, self.in_use, self.waiting)
+        in_use = self.shared.total() if self.shared is not None else self.in_use
+        return PoolLoad(self.provider, self.model, self.limit, in_use, self.waiting)
+
+    def _take(self) -> bool:
+        free = self.shared.take(self.limit) if self.shared is not None else self.in_use < self.limit
+        if free:
+            self.in_use += 1
+        return free
 
     async def acquire(self, patience: float, queued: Queued | None = None) -> Slot:
         """A slot, at once or after waiting in line up to ``patience`` s; else :class:`BusyError`."""
-        if self.in_use < self.limit and not self._line:
-            self.in_use += 1
+        if not self._line and self._take():
             return Slot(self)
         if patience <= 0:
             raise self._busy(self.waiting + 1, waited=0.0)
         waiter = _Waiter(queued)
         self._line.append(waiter)
         waiter.tell(len(self._line))
+        if self.shared is not None and self._poller is None:
+            self._poller = asyncio.create_task(self._poll(), name=f"slots of {self.label}")
         try:
             async with asyncio.timeout(patience):
                 await waiter.granted
@@ -120,13 +138,31 @@ class SlotPool:
 
     def release(self, held: float) -> None:
         self._hold += SMOOTHING * (held - self._hold)
+        if self._hand_over():  # the slot changes hands: in_use (and the shared count) stay
+            return
+        self.in_use -= 1
+        if self.shared is not None:
+            self.shared.give_back()
+
+    def _hand_over(self) -> bool:
         while self._line:
             waiter = self._line.popleft()
             if not waiter.granted.done():
-                waiter.granted.set_result(None)  # the slot changes hands: in_use stays
+                waiter.granted.set_result(None)
                 self._moved()
-                return
-        self.in_use -= 1
+                return True
+        return False
+
+    async def _poll(self) -> None:
+        """While this worker's line waits, take slots other workers freed (module docstring)."""
+        try:
+            while self._line:
+                await asyncio.sleep(shared_slots.POLL)
+                while self._line and self._take():
+                    if not self._hand_over():  # everyone left meanwhile
+                        self.release(self._hold)
+        finally:
+            self._poller = None
 
     def _leave(self, waiter: _Waiter) -> int:
         """Take ``waiter`` out of the line; its place (1 = next) when it left."""
@@ -161,9 +197,10 @@ def _handed(waiter: _Waiter) -> bool:
 class SlotPools:
     """The pools of one ChatService, made on first use (module docstring)."""
 
-    def __init__(self, settings: ChatSettings, models: ChatModels) -> None:
+    def __init__(self, settings: ChatSettings, models: ChatModels, *, shared: Path | None = None) -> None:
         self._settings = settings
         self._models = models
+        self._shared = shared  # the folder of the counts shared by the workers (shared_slots.py)
         self._pools: dict[tuple[str, str | None], SlotPool] = {}
 
     def pool(self, provider: str, model: str) -> SlotPool:
@@ -171,7 +208,10 @@ class SlotPools:
         key = (provider, model if own else None)
         if key not in self._pools:
             declared = self._models.capabilities(provider, model).concurrency
-            self._pools[key] = SlotPool(provider, key[1], self.limit(provider, model if own else None, declared))
+            pool = SlotPool(provider, key[1], self.limit(provider, model if own else None, declared))
+            if self._shared is not None:
+                pool.shared = SharedCount(self._shared, pool.label)
+            self._pools[key] = pool
         return self._pools[key]
 
     def limit(self, provider: str, model: str | None, declared: int | None) -> int:

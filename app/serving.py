@@ -1,0 +1,85 @@
+"""Running the server: one process, or ``RAGCHAT_WORKERS`` processes on one port.
+
+One event loop streams every answer of its process, and at 32 streams from a remote provider its
+CPU (~0.7 ms per token) is more than one GIL gives (docs/BENCHMARKS.md, finding 7). With N workers
+the parent binds the port once and uvicorn's supervisor starts N processes that accept on it
+(``spawn``: each imports the app through :func:`app_from_env`, with the parent's settings in its
+environment), restarts one that dies, and stops them all on SIGTERM / SIGINT.
+
+Each worker is a server of its own in the sense of app/services/leases.py: it registers a lease, so
+what a killed worker was writing is marked failed by the others (or by its replacement at start-up);
+its in-memory indexes follow the other workers' writes through the journals, as separate servers'
+do; a client that reconnects to another worker follows its turn through the database
+(app/services/chat_follow.py); and the workers count their generation slots together, so a cap
+stays the server's (app/services/shared_slots.py, in a folder made for the run). ``ragchat serve``
+never migrates, so workers never race to: the database is brought up to date by ``ragchat migrate``
+beforehand, as for one process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+from app import logs
+from app.services import shared_slots
+from app.settings import Settings, env_name, load_settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+log = logging.getLogger("ragchat")
+
+# A streamed answer is one small websocket message per token or few (~100 bytes): compressing
+# each (permessage-deflate, on by default) cost ~0.2 ms of the event loop per message at 32
+# streams (benchmarks/provider_concurrency.py) and saves next to nothing.
+WEBSOCKET_OPTIONS: dict[str, Any] = {"ws_per_message_deflate": False}
+APP_FACTORY = "app.serving:app_from_env"
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker process: settings from its environment (the parent's), logging set up."""
+    settings = load_settings()
+    logs.configure(settings)
+    from app.main import create_app
+
+    return create_app(settings)
+
+
+def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: Any) -> None:
+    """Serve on ``settings.host``:``settings.port`` with ``settings.workers`` processes, until stopped.
+    ``factory`` names the function each worker builds its app with (benchmarks pass their own)."""
+    import uvicorn
+
+    options: dict[str, Any] = {**logs.uvicorn_options(settings), **WEBSOCKET_OPTIONS, **uvicorn_options}
+    if settings.workers == 1 and factory == APP_FACTORY:
+        from app.main import create_app
+
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, **options)
+        return
+    warn_about_local_models(settings)
+    # The workers load their settings again, from the environment: what the command line changed too.
+    for field in ("host", "port", "workers"):
+        os.environ[env_name((field,))] = str(getattr(settings, field))
+    slots = tempfile.mkdtemp(prefix="ragchat-slots-")
+    os.environ[shared_slots.WORKER_SLOTS] = slots
+    try:
+        uvicorn.run(factory, factory=True, host=settings.host, port=settings.port, workers=settings.workers, **options)
+    finally:
+        shutil.rmtree(slots, ignore_errors=True)
+
+
+def warn_about_local_models(settings: Settings) -> None:
+    """Several workers and an in-process model: each worker loads its own copy, and they share the
+    cores one copy was given. Said, not refused: a session chooses its chat model, so a server whose
+    default is the local model may well serve remote ones (and extractive answers need none)."""
+    if settings.workers > 1 and settings.llm.provider == "local":
+        log.warning(
+            "RAGCHAT_WORKERS=%d with the in-process chat model as the default (RAGCHAT_LLM__PROVIDER=local): "
+            "each worker loads its own copy when a session uses it, and they share the cores one copy had; "
+            "several workers pay off with remote chat providers (openai, ollama)",
+            settings.workers,
+        )
