@@ -84,7 +84,13 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:  # someone else's process now holds the number: not one of ours
         return False
-    return True
+    # A killed worker stays a zombie until the supervisor reaps it (uvicorn looks every ~0.5 s):
+    # it exists for kill(0) but holds nothing.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return True  # no /proc here: kill(0) is all there is to go by
+    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
 
 
 def shared_folder() -> Path | None:
