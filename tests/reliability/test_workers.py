@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from app.db.database import Database
 from app.settings import Settings
+from benchmarks.load import Server
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
 from tests.reliability.helpers import CITED, SLOW, SYLLABLES, scripted_server
@@ -98,6 +99,27 @@ def _writer_pid(url: str, message_id: str) -> int:
         store.dispose()
 
 
+def _client_per_worker(base: str, clients: ExitStack) -> tuple[Api, int, Api, int]:
+    """A client on each of the two workers, and each worker's pid."""
+    one = clients.enter_context(_on_worker(base))
+    first = _pid(one)
+    two = clients.enter_context(_on_worker(base, avoid=first))
+    return one, first, two, _pid(two)
+
+
+def _capped_workers(tmp_path: Path, url: str, answer: str, delay_ms: int, queue_timeout: int) -> Server:
+    """Two workers sharing a cap of one scripted generation, callers waiting ``queue_timeout`` s for it."""
+    srv = scripted_server(tmp_path, "w", url, [answer], delay_ms=delay_ms)
+    srv.env.update(
+        {
+            "RAGCHAT_WORKERS": "2",
+            "RAGCHAT_CHAT__LIMITS": '{"scripted": 1}',
+            "RAGCHAT_CHAT__QUEUE_TIMEOUT": str(queue_timeout),
+        }
+    )
+    return srv
+
+
 def test_two_workers_on_one_port_serve_one_database_and_a_killed_ones_answer_is_failed(
     tmp_path: Path, migrated: Settings
 ) -> None:
@@ -105,10 +127,7 @@ def test_two_workers_on_one_port_serve_one_database_and_a_killed_ones_answer_is_
     srv = scripted_server(tmp_path, "w", migrated.database_url, [CITED, SLOW], delay_ms=20)
     srv.env["RAGCHAT_WORKERS"] = "2"
     with srv, ExitStack() as clients:
-        one = clients.enter_context(_on_worker(srv.base))
-        first = _pid(one)
-        two = clients.enter_context(_on_worker(srv.base, avoid=first))
-        second = _pid(two)
+        one, first, two, second = _client_per_worker(srv.base, clients)
         project, sid = _session(one)
         # Worker two loads its indexes now; then worker one adds a document: two finds it at once.
         assert [h["documentName"] for h in two.run(SEARCH, p=project)["search"]["kept"]] == ["penguins.md"]
@@ -141,15 +160,9 @@ def _scripted_load(api: Api) -> dict[str, Any]:
 def test_the_workers_share_one_cap_and_a_killed_workers_slots_are_not_counted(
     tmp_path: Path, migrated: Settings
 ) -> None:
-    srv = scripted_server(tmp_path, "w", migrated.database_url, [SLOW], delay_ms=20)
-    srv.env.update(
-        {"RAGCHAT_WORKERS": "2", "RAGCHAT_CHAT__LIMITS": '{"scripted": 1}', "RAGCHAT_CHAT__QUEUE_TIMEOUT": "0"}
-    )
+    srv = _capped_workers(tmp_path, migrated.database_url, SLOW, delay_ms=20, queue_timeout=0)
     with srv, ExitStack() as clients:
-        one = clients.enter_context(_on_worker(srv.base))
-        first = _pid(one)
-        two = clients.enter_context(_on_worker(srv.base, avoid=first))
-        second = _pid(two)
+        one, first, two, second = _client_per_worker(srv.base, clients)
         _, sid = _session(one)
         with Api(srv.base).websocket() as ws:  # the one slot, taken in whichever worker
             answer, _ = stream_until_tokens(ws, sid, "How do penguins keep warm?", tokens=1)
@@ -169,14 +182,9 @@ def test_a_question_waiting_in_one_worker_gets_the_slot_another_worker_frees(
     tmp_path: Path, migrated: Settings
 ) -> None:
     short = " ".join(MEDIUM.split()[:120]) + " [1]."  # ~3 s at 25 ms a word
-    srv = scripted_server(tmp_path, "w", migrated.database_url, [short], delay_ms=25)
-    srv.env.update(
-        {"RAGCHAT_WORKERS": "2", "RAGCHAT_CHAT__LIMITS": '{"scripted": 1}', "RAGCHAT_CHAT__QUEUE_TIMEOUT": "30"}
-    )
+    srv = _capped_workers(tmp_path, migrated.database_url, short, delay_ms=25, queue_timeout=30)
     with srv, ExitStack() as clients:
-        one = clients.enter_context(_on_worker(srv.base))
-        first = _pid(one)
-        two = clients.enter_context(_on_worker(srv.base, avoid=first))
+        one, first, two, _ = _client_per_worker(srv.base, clients)
         _, sid = _session(one)
         with one.websocket() as ws:
             answer, _ = stream_until_tokens(ws, sid, "How do penguins keep warm?", tokens=1)
