@@ -5,6 +5,7 @@ event loop that records how late the loop wakes it (event-loop lag)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -62,11 +63,10 @@ def live(settings: Settings, embedder: Embedder, models: ChatModels, *, timeout:
     container = Container.build(settings, embedder=embedder, chat_models=models)
     app = create_app(settings, container)
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio", **WEBSOCKET_OPTIONS
-        )
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio", **WEBSOCKET_OPTIONS
     )
+    server = uvicorn.Server(config)
     ticker = Ticker()
 
     async def serve() -> None:
@@ -79,7 +79,14 @@ def live(settings: Settings, embedder: Embedder, models: ChatModels, *, timeout:
             if aclose is not None:
                 await aclose()
 
-    thread = threading.Thread(target=lambda: asyncio.run(serve()), name="bench-server", daemon=True)
+    # The event loop `ragchat serve` runs on (uvicorn's "auto": uvloop when installed, as it is here).
+    loop_factory = None if os.environ.get("BENCH_LOOP") == "asyncio" else config.get_loop_factory()
+
+    def run() -> None:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(serve())
+
+    thread = threading.Thread(target=run, name="bench-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     while not server.started:
