@@ -19,6 +19,7 @@ along, so no empty "3." lines are left behind.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -153,11 +154,18 @@ def _question_echoes(text: str, question: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _instruction_echoes(text: str, instructions: list[str], n: int) -> list[tuple[int, int]]:
-    grams = set()
+@functools.lru_cache(maxsize=64)
+def _grams(instructions: tuple[str, ...], n: int) -> frozenset[tuple[str, ...]]:
+    """The instructions' word n-grams: the same templates every turn (and a session's own prompt)."""
+    grams: set[tuple[str, ...]] = set()
     for instruction in instructions:
         words = [w for w, _, _ in _echo_tokens(instruction)]
         grams |= {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+    return frozenset(grams)
+
+
+def _instruction_echoes(text: str, instructions: list[str], n: int) -> list[tuple[int, int]]:
+    grams = _grams(tuple(instructions), n)
     tokens = _echo_tokens(text)
     covered = [False] * len(tokens)
     for i in range(len(tokens) - n + 1):

@@ -1,7 +1,9 @@
-"""Caches for retrieval (issue 15, item 6): query embeddings and whole retrieval results.
+"""Caches for retrieval (issue 15, item 6): embeddings and whole retrieval results.
 
-- Query embeddings, LRU per embedder (instance) by text: a conversation re-embeds its earlier turns
-  on every follow-up, and a preview the same message the turn then sends.
+- Embeddings, LRU per embedder (instance) by text: a conversation re-embeds its earlier turns on
+  every follow-up, and a preview the same message the turn then sends; the answer's checks (the
+  guard, the extractive answer, attribution) embed the sentences of sources that come back turn
+  after turn.
 - Retrieval results, LRU per database engine by (project, its embedding space, the project's
   revision, query, parameters). On SQLite the revision is the newest ``seq`` of the project's
   keyword journal and of its space's vector journal: every insert, update or delete of a chunk, by
@@ -31,7 +33,7 @@ from app.llm.base import Embedder, Vectors
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
-EMBEDDINGS = 1024  # query vectors kept (384 floats each with the default embedder: 1.5 MB)
+EMBEDDINGS = 4096  # vectors kept per embedder (384 floats each with the default embedder: 6.3 MB)
 RESULTS = 256  # retrieval results kept per database
 
 

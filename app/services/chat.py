@@ -509,7 +509,7 @@ class ChatService:
         """Attribution by embeddings and words; by words alone when the embedder is unavailable."""
         try:
             embedder = self.embedder()
-            return citations.attribute(answer, sources, lambda texts: embedder.embed(texts))
+            return citations.attribute(answer, sources, chat_answer.cached_embed(embedder))
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)

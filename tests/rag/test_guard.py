@@ -223,6 +223,19 @@ def test_support_embeds_every_sentence_in_one_call() -> None:
     ]
 
 
+def test_a_quantity_or_name_is_never_read_across_two_sources() -> None:
+    """Each source is read on its own: "14" ending one source and "weeks" starting the next one's
+    name are not the quantity "14 weeks" (nor are two sources' words a name run together)."""
+    sources = [
+        prompting.Source(1, "trial.md", "lines 1-3", "The trial of the new sensor lasted 14"),
+        prompting.Source(2, "weeks-planner.md", "lines 1-2", "Station schedules are set by the regional teams."),
+    ]
+    invented = check("The trial of the new sensor lasted 14 weeks.", "How long was the sensor trial?", sources)
+    assert invented.unsupported == (0,)
+    kept = check("The trial of the new sensor lasted 14.", "How long was the sensor trial?", sources)
+    assert kept.unsupported == ()
+
+
 def test_once_stopped_the_guard_stays_stopped() -> None:
     guard = AnswerGuard("q", AURORA)
     for delta in tokens("the source of " * 10):

@@ -114,3 +114,20 @@ async def test_a_degenerate_answer_with_nothing_to_quote_fails_and_stays_out_of_
     sent = [m.content for m in rig.model.history[-1]]
     assert "what is the threshold?" in sent  # the question stays, its degenerate answer does not
     assert not any("threshold is set to 5" in content for content in sent)
+
+
+@pytest.mark.parametrize("mode", [AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE])
+async def test_a_sentence_embedded_for_one_answer_is_not_embedded_again(rig: Rig, mode: AnswerMode) -> None:
+    """The guard (generative) and the quoted answer (extractive) embed the sources' sentences; when
+    the same chunks come back, their vectors come from the embedder's cache (app/rag/query_cache.py)."""
+    question = "How do emperor penguins survive the Antarctic winter?"
+    embedded: list[set[str]] = []
+    for _ in range(2):
+        rig.model.enqueue("Emperor penguins huddle together to survive the winter [1].")
+        before = len(rig.embedder.calls)
+        events = await rig.ask(rig.new_chat(top_k=2, answer_mode=mode), question)
+        assert isinstance(events[-1], DoneEvent)
+        embedded.append({text for call in rig.embedder.calls[before:] for text in call})
+    first, second = embedded
+    assert any(PENGUINS in text for text in first)  # the source's sentence, embedded for the first answer
+    assert not first & second, first & second
