@@ -2,9 +2,10 @@
 
 One event loop streams every answer of its process, and at 32 streams from a remote provider its
 CPU (~0.7 ms per token) is more than one GIL gives (docs/BENCHMARKS.md, finding 7). With N workers
-the parent binds the port once and uvicorn's supervisor starts N processes that accept on it
-(``spawn``: each imports the app through :func:`app_from_env`, with the parent's settings in its
-environment), restarts one that dies, and stops them all on SIGTERM / SIGINT.
+uvicorn's supervisor starts N processes (``spawn``: each imports the app through
+:func:`app_from_env`, with the parent's settings in its environment), restarts one that dies, and
+stops them all on SIGTERM / SIGINT. On Linux each worker listens on a socket of its own in the
+port's SO_REUSEPORT group, so that the kernel spreads connections over them (:class:`_SpreadSocket`).
 
 Each worker is a server of its own in the sense of app/services/leases.py: it registers a lease, so
 what a killed worker was writing is marked failed by the others (or by its replacement at start-up);
@@ -21,6 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
+import sys
 import tempfile
 from typing import TYPE_CHECKING, Any
 
@@ -67,9 +70,58 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
     slots = tempfile.mkdtemp(prefix="ragchat-slots-")
     os.environ[shared_slots.WORKER_SLOTS] = slots
     try:
-        uvicorn.run(factory, factory=True, host=settings.host, port=settings.port, workers=settings.workers, **options)
+        from uvicorn.supervisors import Multiprocess
+
+        config = uvicorn.Config(
+            factory, factory=True, host=settings.host, port=settings.port, workers=settings.workers, **options
+        )
+        sock = spread_socket(config.host, config.port) if SPREAD else config.bind_socket()
+        log.info("serving on %s:%d with %d workers", config.host, sock.getsockname()[1], settings.workers)
+        Multiprocess(config, sockets=[sock]).run()
     finally:
         shutil.rmtree(slots, ignore_errors=True)
+
+
+# Linux spreads connections over sockets bound to one port with SO_REUSEPORT (by a hash of each
+# connection's addresses); elsewhere the option does not balance, and the workers share one socket.
+SPREAD = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
+
+
+class _SpreadSocket(socket.socket):
+    """The parent's socket: bound with SO_REUSEPORT (holding the port) and never listened on. Each
+    worker process receives it pickled (uvicorn starts them with ``spawn``) and unpickles a listening
+    socket of its own on the same port, so the kernel spreads new connections over the workers.
+
+    With one shared socket, whichever worker's loop woke first accepted every connection waiting:
+    32 streams opened together went 21/11 and 25/7 to two workers, and the busier one ran out of
+    its GIL while the other idled (docs/BENCHMARKS.md, finding 7). Where pickling is not how the
+    workers get it (a fork start), they listen on this one socket: the shared behaviour."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        host, port = self.getsockname()[:2]
+        return (_listening, (self.family, host, port))
+
+
+def spread_socket(host: str, port: int) -> socket.socket:
+    """The parent's :class:`_SpreadSocket` on ``host``:``port`` (port 0: one the kernel picks)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = _SpreadSocket(family, socket.SOCK_STREAM)
+    _reuse(sock)
+    sock.bind((host, port))
+    return sock
+
+
+def _listening(family: int, host: str, port: int) -> socket.socket:
+    """A worker's own socket in the port's SO_REUSEPORT group (uvicorn's server listens on it)."""
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    _reuse(sock)
+    sock.bind((host, port))
+    return sock
+
+
+def _reuse(sock: socket.socket) -> None:
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
 
 
 def warn_about_local_models(settings: Settings) -> None:

@@ -10,6 +10,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -150,6 +151,37 @@ def test_two_workers_on_one_port_serve_one_database_and_a_killed_ones_answer_is_
         )
         assert ended["status"] == "FAILED" and "interrupted" in ended["error"], ended
         assert survivor.run(SEARCH, p=project)["search"]["kept"][0] == {"documentName": "penguins.md"}
+
+
+def _healthz_pids(port: int, count: int) -> list[int]:
+    """Open ``count`` connections at once, then ask each which process accepted it (/healthz)."""
+    conns = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+    try:
+        for conn in conns:
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        pids = []
+        for conn in conns:
+            response = b""
+            while chunk := conn.recv(65536):
+                response += chunk
+            pids.append(int(json.loads(response.split(b"\r\n\r\n", 1)[1])["pid"]))
+        return pids
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def test_connections_opened_together_are_spread_over_the_workers(tmp_path: Path, migrated: Settings) -> None:
+    """Each worker listens on a socket of its own in the port's SO_REUSEPORT group (app/serving.py).
+    On one shared socket, the worker that woke first took nearly every connection waiting: 32 opened
+    together went 31/1 (a hash spreads them like coin tosses: fewer than 4 of 32 is ~3 in 10^6)."""
+    srv = scripted_server(tmp_path, "w", migrated.database_url, [CITED], delay_ms=1)
+    srv.env["RAGCHAT_WORKERS"] = "2"
+    with srv, ExitStack() as clients:
+        _, first, _, second = _client_per_worker(srv.base, clients)  # both workers are serving
+        pids = _healthz_pids(int(srv.base.rsplit(":", 1)[1]), 32)
+        counts = {pid: pids.count(pid) for pid in (first, second)}
+        assert sum(counts.values()) == 32 and min(counts.values()) >= 4, counts
 
 
 def _scripted_load(api: Api) -> dict[str, Any]:
