@@ -12,10 +12,11 @@ worker threads. Side by side in one run:
 - 48 streams at that cap: 16 wait in line (``ChatQueued``) for at most RAGCHAT_CHAT__QUEUE_TIMEOUT;
   ideal = 32 x one stream, as no more than 32 answers are written at once;
 - 32 streams as before issue 16: one cap of 3 for every provider and no waiting;
-- 32 streams against ``ragchat serve`` with 1 worker and with 2 (app/serving.py), both launched
+- 32 streams against ``ragchat serve`` with 1 worker and with 2 (app/serving.py), all launched
   the same way, in subprocesses (benchmarks/worker_servers.py): the same embedder, data and
   settings; loop lag is the worst of the workers' tickers, server CPU the sum of their processes'.
-  The configured cap (32) is server-wide: each of 2 workers takes 16.
+  The configured cap (32) is server-wide (the workers count their slots together).
+  ``BENCH_WORKER_COUNTS=1,2,3`` runs these phases with other numbers of workers.
 
 Usage: python -m benchmarks.provider_concurrency [--quick]
 """
@@ -211,7 +212,7 @@ def _workers_phases(
 ) -> list[dict[str, Any]]:
     """``streams`` streams against a subprocess server of 1 worker, then of 2 (module docstring)."""
     phases = []
-    for count in (1, 2):
+    for count in tuple(int(c) for c in os.environ.get("BENCH_WORKER_COUNTS", "1,2").split(",")):
         with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
             copy = kb.copy_to(Path(tmp))
             env = {
@@ -232,7 +233,7 @@ def _workers_phases(
                 # Warm every worker (indexes load, the adapter connects): connections land where the kernel puts them.
                 _workers_phase(server, provider, sessions[: 4 * count], 1, cap)
                 log.info("provider concurrency: %d streams, %d worker processes", streams, count)
-                phases.append(_workers_phase(server, provider, sessions, turns, cap))
+                phases.append({**_workers_phase(server, provider, sessions, turns, cap), "workers": count})
     return phases
 
 
@@ -259,8 +260,12 @@ def run(cfg: Config) -> dict[str, Any]:
         f"{many} streams",
         f"{past} streams (past the cap)",
         f"{many} streams, before: cap 3",
-        f"{many} streams, `serve` 1 worker",
-        f"{many} streams, `serve --workers 2`",
+        *(
+            f"{many} streams, `serve` 1 worker"
+            if p["workers"] == 1
+            else f"{many} streams, `serve --workers {p['workers']}`"
+            for p in processes
+        ),
     ]
     for phase, label in zip(phases, labels, strict=True):
         spread = phase.get("answers_by_worker")
@@ -324,7 +329,7 @@ def run(cfg: Config) -> dict[str, Any]:
         "phases": phases,
         "at_cap": judged(at_cap),
         # The configuration a remote-provider deployment runs (README, "Scaling out"): the goal's judge.
-        "workers": {"1": judged(phases[-2]), "2": judged(phases[-1])},
+        "workers": {str(p["workers"]): judged(p) for p in processes},
         "table": text,
     }
     return common.write(cfg, NAME, result, _plot(phases))
