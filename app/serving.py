@@ -75,13 +75,22 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
         config = uvicorn.Config(
             factory, factory=True, host=settings.host, port=settings.port, workers=settings.workers, **options
         )
-        sock = spread_socket(config.host, config.port) if SPREAD else config.bind_socket()
-        log.info("serving on %s:%d with %d workers", config.host, sock.getsockname()[1], settings.workers)
+        if SPREAD:
+            try:
+                sock = spread_socket(config.host, config.port)
+            except OSError as exc:  # as uvicorn's own bind says it: the port taken, the host unknown
+                log.error("cannot listen on %s:%d: %s", config.host, config.port, exc)
+                raise SystemExit(STARTUP_FAILURE) from None
+            where = f"http://{config.host}:{sock.getsockname()[1]}"
+            log.info("serving on %s with %d workers (press CTRL+C to quit)", where, settings.workers)
+        else:
+            sock = config.bind_socket()  # logs where it listens, or exits
         Multiprocess(config, sockets=[sock]).run()
     finally:
         shutil.rmtree(slots, ignore_errors=True)
 
 
+STARTUP_FAILURE = 3  # uvicorn's exit status when it cannot start
 # Linux spreads connections over sockets bound to one port with SO_REUSEPORT (by a hash of each
 # connection's addresses); elsewhere the option does not balance, and the workers share one socket.
 SPREAD = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
@@ -92,10 +101,11 @@ class _SpreadSocket(socket.socket):
     worker process receives it pickled (uvicorn starts them with ``spawn``) and unpickles a listening
     socket of its own on the same port, so the kernel spreads new connections over the workers.
 
-    With one shared socket, whichever worker's loop woke first accepted every connection waiting:
-    32 streams opened together went 21/11 and 25/7 to two workers, and the busier one ran out of
-    its GIL while the other idled (docs/BENCHMARKS.md, finding 7). Where pickling is not how the
-    workers get it (a fork start), they listen on this one socket: the shared behaviour."""
+    With one shared socket, whichever worker's loop woke first accepted nearly every connection
+    waiting: 32 opened at once went 31/1, and in the 32-stream benchmark two workers wrote 63/33 and
+    75/21 of the answers, the busier one out of GIL while the other idled (docs/BENCHMARKS.md,
+    finding 7). Where pickling is not how the workers get it (a fork start), they listen on this
+    one socket: the shared behaviour."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         host, port = self.getsockname()[:2]

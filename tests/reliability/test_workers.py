@@ -184,6 +184,17 @@ def test_connections_opened_together_are_spread_over_the_workers(tmp_path: Path,
         assert sum(counts.values()) == 32 and min(counts.values()) >= 4, counts
 
 
+def test_a_port_already_taken_stops_the_workers_with_a_clear_error(tmp_path: Path, migrated: Settings) -> None:
+    srv = scripted_server(tmp_path, "w", migrated.database_url, [CITED], delay_ms=1)
+    srv.env["RAGCHAT_WORKERS"] = "2"
+    with socket.socket() as taken:  # another program's socket, without SO_REUSEPORT
+        taken.bind(("127.0.0.1", srv.port))
+        taken.listen()
+        with pytest.raises(RuntimeError, match="exited with 3") as failed:
+            srv.start(timeout=60)
+    assert f"cannot listen on 127.0.0.1:{srv.port}" in str(failed.value), str(failed.value)
+
+
 def _scripted_load(api: Api) -> dict[str, Any]:
     (pool,) = next(p for p in api.run(LOAD)["providers"] if p["provider"] == "scripted")["generations"]
     return dict(pool)
