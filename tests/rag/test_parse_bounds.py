@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +170,23 @@ def test_a_parser_bug_is_raised_as_inline_with_the_workers_traceback() -> None:
         worker.parse(b"text", "a.txt")
     assert isinstance(raised.value.__cause__, RemoteParseError)
     assert "max_chars_per_file" in str(raised.value.__cause__)
+
+
+def test_a_main_run_with_dash_m_is_imported_once_for_every_worker(tmp_path: Path) -> None:
+    """``python -m NAME`` (the benchmarks): the forkserver preloads NAME, so a new worker does not
+    import what NAME imports all over again (~650 ms per ingestion with the benchmarks' mains)."""
+    log = tmp_path / "imports.log"
+    (tmp_path / "dependency.py").write_text(f"open({str(log)!r}, 'a').write('imported\\n')\n")
+    (tmp_path / "runner.py").write_text(
+        "import dependency\n"
+        "from app.rag.parse_worker import ParseWorker\n"
+        "from app.rag.parsing import ParseLimits\n"
+        "if __name__ == '__main__':\n"
+        "    for _ in range(3):\n"
+        "        with ParseWorker(ParseLimits(), 30.0) as worker:\n"
+        "            assert worker.parse(b'# T\\n\\nSome text.', 'a.md').text\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    subprocess.run([sys.executable, "-m", "runner"], cwd=tmp_path, env=env, check=True, timeout=120)
+    # This process and the forkserver; not each of the three workers.
+    assert log.read_text().count("imported") == 2
