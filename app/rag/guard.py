@@ -64,7 +64,6 @@ from app.rag.echoes import MARKER, drop_repeats, strip
 __all__ = ["AnswerGuard", "Decision", "GuardOptions", "Reason", "StreamCheck", "Verdict", "check"]
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)+|\w+|[.!?\n]")
-SOURCE_FACTS_CACHED = 128  # sources whose facts are kept: ~70 kB for 1,500 characters of text, ~9 MB in all
 _RUN_CHAR = re.compile(r"(\S)\1{63,}")
 _NUMBER_WORDS = {
     w: str(i)
@@ -340,6 +339,9 @@ def _quantities(text: str) -> set[tuple[str, str]]:
         value = _NUMBER_WORDS.get(number.lower(), number).replace(",", "")
         out.add((value, sentences.stem(unit.lower()).rstrip("s") or unit))
     return out
+
+
+SOURCE_FACTS_CACHED = 128  # sources whose facts are kept: ~70 kB for 1,500 characters of text, ~9 MB in all
 
 
 @dataclass(frozen=True, slots=True)
