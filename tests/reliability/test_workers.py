@@ -179,7 +179,7 @@ def test_connections_opened_together_are_spread_over_the_workers(tmp_path: Path,
     srv.env["RAGCHAT_WORKERS"] = "2"
     with srv, ExitStack() as clients:
         _, first, _, second = _client_per_worker(srv.base, clients)  # both workers are serving
-        pids = _healthz_pids(int(srv.base.rsplit(":", 1)[1]), 32)
+        pids = _healthz_pids(srv.port, 32)
         counts = {pid: pids.count(pid) for pid in (first, second)}
         assert sum(counts.values()) == 32 and min(counts.values()) >= 4, counts
 
