@@ -155,7 +155,6 @@ def _workers_phase(server: Workers, provider: Loopback, sessions: list[str], tur
     by_worker, gc_s = server.window(start, end)
     worst = max(by_worker.values(), key=lambda lags: sorted(lags)[int(0.99 * (len(lags) - 1))])
     phase = _summary(found, cap, len(sessions), cpu, provider_cpu, worst, gc_s * 1000)
-    phase["workers"] = len(by_worker)
     # How the kernel spread the connections: each worker's answers in this phase.
     phase["answers_by_worker"] = sorted(
         (n - answered.get(owner, 0) for owner, n in server.answers_by_worker().items()), reverse=True
