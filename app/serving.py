@@ -70,6 +70,7 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
     slots = tempfile.mkdtemp(prefix="ragchat-slots-")
     os.environ[shared_slots.WORKER_SLOTS] = slots
     try:
+        from uvicorn.config import STARTUP_FAILURE  # the status uvicorn exits with when it cannot start
         from uvicorn.supervisors import Multiprocess
 
         config = uvicorn.Config(
@@ -90,7 +91,6 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
         shutil.rmtree(slots, ignore_errors=True)
 
 
-STARTUP_FAILURE = 3  # uvicorn's exit status when it cannot start
 # Linux spreads connections over sockets bound to one port with SO_REUSEPORT (by a hash of each
 # connection's addresses); elsewhere the option does not balance, and the workers share one socket.
 SPREAD = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
