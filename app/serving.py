@@ -115,23 +115,20 @@ class _SpreadSocket(socket.socket):
 def spread_socket(host: str, port: int) -> socket.socket:
     """The parent's :class:`_SpreadSocket` on ``host``:``port`` (port 0: one the kernel picks)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = _SpreadSocket(family, socket.SOCK_STREAM)
-    _reuse(sock)
-    sock.bind((host, port))
-    return sock
+    return _bound(_SpreadSocket, family, host, port)
 
 
 def _listening(family: int, host: str, port: int) -> socket.socket:
     """A worker's own socket in the port's SO_REUSEPORT group (uvicorn's server listens on it)."""
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    _reuse(sock)
-    sock.bind((host, port))
-    return sock
+    return _bound(socket.socket, family, host, port)
 
 
-def _reuse(sock: socket.socket) -> None:
+def _bound(kind: type[socket.socket], family: int, host: str, port: int) -> socket.socket:
+    sock = kind(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    return sock
 
 
 def warn_about_local_models(settings: Settings) -> None:
