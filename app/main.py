@@ -21,6 +21,7 @@ from app.errors import StorageError
 from app.graphql.context import container_of, get_context
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
+from app.net import outbound
 from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
 from app.services import health, leases
@@ -62,6 +63,8 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = container is None
+        # Requests to addresses users chose wait for a slot of their own, never for the thread pool.
+        outbound.configure(settings.outbound)
         if owned:
             app.state.container = Container.build(settings)
         store = app.state.container.store

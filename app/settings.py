@@ -132,6 +132,16 @@ class IngestSettings(BaseModel):
         return self
 
 
+class OutboundSettings(BaseModel):
+    """Requests this server sends to addresses its users choose (documents by URL, HTTP tools;
+    app/net/outbound.py): how many may be open at once, and how long one waits for its turn before
+    it is refused. Each is bounded by its own deadline (RAGCHAT_INGEST__URL_TIMEOUT, a tool's timeout)."""
+
+    # Each open request may hold a body of up to its size limit in memory.
+    max_concurrent: int = Field(8, ge=1, le=1000)
+    wait_seconds: float = Field(5.0, ge=0, le=600, allow_inf_nan=False)
+
+
 class RerankSettings(BaseModel):
     """The operator's rerank endpoint (a cross-encoder served over HTTP: Cohere, Jina, vLLM,
     llama.cpp's server speak ``cohere``; Hugging Face TEI speaks ``tei``), and the budget of the
@@ -321,6 +331,7 @@ class Settings(BaseSettings):
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
+    outbound: OutboundSettings = Field(default_factory=OutboundSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
     @field_validator("embedder", "llm")

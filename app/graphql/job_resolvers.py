@@ -73,17 +73,13 @@ async def upload(info: Info, project_id: strawberry.ID, files: list[Upload], wai
 
 
 async def from_url(info: Info, project_id: strawberry.ID, url: str, wait: bool) -> Any:
-    """Fetch the document (the SSRF guard and limits apply, in a worker thread), queue its job, wake
+    """Fetch the document (the SSRF guard and limits apply, on the event loop), queue its job, wake
     the worker; with ``wait``, return once it has ended."""
     container = info.context.container
     key_id = _api_key_id(info)
-
-    def queue() -> int:
-        pid = parse_id(project_id, "projectId")
-        return url_documents.queue_from_url(container.store, container.settings, pid, url, key_id)
-
     try:
-        job_id = await anyio.to_thread.run_sync(queue)
+        pid = parse_id(project_id, "projectId")
+        job_id = await url_documents.queue_from_url(container.store, container.settings, pid, url, key_id)
     except RagchatError as exc:
         return to_graphql(exc)
     container.jobs.wake()

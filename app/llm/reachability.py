@@ -115,8 +115,11 @@ class _HttpCheck:
         tls = await asyncio.to_thread(_tls)
         try:
             async with httpx.AsyncClient(timeout=self.timeout, verify=tls) as client:
-                response = await client.get(self.url, headers=self.headers)
-        except httpx.TimeoutException:
+                # httpx's timeout is per read, renewed by every byte: the wall clock bounds the whole
+                # probe, and its cancellation closes the connection.
+                async with asyncio.timeout(self.timeout):
+                    response = await client.get(self.url, headers=self.headers)
+        except (httpx.TimeoutException, TimeoutError):
             return Reachability(False, f"no answer from {self.shown} within {self.timeout:g} s")
         except httpx.ConnectError as exc:
             if _refused(exc):

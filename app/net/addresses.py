@@ -13,6 +13,7 @@ name that resolves differently a second time (DNS rebinding) gains nothing.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 from dataclasses import dataclass, field
@@ -103,14 +104,16 @@ def check(address: IPAddress, policy: AddressPolicy) -> Refusal | None:
     return refusal
 
 
-def resolve(host: str, port: int) -> list[IPAddress]:
+async def resolve(host: str, port: int) -> list[IPAddress]:
     """Every address ``host`` resolves to (a literal address is itself), in the resolver's order.
-    Raises :class:`OSError` when it resolves to none."""
+    Raises :class:`OSError` when it resolves to none. A name is looked up in asyncio's own executor
+    (a few threads, not the pool the database work shares); a lookup the caller stops waiting for
+    ends within the system resolver's own timeout."""
     try:
         return [ipaddress.ip_address(host)]
     except ValueError:
         pass
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     seen: list[IPAddress] = []
     for _family, _type, _proto, _name, sockaddr in infos:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])

@@ -6,10 +6,12 @@ TLS SNI carry the name, and the certificate is verified against it), so a second
 answer has no effect. Redirects are followed by hand, a bounded number of times, and each hop is
 checked again. The body is read as a stream and cut off past ``max_bytes`` — counted after
 decompression, which is done here with a bound, so a small gzip that expands is refused — and the
-whole fetch, redirects included, has one deadline. Proxies from the environment are ignored (a
-proxy would connect on our behalf to an address nobody checked).
+whole fetch, redirects included, has one wall-clock deadline that closes the connection when it
+passes, however the remote paces its bytes. It runs on the event loop, never in a worker thread,
+within a slot of the loop's outbound gate (app/net/outbound.py). Proxies from the environment are
+ignored (a proxy would connect on our behalf to an address nobody checked).
 
-:func:`fetch` also sends an HTTP tool's request (issue 19): another ``method``, a ``body`` and extra
+:func:`fetch` also sends an HTTP tool's request: another ``method``, a ``body`` and extra
 ``headers``; a request that is not a GET never follows a redirect (it would be resent somewhere
 nobody chose), a redirect to another origin drops the extra headers (they may carry a secret
 meant for the first), and a policy may accept any 2xx status and any content type.
@@ -17,15 +19,17 @@ meant for the first), and a policy may accept any 2xx status and any content typ
 Errors (app/errors.py): :class:`UrlRefusedError` (the URL or an address it leads to is not
 allowed), :class:`TooLargeError`, :class:`UnsupportedTypeError` (a content type outside the
 policy's list), and :class:`FetchError` for everything else (cannot connect, timed out, an HTTP
-error status, too many redirects).
+error status, too many redirects, no free outbound slot). A refusal names the URL's host, never the
+address a name resolved to.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import ssl
-import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from email.message import Message
 from urllib.parse import unquote, urljoin
@@ -33,6 +37,7 @@ from urllib.parse import unquote, urljoin
 import httpx
 
 from app.errors import FetchError, TooLargeError, UnsupportedTypeError, UrlRefusedError
+from app.net import outbound
 from app.net.addresses import AddressPolicy, IPAddress, Refusal, check, resolve
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -71,7 +76,7 @@ class _Target:
     sni: str | None
 
 
-def fetch(
+async def fetch(
     url: str,
     policy: FetchPolicy,
     *,
@@ -79,17 +84,29 @@ def fetch(
     body: bytes | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Fetched:
-    """Request ``url`` (GET unless told) within ``policy``. See the module docstring for what is
-    refused and raised."""
-    deadline = time.monotonic() + policy.timeout
+    """Request ``url`` (GET unless told) within ``policy``, holding a slot of the loop's outbound
+    gate (app/net/outbound.py). See the module docstring for what is refused and raised."""
+    async with outbound.current().slot():
+        try:
+            # One clock for everything: resolving, connecting, each redirect, the headers and the
+            # body. When it runs out the task is cancelled wherever it waits, and httpx closes the
+            # connection, however the remote paces its bytes.
+            async with asyncio.timeout(policy.timeout):
+                return await _exchange(url, policy, method, body, dict(headers or {}))
+        except TimeoutError as exc:
+            raise FetchError(f"no complete answer within {policy.timeout:g} s") from exc
+
+
+async def _exchange(url: str, policy: FetchPolicy, method: str, body: bytes | None, extra: dict[str, str]) -> Fetched:
     current = url
-    extra = dict(headers or {})
     if body is not None:
         extra.setdefault("Content-Type", "application/json")
     for _hop in range(policy.max_redirects + 1):
-        target = _target(current, policy.addresses)
-        verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=policy.ca_file) if policy.ca_file else True
-        with httpx.Client(trust_env=False, follow_redirects=False, verify=verify) as client:
+        target = await _target(current, policy.addresses)
+        # httpx's own timeout is per operation, renewed by every byte: only a backstop here.
+        async with httpx.AsyncClient(
+            trust_env=False, follow_redirects=False, verify=_tls(policy.ca_file), timeout=policy.timeout
+        ) as client:
             try:
                 request = client.build_request(
                     method,
@@ -102,9 +119,8 @@ def fetch(
                         "Accept-Encoding": "gzip, deflate",
                     },
                     extensions={"sni_hostname": target.sni} if target.sni else {},
-                    timeout=_remaining(deadline, policy.timeout),
                 )
-                response = client.send(request, stream=True)
+                response = await client.send(request, stream=True)
                 try:
                     if response.status_code in REDIRECTS and "location" in response.headers:
                         if method != "GET":
@@ -118,14 +134,22 @@ def fetch(
                             extra = {}  # the caller's headers (an HTTP tool's secrets) stay with their origin
                         current = following
                         continue
-                    return _read(current, response, policy, deadline)
+                    return await _read(current, response, policy)
                 finally:
-                    response.close()
+                    await response.aclose()
             except httpx.TimeoutException as exc:
                 raise FetchError(f"no complete answer within {policy.timeout:g} s") from exc
             except httpx.HTTPError as exc:
                 raise FetchError(f"cannot fetch the URL: {exc}") from exc
     raise FetchError(f"more than {policy.max_redirects} redirects")
+
+
+@functools.cache
+def _tls(ca_file: str | None) -> ssl.SSLContext:
+    """The TLS settings, built once per CA file: loading a CA bundle is about 25 ms of CPU, which
+    would otherwise land on the event loop at every fetch. Certificates are verified against the
+    system's CAs (certifi's) unless a CA file replaces them."""
+    return ssl.create_default_context(cafile=ca_file) if ca_file else httpx.create_ssl_context()
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -136,7 +160,7 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return (parsed.scheme, parsed.host, parsed.port)
 
 
-def _target(url: str, policy: AddressPolicy) -> _Target:
+async def _target(url: str, policy: AddressPolicy) -> _Target:
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError) as exc:
@@ -149,17 +173,17 @@ def _target(url: str, policy: AddressPolicy) -> _Target:
         raise UrlRefusedError("the URL carries a user name or password", Refusal.MALFORMED)
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     try:
-        addresses = resolve(parsed.host, port)
+        addresses = await resolve(parsed.host, port)
     except (OSError, UnicodeError) as exc:
         raise UrlRefusedError(f"{parsed.host} does not resolve to an address", Refusal.UNRESOLVABLE) from exc
     address, refusal = _first_allowed(addresses, policy)
     if address is None:
         assert refusal is not None
-        raise UrlRefusedError(
-            f"{parsed.host} is a {refusal.value.replace('_', '-')} address ({addresses[0]}), which this server "
-            "does not fetch from",
-            refusal,
-        )
+        # The host as given, never the address it resolved to: a client may not learn the
+        # addresses of names only the server's network knows.
+        kind = refusal.value.replace("_", "-")
+        said = "is" if parsed.host.strip("[]") == str(addresses[0]) else "leads to"
+        raise UrlRefusedError(f"{parsed.host} {said} a {kind} address, which this server does not fetch from", refusal)
     literal = parsed.host == str(address) or parsed.host.strip("[]") == str(address)
     return _Target(
         url=parsed.copy_with(host=str(address), fragment=None),
@@ -178,14 +202,7 @@ def _first_allowed(addresses: list[IPAddress], policy: AddressPolicy) -> tuple[I
     return None, first or Refusal.UNRESOLVABLE
 
 
-def _remaining(deadline: float, total: float) -> float:
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise FetchError(f"no complete answer within {total:g} s")
-    return left
-
-
-def _read(url: str, response: httpx.Response, policy: FetchPolicy, deadline: float) -> Fetched:
+async def _read(url: str, response: httpx.Response, policy: FetchPolicy) -> Fetched:
     success = 200 <= response.status_code < 300 if policy.any_success else response.status_code == 200
     if not success:
         raise FetchError(f"the server answered HTTP {response.status_code}", status=response.status_code)
@@ -200,20 +217,20 @@ def _read(url: str, response: httpx.Response, policy: FetchPolicy, deadline: flo
     if declared.isdigit() and int(declared) > policy.max_bytes:
         raise TooLargeError(f"the server announces {declared} bytes; the limit is {policy.max_bytes}", policy.max_bytes)
     body = bytearray()
-    for piece in _decoded(response, policy.max_bytes):
+    async for piece in _decoded(response, policy.max_bytes):
         body += piece
         if len(body) > policy.max_bytes:
             raise TooLargeError(f"the document is larger than the limit of {policy.max_bytes} bytes", policy.max_bytes)
-        _remaining(deadline, policy.timeout)
     return Fetched(url, _name(url, response), media, bytes(body))
 
 
-def _decoded(response: httpx.Response, max_bytes: int) -> Iterator[bytes]:
+async def _decoded(response: httpx.Response, max_bytes: int) -> AsyncIterator[bytes]:
     """The body, decompressed with a bound: never more than ``max_bytes + 1`` bytes out of one
     piece, however well it compresses."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
-        yield from response.iter_raw()
+        async for raw in response.aiter_raw():
+            yield raw
         return
     if encoding not in ("gzip", "x-gzip", "deflate"):
         raise FetchError(f"the server sent the document encoded as {encoding!r}, which ragchat does not decode")
@@ -221,7 +238,7 @@ def _decoded(response: httpx.Response, max_bytes: int) -> Iterator[bytes]:
     inflater = zlib.decompressobj(47)
     produced = 0
     try:
-        for raw in response.iter_raw():
+        async for raw in response.aiter_raw():
             data = raw
             while data:
                 out = inflater.decompress(data, max_bytes + 1 - produced)

@@ -1,6 +1,7 @@
-"""Running a tool once: a built-in one over the chat's knowledge base, an HTTP one through the
-guarded fetcher (app/services/tool_http.py), each in a worker thread. The tool loop, approvals and
-``testTool`` all run tools through here."""
+"""Running a tool once: a built-in one over the chat's knowledge base in a worker thread, an HTTP
+one through the guarded fetcher (app/services/tool_http.py) on the event loop, so a call that runs
+out of time is cancelled with its connection and leaves no thread reading behind. The tool loop,
+approvals and ``testTool`` all run tools through here."""
 
 from __future__ import annotations
 
@@ -28,30 +29,24 @@ def context(store: Database, embedder: EmbedderFactory, settings: Settings, proj
     return ToolContext(store, embedder, settings, project_id)
 
 
-def run_sync(ctx: ToolContext, tool: Tool, arguments: dict[str, Any]) -> ToolOutput:
-    if tool.kind is ToolKind.BUILTIN:
-        return run_builtin(ctx, tool, arguments)
-    return tool_http.call(tool, arguments, ctx.settings.tools)
-
-
 def executor(ctx: ToolContext) -> Execute:
-    """Runs any tool (its arguments already checked) in a worker thread."""
+    """Runs any tool (its arguments already checked)."""
 
     async def execute(tool: Tool, arguments: dict[str, Any]) -> ToolOutput:
-        return await anyio.to_thread.run_sync(run_sync, ctx, tool, arguments, abandon_on_cancel=True)
+        if tool.kind is ToolKind.BUILTIN:
+            return await anyio.to_thread.run_sync(run_builtin, ctx, tool, arguments, abandon_on_cancel=True)
+        return await tool_http.call(tool, arguments, ctx.settings.tools)
 
     return execute
 
 
 def previewer(ctx: ToolContext) -> Execute:
-    """What a side-effecting call would do (its dry run, or the request described), in a worker thread."""
+    """What a side-effecting call would do (its dry run, or the request described)."""
 
     async def preview(tool: Tool, arguments: dict[str, Any]) -> ToolOutput:
         if tool.kind is ToolKind.BUILTIN:
             return ToolOutput(f"{tool.name} would run with {arguments}")
-        return await anyio.to_thread.run_sync(
-            tool_http.preview, tool, arguments, ctx.settings.tools, abandon_on_cancel=True
-        )
+        return await tool_http.preview(tool, arguments, ctx.settings.tools)
 
     return preview
 
@@ -82,4 +77,4 @@ async def run_once(execute: Execute, tool: Tool, arguments: dict[str, Any], seco
     return Ran(output, None, ms())
 
 
-__all__ = ["Execute", "Ran", "check_arguments", "context", "executor", "previewer", "run_once", "run_sync"]
+__all__ = ["Execute", "Ran", "check_arguments", "context", "executor", "previewer", "run_once"]

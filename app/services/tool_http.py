@@ -1,5 +1,5 @@
-"""HTTP tools (issue 19, item 7): a call becomes one request through the SSRF-guarded fetcher
-(app/net/fetch.py), never any other client.
+"""HTTP tools: a call becomes one request through the SSRF-guarded fetcher (app/net/fetch.py),
+never any other client, on the event loop and within the outbound gate (app/net/outbound.py).
 
 - The URL template's ``{name}`` placeholders are filled with the arguments, URL-encoded (a value
   can never add a path segment, a query parameter or a host: the host is never a placeholder,
@@ -7,7 +7,7 @@
 - A request that is not a GET carries every argument as its JSON body.
 - Headers carry secrets by name (``RAGCHAT_TOOLS__SECRETS__<NAME>``), read now; a secret that is not
   configured fails the call, naming the secret (never a value).
-- The tool's timeout bounds the whole request, redirects included; the response is cut off past
+- The tool's timeout bounds the whole request, redirects included, by the wall clock; the response is cut off past
   ``RAGCHAT_TOOLS__MAX_RESPONSE_BYTES``; any 2xx status and any content type is an answer, decoded
   as UTF-8 (bad bytes replaced).
 - Loopback, private and link-local addresses are refused unless the operator allows them
@@ -71,7 +71,7 @@ def headers(tool: Tool, settings: ToolSettings) -> dict[str, str]:
     return out
 
 
-def call(
+async def call(
     tool: Tool,
     arguments: Mapping[str, Any],
     settings: ToolSettings,
@@ -87,7 +87,7 @@ def call(
         raise ValidationError("tool", f"{tool.name!r} is not an HTTP tool")
     url = fill(template, arguments)
     body = None if method == "GET" else json.dumps(dict(arguments)).encode()
-    fetched = fetch(
+    fetched = await fetch(
         url, policy(settings, tool.timeout_seconds), method=method, body=body, headers=headers(tool, settings)
     )
     return ToolOutput(fetched.data.decode("utf-8", errors="replace"))
@@ -104,11 +104,11 @@ def describe(tool: Tool, arguments: Mapping[str, Any]) -> str:
     return f"{tool.name} would send {method} {url}{body}"
 
 
-def preview(tool: Tool, arguments: Mapping[str, Any], settings: ToolSettings) -> ToolOutput:
+async def preview(tool: Tool, arguments: Mapping[str, Any], settings: ToolSettings) -> ToolOutput:
     """What a side-effecting call would do: its dry run's answer when it has one, else the request
     described. Never the tool's own request."""
     dry = tool.dry_run
     if not dry:
         return ToolOutput(describe(tool, arguments))
-    answer = call(tool, arguments, settings, method=dry["method"], url_template=dry["url_template"])
+    answer = await call(tool, arguments, settings, method=dry["method"], url_template=dry["url_template"])
     return ToolOutput(f"{describe(tool, arguments)}. Its dry run answered:\n{answer.content}")

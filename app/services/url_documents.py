@@ -4,8 +4,11 @@ ingested at once), remembering where they came from."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import uuid
+
+import anyio.to_thread
 
 from app.db.database import Database
 from app.errors import ValidationError
@@ -66,38 +69,46 @@ def document_name(fetched: Fetched) -> str:
     return documents.clean_upload_name(name[: documents.MAX_NAME - len(extension)] + extension, "url")
 
 
-def _fetched(store: Database, settings: IngestSettings, project_id: int, url: str) -> Fetched:
+def _checked(url: str) -> str:
     url = url.strip()
     if not url:
         raise ValidationError("url", "needs a URL")
     if len(url) > MAX_URL:
         raise ValidationError("url", f"is longer than {MAX_URL} characters")
-    projects.get(store, project_id)  # a missing knowledge base is said before anything is fetched
-    return fetch(url, policy_of(settings))
+    return url
 
 
 def add_from_url(
     store: Database, embedder: Embedder, settings: IngestSettings, project_id: int, url: str
 ) -> IngestSummary:
-    """Fetch ``url`` and ingest it now (`ragchat ingest --url`, in its own foreground); the document
-    records the final URL. Raises the fetch errors of app/errors.py (nothing written) or
-    ValidationError for a bad URL."""
-    fetched = _fetched(store, settings, project_id, url)
+    """Fetch ``url`` and ingest it now (`ragchat ingest --url`, in its own foreground, outside any
+    event loop); the document records the final URL. Raises the fetch errors of app/errors.py
+    (nothing written) or ValidationError for a bad URL."""
+    url = _checked(url)
+    projects.get(store, project_id)  # a missing knowledge base is said before anything is fetched
+    fetched = asyncio.run(fetch(url, policy_of(settings)))
     source = Source.from_bytes(document_name(fetched), fetched.data, source_url=fetched.url)
     return documents.ingest(store, embedder, settings, project_id, [source])
 
 
-def queue_from_url(
+async def queue_from_url(
     store: Database,
     settings: Settings,
     project_id: int,
     url: str,
     api_key_id: int | None = None,
 ) -> int:
-    """Fetch ``url`` (bounded by the fetch policy, in the caller's thread), spool the body and queue
-    an ingestion job for it (origin URL) for the server's worker; returns the job's id. Raises the
-    fetch errors (nothing stored), ValidationError, or LimitExceededError when the queue is full."""
-    fetched = _fetched(store, settings.ingest, project_id, url)
+    """Fetch ``url`` on the event loop (bounded by the fetch policy and the outbound gate, holding
+    no worker thread while the remote answers), spool the body and queue an ingestion job for it
+    (origin URL) for the server's worker; returns the job's id. Raises the fetch errors (nothing
+    stored), ValidationError, or LimitExceededError when the queue is full."""
+    url = _checked(url)
+    await anyio.to_thread.run_sync(projects.get, store, project_id)  # said before anything is fetched
+    fetched = await fetch(url, policy_of(settings.ingest))
+    return await anyio.to_thread.run_sync(_queue, store, settings, project_id, fetched, api_key_id)
+
+
+def _queue(store: Database, settings: Settings, project_id: int, fetched: Fetched, api_key_id: int | None) -> int:
     folder = jobs.spool_dir(settings) / uuid.uuid4().hex
     folder.mkdir(parents=True)
     target = folder / "0"
