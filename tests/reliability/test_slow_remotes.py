@@ -35,9 +35,9 @@ MAX_CONCURRENT = 4
 def slow_rig(migrated: Settings) -> Iterator[Container]:
     settings = Settings(
         database_url=migrated.database_url,
-        ingest={"url_allowed_networks": ["127.0.0.0/8"], "url_timeout": 1.0},  # type: ignore[arg-type]
-        tools={"allowed_networks": ["127.0.0.0/8"]},  # type: ignore[arg-type]
-        outbound={"max_concurrent": MAX_CONCURRENT, "wait_seconds": 1.0},  # type: ignore[arg-type]
+        ingest={"url_allowed_networks": ["127.0.0.0/8"], "url_timeout": 1.0},
+        tools={"allowed_networks": ["127.0.0.0/8"]},
+        outbound={"max_concurrent": MAX_CONCURRENT, "wait_seconds": 1.0},
     )
     built = fake_container(settings)
     yield built
