@@ -21,6 +21,7 @@ from tests.llm.chat_wire import ollama_server
 from tests.llm.chat_wire.llama_server import llama_server
 from tests.llm.chat_wire.scripted import STALL, ScriptedServer, json_reply
 from tests.llm.wire.server import refusing_url
+from tests.net.trickle import trickling
 
 API_KEY = "sk-test-reach-93a1c7"
 MODELS = {"object": "list", "data": [{"id": "gpt-4o-mini", "object": "model", "created": 0, "owned_by": "openai"}]}
@@ -96,6 +97,19 @@ async def test_a_server_that_never_answers_is_given_up_on_quickly() -> None:
         elapsed = time.monotonic() - started
     assert found == Reachability(False, f"no answer from {base} within 0.3 s")
     assert elapsed < 2
+
+
+async def test_a_server_trickling_its_answer_is_given_up_on_at_the_probe_timeout() -> None:
+    # Each byte renews httpx's per-read timeout: only the probe's wall clock ends this.
+    with trickling() as slow:
+        base = f"http://127.0.0.1:{slow.port}/v1"
+        found = await probe_openai(openai(base), timeout=0.5)()
+        assert found == Reachability(False, f"no answer from {base} within 0.5 s")
+        for _ in range(250):  # bounded: until the server sees the connection closed
+            if slow.sent_when_closed:
+                break
+            await asyncio.sleep(0.02)
+        assert slow.sent_when_closed and slow.sent_when_closed[0] < len(slow.head) // 2
 
 
 async def test_a_wrong_base_url_points_at_its_setting() -> None:
