@@ -34,9 +34,9 @@ from app.services.tool_definitions import (
     ToolChanges,
     check_common,
     check_http,
-    check_schema,
     schema_properties,
 )
+from app.services.tool_schema import check_schema
 from app.settings import ToolSettings
 
 log = logging.getLogger("ragchat.tools")
@@ -152,6 +152,9 @@ def update(
         problems += check_schema(changes.input_schema)
     current = get(store, tool_id)
     changed = _apply(current, changes)
+    if changes.headers is None and _destination(changed) != _destination(current):
+        # Secrets were granted for where the tool went: a new destination must be granted anew.
+        changed.header_secrets = {}
     if current.kind == ToolKind.BUILTIN:
         fixed = {"name": changes.name, **changes.http_fields()}
         problems += [(_camel(f), "a built-in tool's is fixed") for f, v in fixed.items() if v is not None]
@@ -191,6 +194,11 @@ _COLUMNS = (
     "name", "description", "input_schema", "examples", "tool_group", "core", "http_method", "url_template",
     "header_secrets", "timeout_seconds", "side_effects", "dry_run",
 )  # fmt: skip
+
+
+def _destination(tool: Tool) -> tuple[object, ...]:
+    """Where a tool's requests go, and how: what its secret headers were granted for."""
+    return (tool.http_method, tool.url_template, tool.dry_run)
 
 
 def _camel(name: str) -> str:
@@ -240,7 +248,7 @@ def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
         side_effects=tool.side_effects,
         dry_run=DryRun(dry["method"], dry["url_template"]) if dry else None,
         properties=schema_properties(tool.input_schema),
-        configured_secrets=set(settings.secrets),
+        settings=settings,
     )
 
 
