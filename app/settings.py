@@ -333,6 +333,10 @@ class ApiSettings(BaseModel):
     """The API's perimeter and limits (app/security.py says what each check guards against)."""
 
     api_keys: list[SecretStr] = Field(default_factory=list)
+    # Keys that may also create, change and delete tools (what a chat model may call, and where its
+    # secrets go): an operator's, separate from the keys that ask questions. With API keys and no
+    # operator key, nobody manages tools through the API; with no key at all, everyone may.
+    operator_keys: list[SecretStr] = Field(default_factory=list)
     # Origins (scheme://host[:port]) of a separately served frontend: CORS, and websockets from them.
     cors_origins: list[str] = Field(default_factory=list)
     # Host names the server answers to (ports ignored; "*" for any); any IP address is always
@@ -345,6 +349,10 @@ class ApiSettings(BaseModel):
     max_tokens: int = Field(2000, ge=50, le=100_000)
     max_page_size: int = Field(100, ge=1, le=10_000)
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=2 * 1024**3)
+
+    def all_keys(self) -> list[str]:
+        """Every key the perimeter accepts: the API keys and the operator keys."""
+        return [k.get_secret_value() for k in [*self.api_keys, *self.operator_keys]]
 
 
 class Settings(BaseSettings):
