@@ -5,6 +5,7 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── NotFoundError                 a project / document / session / message does not exist
 ├── ValidationError               bad input; ``field`` names the offending field
 ├── ConflictError                 the request contradicts stored state (duplicate name, mixed spaces)
+├── ForbiddenError                the caller's API key may not do this (managing tools needs an operator key)
 ├── BusyError                     every generation slot stayed taken while the caller waited; retry later
 ├── LimitExceededError            an upload would put more files or bytes in a queue than allowed
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
@@ -37,6 +38,7 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     VALIDATION = "validation"
     CONFLICT = "conflict"
+    FORBIDDEN = "forbidden"
     BUSY = "busy"
     LIMIT_EXCEEDED = "limit_exceeded"
     INGEST = "ingest"
@@ -91,6 +93,10 @@ class ValidationError(RagchatError):
 
 class ConflictError(RagchatError):
     code = ErrorCode.CONFLICT
+
+
+class ForbiddenError(RagchatError):
+    code = ErrorCode.FORBIDDEN
 
 
 class BusyError(RagchatError):

@@ -58,7 +58,7 @@ async def _open_store(container: Container, lease: leases.ServerLease) -> bool:
 def create_app(settings: Settings, container: Container | None = None) -> FastAPI:
     """Build the app. The container (store, providers) is made in the lifespan unless one is given,
     in which case the caller owns it (tests inject fakes this way)."""
-    keys = [k.get_secret_value() for k in settings.api.api_keys]
+    keys = settings.api.all_keys()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

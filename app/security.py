@@ -79,6 +79,15 @@ def key_matches(given: str, keys: list[str]) -> bool:
     return bool(given) and ok
 
 
+def is_operator(given: str, api_keys: list[str], operator_keys: list[str]) -> bool:
+    """Whether a request carrying ``given`` may manage what the server itself trusts (tools): with
+    no key configured at all, every request (the server is open to whoever reaches it); else only
+    one carrying an operator key."""
+    if not api_keys and not operator_keys:
+        return True
+    return key_matches(given, operator_keys)
+
+
 def key_number(given: str, keys: list[str]) -> int | None:
     """Which of ``keys`` ``given`` is, counting from 1 (a job records who sent it); None for none."""
     found = None

@@ -10,6 +10,7 @@ import ipaddress
 import re
 from pathlib import Path
 from typing import Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -29,6 +30,23 @@ from app.rag.session_settings import RagSettings
 ENV_PREFIX = "RAGCHAT_"
 ENV_NESTED = "__"
 SECRET_NAME = re.compile(r"[a-z0-9_]{1,64}")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_of(url: str) -> str | None:
+    """``scheme://host[:port]`` of an http(s) URL (lower case, the default port left out), or None
+    for anything else: what a secret's allowed origins are compared with."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname.rstrip(".")
+    shown = "" if port is None or port == _DEFAULT_PORTS[parts.scheme.lower()] else f":{port}"
+    return f"{parts.scheme.lower()}://{host.lower()}{shown}"
+
 
 # The providers a production server offers. Test providers (a scripted chat model for browser tests
 # and demos) exist only when RAGCHAT_TEST_PROVIDERS names the module that adds them (app/llm/registry.py).
@@ -235,6 +253,10 @@ class ToolSettings(BaseModel):
     # A ranked tool below this cosine similarity to the message is not offered; None: no minimum.
     min_score: float | None = Field(None, ge=0.0, le=1.0, allow_inf_nan=False)
     secrets: dict[str, SecretStr] = Field(default_factory=dict)
+    # Where each secret may be sent: the origins (scheme://host[:port]) of the tools whose headers may
+    # carry it (RAGCHAT_TOOLS__SECRET_ORIGINS__CRM_TOKEN='["https://crm.example.com"]'). Every secret
+    # needs its list: a secret bound to nowhere stops start-up rather than go to any host.
+    secret_origins: dict[str, list[str]] = Field(default_factory=dict)
     # HTTP tools reach only public addresses unless the operator allows private ones (all of them,
     # or these networks): a model chooses the arguments, never where a call goes.
     allow_private: bool = False
@@ -266,6 +288,46 @@ class ToolSettings(BaseModel):
             raise ValueError(f"secret names are letters, digits and underscores (at most 64): {bad}")
         return lowered
 
+    @field_validator("secret_origins")
+    @classmethod
+    def _origins(cls, origins: dict[str, list[str]]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, listed in origins.items():
+            normal = [origin_of(origin) for origin in listed]
+            bad = [o for o, n in zip(listed, normal, strict=True) if n is None or n != origin_of(n) or _has_path(o)]
+            if bad or not listed:
+                raise ValueError(
+                    f"{name}: origins are scheme://host[:port] with nothing after, like https://crm.example.com; "
+                    f"not {bad or listed}"
+                )
+            out[name.lower()] = sorted({n for n in normal if n is not None})
+        return out
+
+    @model_validator(mode="after")
+    def _every_secret_bound(self) -> ToolSettings:
+        if unbound := sorted(set(self.secrets) - set(self.secret_origins)):
+            variables = ", ".join(f"RAGCHAT_TOOLS__SECRET_ORIGINS__{name.upper()}" for name in unbound)
+            raise ValueError(
+                f"secrets {unbound} may be sent nowhere yet: set {variables} to the origins their tools call, "
+                """like '["https://crm.example.com"]' (a secret is only sent to the origins listed for it)"""
+            )
+        if unknown := sorted(set(self.secret_origins) - set(self.secrets)):
+            raise ValueError(f"secret_origins names secrets that are not configured: {unknown}")
+        return self
+
+    def may_send(self, secret: str, origin: str | None) -> bool:
+        """Whether the secret named ``secret`` exists and may go to ``origin``."""
+        return (
+            origin is not None
+            and secret.lower() in self.secrets
+            and origin in self.secret_origins.get(secret.lower(), [])
+        )
+
+
+def _has_path(origin: str) -> bool:
+    parts = urlsplit(origin.strip())
+    return parts.path not in ("", "/") or bool(parts.query or parts.fragment or parts.username or parts.password)
+
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 
@@ -281,6 +343,10 @@ class ApiSettings(BaseModel):
     """The API's perimeter and limits (app/security.py says what each check guards against)."""
 
     api_keys: list[SecretStr] = Field(default_factory=list)
+    # Keys that may also create, change and delete tools (what a chat model may call, and where its
+    # secrets go): an operator's, separate from the keys that ask questions. With API keys and no
+    # operator key, nobody manages tools through the API; with no key at all, everyone may.
+    operator_keys: list[SecretStr] = Field(default_factory=list)
     # Origins (scheme://host[:port]) of a separately served frontend: CORS, and websockets from them.
     cors_origins: list[str] = Field(default_factory=list)
     # Host names the server answers to (ports ignored; "*" for any); any IP address is always
@@ -293,6 +359,10 @@ class ApiSettings(BaseModel):
     max_tokens: int = Field(2000, ge=50, le=100_000)
     max_page_size: int = Field(100, ge=1, le=10_000)
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=2 * 1024**3)
+
+    def all_keys(self) -> list[str]:
+        """Every key the perimeter accepts: the API keys and the operator keys."""
+        return [k.get_secret_value() for k in [*self.api_keys, *self.operator_keys]]
 
 
 class Settings(BaseSettings):

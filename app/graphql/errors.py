@@ -53,6 +53,14 @@ class ConflictError(Error):
 
 
 @strawberry.type(
+    description="The API key the request carries may not do this: creating, changing and deleting tools is for "
+    "operator keys (RAGCHAT_API__OPERATOR_KEYS). Nothing was written."
+)
+class ForbiddenError(Error):
+    pass
+
+
+@strawberry.type(
     description="Every generation slot of the chat model's provider stayed taken for as long as the server lets a "
     "question wait (RAGCHAT_CHAT__QUEUE_TIMEOUT); nothing was stored, so sending it again is safe."
 )
@@ -122,6 +130,7 @@ ErrorType = (
     NotFoundError
     | ValidationError
     | ConflictError
+    | ForbiddenError
     | BusyError
     | LimitExceededError
     | ProviderError
@@ -148,6 +157,8 @@ def _translate(exc: errors.RagchatError) -> ErrorType:
         return ValidationError(message=exc.message, fields=[FieldError(field=f, message=m) for f, m in exc.problems])
     if isinstance(exc, errors.ConflictError):
         return ConflictError(message=exc.message)
+    if isinstance(exc, errors.ForbiddenError):
+        return ForbiddenError(message=exc.message)
     if isinstance(exc, errors.BusyError):
         return BusyError(message=exc.message, retry_after_seconds=exc.retry_after, position=exc.position)
     if isinstance(exc, errors.LimitExceededError):

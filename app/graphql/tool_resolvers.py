@@ -3,12 +3,13 @@ Query and Mutation (queries.py, mutations.py) inherit these fields."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
-from app.errors import RagchatError, StorageError
+from app.errors import ForbiddenError, RagchatError, StorageError
 from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.results import call
@@ -26,6 +27,7 @@ from app.graphql.tool_types import (
     ToolSelectionResult,
     UpdateToolInput,
 )
+from app.security import bearer_token, is_operator
 from app.services import tool_approval, tool_selection, tools
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
@@ -73,6 +75,29 @@ class ToolQuery:
         )
 
 
+def _operator(info: Info) -> Callable[[], None]:
+    """A check that raises ForbiddenError unless the request's key may manage tools
+    (app/security.py is_operator); run first by the service call, so the refusal is a union member."""
+    api = info.context.container.settings.api
+    request = info.context.request
+    given = bearer_token(request.headers.get("authorization") if request is not None else None)
+    if not given:  # a websocket's key is in connection_init (as the router checks it)
+        params = info.context.connection_params or {}
+        raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey")
+        given = (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
+    secret = [k.get_secret_value() for k in api.api_keys], [k.get_secret_value() for k in api.operator_keys]
+    allowed = is_operator(given, *secret)
+
+    def check() -> None:
+        if not allowed:
+            raise ForbiddenError(
+                "creating, changing and deleting tools needs an operator key (RAGCHAT_API__OPERATOR_KEYS): this key "
+                "may use tools, not define them"
+            )
+
+    return check
+
+
 @strawberry.type
 class ToolMutation:
     @strawberry.mutation(
@@ -84,7 +109,13 @@ class ToolMutation:
     ) -> ToolMutationResult:
         c = info.context.container
         changes = input.changes(input.name)
-        return await call(lambda: Tool.of(tools.create(c.store, c.settings.tools, lambda: c.embedder, changes)))
+        operator = _operator(info)
+
+        def run() -> Tool:
+            operator()
+            return Tool.of(tools.create(c.store, c.settings.tools, lambda: c.embedder, changes))
+
+        return await call(run)
 
     @strawberry.mutation(description="Change a tool; its vector is rebuilt when its text changes.")
     async def update_tool(
@@ -95,14 +126,24 @@ class ToolMutation:
     ) -> ToolMutationResult:
         c = info.context.container
         changes = input.changes(input.name)
-        return await call(
-            lambda: Tool.of(tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes))
-        )
+        operator = _operator(info)
+
+        def run() -> Tool:
+            operator()
+            return Tool.of(tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes))
+
+        return await call(run)
 
     @strawberry.mutation(description="Delete an HTTP tool (built-in ones stay: leave their group out of sessions).")
     async def delete_tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> DeleteToolResult:
         store = info.context.container.store
-        return await call(lambda: ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id")).id))))
+        operator = _operator(info)
+
+        def run() -> ToolDeleted:
+            operator()
+            return ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id")).id)))
+
+        return await call(run)
 
     @strawberry.mutation(
         description="Set the tool groups a chat session may use (replacing its list; [] turns tools off). Each group "

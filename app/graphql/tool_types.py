@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from app.graphql.enums import expose
-from app.graphql.errors import ConflictError, NotFoundError, StorageError, ValidationError
+from app.graphql.errors import ConflictError, ForbiddenError, NotFoundError, StorageError, ValidationError
 from app.services.records import HttpMethod, ToolKind
 from app.services.records import Tool as ToolRow
 from app.services.tool_definitions import DESCRIPTION_MAX, EXAMPLE_MAX, EXAMPLES_MAX, TIMEOUT_MAX, DryRun, ToolChanges
@@ -246,11 +246,11 @@ ToolResult = Annotated[
     strawberry.union("ToolResult", description="A tool, or why not."),
 ]
 ToolMutationResult = Annotated[
-    Tool | NotFoundError | ValidationError | ConflictError | StorageError,
+    Tool | NotFoundError | ValidationError | ConflictError | ForbiddenError | StorageError,
     strawberry.union("ToolMutationResult", description="The tool as created or changed, or why nothing was written."),
 ]
 DeleteToolResult = Annotated[
-    ToolDeleted | NotFoundError | ValidationError | StorageError,
+    ToolDeleted | NotFoundError | ValidationError | ForbiddenError | StorageError,
     strawberry.union("DeleteToolResult", description="What was deleted, or why nothing was."),
 ]
 ToolSelectionResult = Annotated[

@@ -10,7 +10,6 @@ to the conversation (tool_calls.settle). A call is never run twice: one that fai
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from app.db.models import StoredToolCall
 from app.errors import RagchatError, ValidationError
 from app.rag.sanitize import strip_control
 from app.services import projects, tool_calls, tool_exec, tools
-from app.services.tool_builtins import check_arguments
 from app.services.tool_definitions import TIMEOUT_MAX
+from app.services.tool_schema import validate
 from app.services.tools import EmbedderFactory
 from app.settings import Settings
 
@@ -44,7 +43,7 @@ async def approve(store: Database, embedder: EmbedderFactory, settings: Settings
         ran = tool_exec.Ran(None, f"the tool {row.tool_name!r} no longer exists", 0.0)
     else:
         try:
-            arguments = check_arguments(tool, row.arguments)  # the tool may have changed since the preview
+            arguments = await validate(tool, row.arguments)  # the tool may have changed since the preview
         except ValidationError as exc:
             ran = tool_exec.Ran(None, f"invalid arguments for the tool as it is now: {exc.message}", 0.0)
         else:
@@ -103,7 +102,9 @@ async def test(
     """Run a tool once with ``arguments`` (a side-effecting one: its preview only). A built-in tool
     runs over the knowledge base ``project_id``, which it then needs."""
     tool = await anyio.to_thread.run_sync(tools.get, store, tool_id)
-    checked = check_arguments(tool, arguments if isinstance(arguments, str) else json.dumps(arguments))
+    if not isinstance(arguments, str | dict):
+        raise ValidationError("arguments", f"must be a JSON object, not a {type(arguments).__name__}")
+    checked = await validate(tool, arguments)
     if tool.kind is ToolKind.BUILTIN:
         if project_id is None:
             raise ValidationError("projectId", "a built-in tool runs over a knowledge base: name one")

@@ -15,13 +15,10 @@ Arguments are validated against the tool's stored JSON Schema before anything ru
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from referencing.exceptions import Unresolvable
 from sqlalchemy import func, select
 
 from app.db.database import Database
@@ -29,6 +26,7 @@ from app.db.enums import DocumentStatus, ToolKind
 from app.db.models import Chunk, Document, Tool
 from app.errors import NotFoundError, ValidationError
 from app.rag.retrieval import Location, RetrievalParams, retrieve
+from app.services.tool_schema import check_arguments
 from app.services.tools import EmbedderFactory
 from app.settings import Settings
 
@@ -65,30 +63,6 @@ class ToolContext:
     embedder: EmbedderFactory
     settings: Settings
     project_id: int
-
-
-def check_arguments(tool: Tool, arguments: str | Mapping[str, Any]) -> dict[str, Any]:
-    """The call's arguments as an object valid against the tool's schema; ValidationError naming
-    every problem (``arguments.top_k``) otherwise."""
-    if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValidationError("arguments", f"not valid JSON: {exc.msg} at character {exc.pos}") from None
-    else:
-        parsed = dict(arguments)
-    if not isinstance(parsed, dict):
-        raise ValidationError("arguments", f"must be a JSON object, not a {type(parsed).__name__}")
-    try:
-        found = list(Draft202012Validator(tool.input_schema).iter_errors(parsed))
-    except Unresolvable as exc:  # a reference inside the schema that leads nowhere (0011 refuses new ones)
-        raise ValidationError("arguments", f"the tool's schema cannot be applied: {exc}") from None
-    errors = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
-    problems = [(".".join(["arguments", *map(str, e.absolute_path)]), e.message[:300]) for e in errors]
-    if problems:
-        (field, message), *more = problems
-        raise ValidationError(field, message, more=more)
-    return parsed
 
 
 def run_builtin(context: ToolContext, tool: Tool, arguments: str | Mapping[str, Any]) -> ToolOutput:

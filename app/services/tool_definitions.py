@@ -4,12 +4,12 @@ A tool's input schema must itself be a valid JSON Schema (Draft 2020-12) of an o
 are told it and arguments are validated against it before any call. An HTTP tool's URL is fixed up
 to its path: placeholders (``{order_id}``) may stand only in the path and query and must name
 properties of the input schema, so a model can never choose the host a call goes to. Headers carry
-secrets by reference only: each names a secret in the server's settings, which must exist.
+secrets by reference only: each names a secret in the server's settings that may be sent to the
+origin of every request the tool makes (``RAGCHAT_TOOLS__SECRET_ORIGINS``).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import string
 from collections.abc import Mapping
@@ -17,11 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from app.db.enums import HttpMethod
-from app.settings import SECRET_NAME
+from app.settings import SECRET_NAME, ToolSettings, origin_of
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")  # OpenAI's function-name rule, starting with a letter
 GROUP = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -31,7 +28,6 @@ RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "co
 DESCRIPTION_MAX = 2000
 EXAMPLES_MAX = 10
 EXAMPLE_MAX = 500
-SCHEMA_MAX_CHARS = 20_000
 URL_MAX = 2000
 TIMEOUT_MAX = 120.0
 DEFAULT_TIMEOUT = 10.0
@@ -89,40 +85,6 @@ def check_common(changes: ToolChanges) -> Problems:
     return problems
 
 
-def check_schema(schema: Any) -> Problems:
-    """``schema`` is a JSON Schema (Draft 2020-12) of an object, of a sensible size."""
-    if not isinstance(schema, dict):
-        return [("inputSchema", "must be a JSON object (a JSON Schema)")]
-    if len(json.dumps(schema)) > SCHEMA_MAX_CHARS:
-        return [("inputSchema", f"must be at most {SCHEMA_MAX_CHARS} characters of JSON")]
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path)
-        return [("inputSchema", f"not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message[:200]}")]
-    if schema.get("type") != "object":
-        return [("inputSchema", 'must describe an object ("type": "object"): a call\'s arguments are named')]
-    if outside := _outside_references(schema):
-        # Nothing is ever fetched to check a call (and a reference nobody can resolve fails every call).
-        return [("inputSchema", f"references only within the schema ('#/...'), not {outside[:100]!r}")]
-    return []
-
-
-def _outside_references(value: Any) -> str | None:
-    """The first ``$ref``/``$dynamicRef`` that points outside the schema itself, if any."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key in ("$ref", "$dynamicRef") and isinstance(item, str) and not item.startswith("#"):
-                return item
-            if (found := _outside_references(item)) is not None:
-                return found
-    elif isinstance(value, list):
-        for item in value:
-            if (found := _outside_references(item)) is not None:
-                return found
-    return None
-
-
 def placeholders(template: str) -> list[str]:
     """The ``{name}`` fields of a URL template ("{{" is a literal brace)."""
     return [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
@@ -155,8 +117,10 @@ def check_method(method: str, field: str) -> Problems:
     return [] if method in allowed else [(field, f"must be one of {', '.join(allowed)}")]
 
 
-def check_headers(headers: Mapping[str, str], configured: set[str]) -> Problems:
-    """Each header is a token, not one the client sets itself, and names a configured secret."""
+def check_headers(headers: Mapping[str, str], origins: list[str | None], settings: ToolSettings) -> Problems:
+    """Each header is a token, not one the client sets itself, and names a secret that may be sent
+    to every origin the tool's requests go to (its URL's, its dry run's). An unknown secret and one
+    bound elsewhere read the same, so no answer tells which secrets exist."""
     problems: Problems = []
     for header, secret in headers.items():
         where = f"headers.{header[:100]}"
@@ -164,11 +128,17 @@ def check_headers(headers: Mapping[str, str], configured: set[str]) -> Problems:
             problems.append((where, "not a header a tool may set"))
         elif not SECRET_NAME.fullmatch(secret.lower()):
             problems.append((where, "a secret's name: letters, digits and '_' (the value stays in the settings)"))
-        elif secret.lower() not in configured:
-            problems.append(
-                (where, f"secret {secret!r} is not configured: set RAGCHAT_TOOLS__SECRETS__{secret.upper()}")
-            )
+        elif refused := [o for o in origins if o is not None and not settings.may_send(secret, o)]:
+            problems.append((where, secret_refused(secret, refused[0])))
     return problems
+
+
+def secret_refused(secret: str, origin: str) -> str:
+    """The one answer for a secret that does not exist and one that may not go to ``origin``."""
+    return (
+        f"no secret {secret[:64]!r} may be sent to {origin}: the operator configures each secret with the origins "
+        "it may be sent to (RAGCHAT_TOOLS__SECRETS__<NAME>, RAGCHAT_TOOLS__SECRET_ORIGINS__<NAME>)"
+    )
 
 
 def check_http(
@@ -180,11 +150,12 @@ def check_http(
     side_effects: bool,
     dry_run: DryRun | None,
     properties: set[str],
-    configured_secrets: set[str],
+    settings: ToolSettings,
 ) -> Problems:
     """An HTTP tool's fields, as they will be stored."""
     problems = check_method(method, "method") + check_url(url_template, "urlTemplate", properties)
-    problems += check_headers(headers, configured_secrets)
+    urls = [url_template, *([dry_run.url_template] if dry_run is not None else [])]
+    problems += check_headers(headers, [origin_of(url) for url in urls], settings)
     if not 0 < timeout_seconds <= TIMEOUT_MAX:
         problems.append(("timeoutSeconds", f"must be above 0 and at most {TIMEOUT_MAX:g}"))
     if dry_run is not None:

@@ -5,8 +5,10 @@ never any other client, on the event loop and within the outbound gate (app/net/
   can never add a path segment, a query parameter or a host: the host is never a placeholder,
   app/services/tool_definitions.py). A placeholder whose argument is missing is an error to the model.
 - A request that is not a GET carries every argument as its JSON body.
-- Headers carry secrets by name (``RAGCHAT_TOOLS__SECRETS__<NAME>``), read now; a secret that is not
-  configured fails the call, naming the secret (never a value).
+- Headers carry secrets by name (``RAGCHAT_TOOLS__SECRETS__<NAME>``), read now, and only to the
+  origins the operator bound each to (``RAGCHAT_TOOLS__SECRET_ORIGINS__<NAME>``): any other fails
+  the call, in the same words as a secret that does not exist. A value the server echoes back is
+  replaced by ``[secret]`` in the answer; a redirect to another origin drops them (app/net/fetch.py).
 - The tool's timeout bounds the whole request, redirects included, by the wall clock; the response is cut off past
   ``RAGCHAT_TOOLS__MAX_RESPONSE_BYTES``; any 2xx status and any content type is an answer, decoded
   as UTF-8 (bad bytes replaced).
@@ -24,29 +26,51 @@ import json
 import string
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from app.db.models import Tool
 from app.errors import FetchError, ValidationError
 from app.net.addresses import AddressPolicy
 from app.net.fetch import FetchPolicy, fetch
 from app.services.tool_builtins import ToolOutput
-from app.settings import ToolSettings
+from app.services.tool_definitions import secret_refused
+from app.settings import ToolSettings, origin_of
 
 
 def fill(template: str, arguments: Mapping[str, Any]) -> str:
     """The URL with every ``{name}`` replaced by its argument, URL-encoded (``/`` too; ``{{`` is a
-    literal brace, as in tool_definitions.placeholders)."""
-    out = []
+    literal brace, as in tool_definitions.placeholders). A value filling part of the path stays in
+    its segment: ``.`` and ``..`` (in any percent-encoding) and slashes are refused, since servers and
+    proxies that decode them would move the request elsewhere (``/users/{id}/profile`` to ``/profile``)."""
+    out: list[str] = []
+    in_query = False
     for literal, name, _, _ in string.Formatter().parse(template):
         out.append(literal)
+        in_query = in_query or "?" in literal or "#" in literal
         if name is None:
             continue
         if arguments.get(name) is None:
             raise ValidationError(f"arguments.{name}", "the tool's URL needs this argument")
         given = arguments[name]
-        out.append(quote(given if isinstance(given, str) else json.dumps(given), safe=""))
+        text = given if isinstance(given, str) else json.dumps(given)
+        if not in_query and _leaves_segment(text):
+            raise ValidationError(
+                f"arguments.{name}", "fills a path segment: it cannot be '.' or '..' or hold a slash or backslash"
+            )
+        out.append(quote(text, safe=""))
     return "".join(out)
+
+
+def _leaves_segment(value: str) -> bool:
+    """Whether ``value``, decoded as often as a chain of servers might, is a dot segment or has a slash."""
+    for _ in range(4):
+        if value.strip() in (".", "..") or "/" in value or "\\" in value:
+            return True
+        decoded = unquote(value)
+        if decoded == value:
+            return False
+        value = decoded
+    return True  # still encoded after four decodings: no honest identifier looks like that
 
 
 def policy(settings: ToolSettings, timeout: float) -> FetchPolicy:
@@ -61,14 +85,24 @@ def policy(settings: ToolSettings, timeout: float) -> FetchPolicy:
     )
 
 
-def headers(tool: Tool, settings: ToolSettings) -> dict[str, str]:
+def headers(tool: Tool, settings: ToolSettings, url: str) -> dict[str, str]:
+    """The tool's secret headers for a request to ``url``; FetchError for a secret that does not
+    exist or may not go to its origin (the same words for both: tool_definitions.secret_refused)."""
     out = {}
+    origin = origin_of(url)
     for header, secret in sorted(tool.header_secrets.items()):
-        value = settings.secrets.get(secret.lower())
-        if value is None:
-            raise FetchError(f"the secret {secret!r} its {header} header names is not configured on this server")
-        out[header] = value.get_secret_value()
+        if not settings.may_send(secret, origin):
+            raise FetchError(secret_refused(secret, origin or url[:100]))
+        out[header] = settings.secrets[secret.lower()].get_secret_value()
     return out
+
+
+def redact(text: str, secrets: Mapping[str, str]) -> str:
+    """``text`` with every secret value sent replaced, so a server echoing its request gives none back."""
+    for value in sorted(set(secrets.values()), key=len, reverse=True):
+        if value:
+            text = text.replace(value, "[secret]")
+    return text
 
 
 async def call(
@@ -87,10 +121,9 @@ async def call(
         raise ValidationError("tool", f"{tool.name!r} is not an HTTP tool")
     url = fill(template, arguments)
     body = None if method == "GET" else json.dumps(dict(arguments)).encode()
-    fetched = await fetch(
-        url, policy(settings, tool.timeout_seconds), method=method, body=body, headers=headers(tool, settings)
-    )
-    return ToolOutput(fetched.data.decode("utf-8", errors="replace"))
+    sent = headers(tool, settings, url)
+    fetched = await fetch(url, policy(settings, tool.timeout_seconds), method=method, body=body, headers=sent)
+    return ToolOutput(redact(fetched.data.decode("utf-8", errors="replace"), sent))
 
 
 def describe(tool: Tool, arguments: Mapping[str, Any]) -> str:

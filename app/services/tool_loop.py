@@ -37,7 +37,8 @@ from app.errors import RagchatError
 from app.llm.base import GenerationOptions, TextDelta, Usage
 from app.llm.tool_calling import AssistantToolCalls, ToolCall, ToolCallingModel, ToolCalls, ToolResult, ToolSpec, Turn
 from app.rag.sanitize import strip_control
-from app.services.tool_builtins import ToolContext, ToolOutput, ToolSource, check_arguments, run_builtin
+from app.services.tool_builtins import ToolContext, ToolOutput, ToolSource, run_builtin
+from app.services.tool_schema import validate
 
 Execute = Callable[[Tool, dict[str, Any]], Awaitable[ToolOutput]]
 
@@ -218,7 +219,7 @@ async def _run_one(
     if len(result.calls) >= limits.max_calls:
         return done(False, "no more tool calls are allowed for this answer: answer with what you have", "call limit")
     try:
-        arguments = check_arguments(tool, call.arguments)
+        arguments = await validate(tool, call.arguments)  # off the loop: a schema's patterns may be hostile
     except RagchatError as exc:
         return done(
             False,

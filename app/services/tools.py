@@ -34,13 +34,14 @@ from app.services.tool_definitions import (
     ToolChanges,
     check_common,
     check_http,
-    check_schema,
     schema_properties,
 )
+from app.services.tool_schema import check_schema
 from app.settings import ToolSettings
 
 log = logging.getLogger("ragchat.tools")
 MAX_SESSION_GROUPS = 20
+BUILTIN_GROUP = "knowledge_base"  # the built-in tools' group (migration 0011), reserved even when they leave it
 EmbedderFactory = Callable[[], Embedder]
 
 
@@ -134,6 +135,7 @@ def create(store: Database, settings: ToolSettings, embedder: EmbedderFactory, c
     with store.write() as db:
         if db.scalar(select(Tool.id).where(Tool.name == tool.name)) is not None:
             raise ConflictError(f"a tool named {tool.name!r} already exists")
+        _check_group(db, tool)
         db.add(tool)
         try:
             db.flush()
@@ -152,6 +154,9 @@ def update(
         problems += check_schema(changes.input_schema)
     current = get(store, tool_id)
     changed = _apply(current, changes)
+    if changes.headers is None and _destination(changed) != _destination(current):
+        # Secrets were granted for where the tool went: a new destination must be granted anew.
+        changed.header_secrets = {}
     if current.kind == ToolKind.BUILTIN:
         fixed = {"name": changes.name, **changes.http_fields()}
         problems += [(_camel(f), "a built-in tool's is fixed") for f, v in fixed.items() if v is not None]
@@ -166,6 +171,7 @@ def update(
             raise NotFoundError("tool", tool_id)
         if changed.name != row.name and db.scalar(select(Tool.id).where(Tool.name == changed.name)) is not None:
             raise ConflictError(f"a tool named {changed.name!r} already exists")
+        _check_group(db, changed)
         for column in _COLUMNS:
             setattr(row, column, getattr(changed, column))
         db.flush()
@@ -191,6 +197,22 @@ _COLUMNS = (
     "name", "description", "input_schema", "examples", "tool_group", "core", "http_method", "url_template",
     "header_secrets", "timeout_seconds", "side_effects", "dry_run",
 )  # fmt: skip
+
+
+def _check_group(db: Session, tool: Tool) -> None:
+    """Built-in tools' groups are theirs alone: a session that allows them is offered exactly those
+    (an HTTP tool planted there would read its questions). Checked in the write transaction."""
+    others = select(Tool.kind).where(Tool.tool_group == tool.tool_group)
+    kinds = set(db.scalars(others if tool.id is None else others.where(Tool.id != tool.id)))
+    if tool.kind is ToolKind.HTTP and (tool.tool_group == BUILTIN_GROUP or ToolKind.BUILTIN in kinds):
+        raise ValidationError("group", f"{tool.tool_group!r} is reserved for built-in tools: choose another group")
+    if tool.kind is ToolKind.BUILTIN and ToolKind.HTTP in kinds:
+        raise ValidationError("group", f"{tool.tool_group!r} holds HTTP tools: a built-in tool joins none of those")
+
+
+def _destination(tool: Tool) -> tuple[object, ...]:
+    """Where a tool's requests go, and how: what its secret headers were granted for."""
+    return (tool.http_method, tool.url_template, tool.dry_run)
 
 
 def _camel(name: str) -> str:
@@ -240,7 +262,7 @@ def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
         side_effects=tool.side_effects,
         dry_run=DryRun(dry["method"], dry["url_template"]) if dry else None,
         properties=schema_properties(tool.input_schema),
-        configured_secrets=set(settings.secrets),
+        settings=settings,
     )
 
 

@@ -138,17 +138,23 @@ def model() -> FakeChatModel:
     return FakeChatModel("toolful", capabilities=ModelCapabilities(tool_calling=True))
 
 
-def _container(migrated: Settings, model: FakeChatModel, **tools: Any) -> Container:
+def _container(migrated: Settings, model: FakeChatModel, endpoint: Endpoint, **tools: Any) -> Container:
     settings = Settings(
         database_url=migrated.database_url,
-        tools={"secrets": {"crm_token": SECRET}, "allow_private": True, "max_calls": 4, **tools},
+        tools={
+            "secrets": {"crm_token": SECRET},
+            "secret_origins": {"crm_token": [endpoint.base]},
+            "allow_private": True,
+            "max_calls": 4,
+            **tools,
+        },
     )
     return Container.build(settings, embedder=FakeEmbedder(), chat_models=FakeModels(model, FakeChatModel("plain")))
 
 
 @pytest.fixture
-def container(migrated: Settings, model: FakeChatModel) -> Iterator[Container]:
-    built = _container(migrated, model)
+def container(migrated: Settings, model: FakeChatModel, endpoint: Endpoint) -> Iterator[Container]:
+    built = _container(migrated, model, endpoint)
     yield built
     built.close()
 
@@ -243,7 +249,7 @@ def test_a_multi_call_loop_streams_calls_between_tokens_and_cites_what_tools_rea
     create(api, weather_tool(endpoint.base))
     sid = session(api, ["knowledge_base", "ops"])
     model.enqueue(
-        calls(("search_knowledge_base", {"query": "penguins winter"}), ("get_weather", {"city": "São Paulo/../x"})),
+        calls(("search_knowledge_base", {"query": "penguins winter"}), ("get_weather", {"city": "São Paulo"})),
         calls(("list_documents", {})),
         "Emperor penguins huddle in the winter [1]; in São Paulo it is sunny.",
     )
@@ -267,7 +273,7 @@ def test_a_multi_call_loop_streams_calls_between_tokens_and_cites_what_tools_rea
     assert "sunny" in results[1]["summary"] and results[1]["size"] > 0 and results[1]["ms"] >= 0
     # The HTTP tool: the secret header sent, the argument URL-encoded into one path segment.
     (hit,) = [r for r in endpoint.requests if r["path"].startswith("/weather/")]
-    assert hit["auth"] == SECRET and hit["path"] == "/weather/S%C3%A3o%20Paulo%2F..%2Fx"
+    assert hit["auth"] == SECRET and hit["path"] == "/weather/S%C3%A3o%20Paulo"
     done = events[-1]["answer"]
     assert done["status"] == "COMPLETE" and done["content"].startswith("Emperor penguins huddle")
     # Retrieval found nothing (threshold 0.99): the passage the search tool read is source [1], cited.
@@ -348,7 +354,7 @@ def test_a_slow_tool_times_out_and_the_answer_goes_on(api: Api, model: FakeChatM
 def test_a_large_result_is_cut_for_the_model_and_stored_with_its_size(
     migrated: Settings, model: FakeChatModel, endpoint: Endpoint
 ) -> None:
-    built = _container(migrated, model, max_output_chars=1000)
+    built = _container(migrated, model, endpoint, max_output_chars=1000)
     try:
         with live_api(built) as api:
             create(api, weather_tool(endpoint.base, name="huge", urlTemplate=endpoint.base + "/huge/{city}"))
@@ -454,7 +460,7 @@ def test_decisions_on_unknown_and_ordinary_calls_are_typed_errors(api: Api, mode
 def test_http_tools_cannot_reach_loopback_unless_the_operator_allows_it(
     migrated: Settings, model: FakeChatModel, endpoint: Endpoint
 ) -> None:
-    built = _container(migrated, model, allow_private=False)
+    built = _container(migrated, model, endpoint, allow_private=False)
     try:
         with live_api(built) as api:
             tool_id = create(api, weather_tool(endpoint.base))

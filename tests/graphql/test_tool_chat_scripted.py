@@ -50,6 +50,7 @@ def test_the_scripted_model_previews_a_loopback_http_tool_and_approval_runs_it(
         **scripted_env(script),
         "RAGCHAT_TOOLS__ALLOW_PRIVATE": "true",
         "RAGCHAT_TOOLS__SECRETS__CRM_TOKEN": SECRET,
+        "RAGCHAT_TOOLS__SECRET_ORIGINS__CRM_TOKEN": json.dumps([endpoint.base]),
         "RAGCHAT_DATABASE_URL": database_url,  # the server's own SQLite file otherwise
     }
     server = Server(tmp_path, env)

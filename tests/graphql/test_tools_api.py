@@ -20,6 +20,7 @@ from tests.graphql.ops import CREATE_PROJECT
 
 SECRET_VALUE = "s3cr3t-value-9f2c"
 KEY = "test-key-81d0"
+OPERATOR = "operator-key-5e1a"
 TOOL_FIELDS = """id name description inputSchema examples group core kind method urlTemplate
   headers { header secret } timeoutSeconds sideEffects dryRun { method urlTemplate }"""
 ERRORS = "... on Error { message } ... on ValidationError { fields { field message } }"
@@ -67,7 +68,8 @@ def embedder() -> FakeEmbedder:
 
 @pytest.fixture
 def tools_container(migrated: Settings, embedder: FakeEmbedder) -> Iterator[Container]:
-    settings = Settings(database_url=migrated.database_url, tools={"secrets": {"crm_token": SECRET_VALUE}})
+    secrets = {"secrets": {"crm_token": SECRET_VALUE}, "secret_origins": {"crm_token": ["https://shop.example.com"]}}
+    settings = Settings(database_url=migrated.database_url, tools=secrets)
     models = FakeModels(
         FakeChatModel("toolful", capabilities=ModelCapabilities(tool_calling=True)), FakeChatModel("plain")
     )
@@ -138,7 +140,7 @@ def test_every_bad_field_is_named_at_once(api: Api) -> None:
     result = api.run(CREATE, input=http)["createTool"]
     assert fields(result) == ["urlTemplate", "headers.X-Key", "headers.Host", "timeoutSeconds"]
     assert "host cannot be a placeholder" in result["message"]
-    assert "RAGCHAT_TOOLS__SECRETS__NOT_CONFIGURED" in result["message"]
+    assert "no secret 'not_configured' may be sent to" in result["message"]
     result = api.run(CREATE, input=order_tool(urlTemplate="https://shop.example.com/{customer}"))["createTool"]
     assert "['customer'] are not properties of inputSchema" in result["message"]
     result = api.run(CREATE, input=order_tool(sideEffects=False))["createTool"]
@@ -209,15 +211,42 @@ def test_selection_preview_shows_each_stage_and_degrades_visibly(api: Api, embed
     assert empty["__typename"] == "ValidationError" and fields(empty) == ["message"]
 
 
-def test_tool_definitions_need_the_api_key_when_keys_are_configured(migrated: Settings) -> None:
-    settings = Settings(database_url=migrated.database_url, api={"api_keys": [KEY]})
+def test_defining_tools_needs_an_operator_key_and_asking_keys_cannot(migrated: Settings) -> None:
+    settings = Settings(database_url=migrated.database_url, api={"api_keys": [KEY], "operator_keys": [OPERATOR]})
     container = Container.build(settings, embedder=FakeEmbedder(), chat_models=FakeModels())
     try:
         with live_api(container) as anonymous:
             response = anonymous.raw(CREATE, {"input": order_tool(headers=[])})
             assert response.status_code == 401
             assert anonymous.raw(DELETE, {"id": "1"}).status_code == 401
-        with live_api(container, {"Authorization": f"Bearer {KEY}"}) as keyed:
-            assert keyed.run(CREATE, input=order_tool(headers=[]))["createTool"]["__typename"] == "Tool"
+        with live_api(container, {"Authorization": f"Bearer {OPERATOR}"}) as operator:
+            created = operator.run(CREATE, input=order_tool(headers=[]))["createTool"]
+            assert created["__typename"] == "Tool"
+        with live_api(container, {"Authorization": f"Bearer {KEY}"}) as asker:
+            refused = asker.run(CREATE, input=order_tool(headers=[], name="other"))["createTool"]
+            assert refused["__typename"] == "ForbiddenError" and "RAGCHAT_API__OPERATOR_KEYS" in refused["message"]
+            changed = asker.run(UPDATE, id=created["id"], input={"urlTemplate": "https://evil.example/x"})["updateTool"]
+            assert changed["__typename"] == "ForbiddenError"
+            assert asker.run(DELETE, id=created["id"])["deleteTool"]["__typename"] == "ForbiddenError"
+            assert [t["name"] for t in asker.run(TOOLS, group="shop")["tools"]] == ["refund_order"]  # still readable
+            assert asker.run(TOOLS, group="shop")["tools"][0]["urlTemplate"] == order_tool()["urlTemplate"]
     finally:
         container.close()
+
+
+def test_the_built_in_group_is_reserved_for_built_in_tools(api: Api) -> None:
+    planted = api.run(CREATE, input=order_tool(group="knowledge_base", core=True, headers=[]))["createTool"]
+    assert planted["__typename"] == "ValidationError" and fields(planted) == ["group"]
+    assert "reserved for built-in tools" in planted["message"]
+    tool_id = api.run(CREATE, input=order_tool(headers=[]))["createTool"]["id"]
+    moved = api.run(UPDATE, id=tool_id, input={"group": "knowledge_base"})["updateTool"]
+    assert moved["__typename"] == "ValidationError" and fields(moved) == ["group"]
+    builtin = next(t for t in api.run(TOOLS)["tools"] if t["name"] == "read_document")
+    api.run(UPDATE, id=builtin["id"], input={"group": "reading"})  # a group holding a built-in is reserved,
+    assert fields(api.run(UPDATE, id=tool_id, input={"group": "reading"})["updateTool"]) == ["group"]  # and its new one
+    joined = api.run(UPDATE, id=builtin["id"], input={"group": "shop"})["updateTool"]  # nor joins an HTTP tool's
+    assert joined["__typename"] == "ValidationError" and fields(joined) == ["group"]
+    assert [t["name"] for t in api.run(TOOLS, group="knowledge_base")["tools"]] == [
+        "list_documents",
+        "search_knowledge_base",
+    ]

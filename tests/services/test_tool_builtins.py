@@ -97,7 +97,7 @@ def test_arguments_are_checked_against_the_schema_before_anything_runs(rig: tupl
 
 def test_schemas_reach_nothing_outside_themselves() -> None:
     from app.db.models import Tool
-    from app.services.tool_definitions import check_schema
+    from app.services.tool_schema import check_schema
 
     remote = {"type": "object", "properties": {"a": {"$ref": "https://evil.example/schema.json"}}}
     assert check_schema(remote) == [
