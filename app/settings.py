@@ -236,6 +236,8 @@ class ToolSettings(BaseModel):
     call_timeout: float = Field(20.0, gt=0, le=120, allow_inf_nan=False)  # seconds, a tool's own may be lower
     total_timeout: float = Field(90.0, gt=0, le=600, allow_inf_nan=False)  # seconds for all calls and rounds
     max_output_chars: int = Field(8000, ge=200, le=200_000)  # of one result, as the model reads it
+    # How long a side-effecting call's preview may be approved (seconds); later it must be asked again.
+    preview_expiry: float = Field(3600.0, gt=0, le=30 * 86_400, allow_inf_nan=False)
 
     @field_validator("allowed_networks")
     @classmethod
