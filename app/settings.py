@@ -177,6 +177,13 @@ class JobSettings(BaseModel):
     # What may wait in one knowledge base's queue at once (queued or being ingested).
     max_queued_files: int = Field(2000, ge=1, le=1_000_000)
     max_queued_bytes: int = Field(2 * 1024**3, ge=1024, le=1024**4)
+    # The same for all knowledge bases of the database together (every server sharing it).
+    server_max_queued_files: int = Field(10_000, ge=1, le=10_000_000)
+    server_max_queued_bytes: int = Field(10 * 1024**3, ge=1024, le=16 * 1024**4)
+    # What the spool may hold: the queued files and the failed or cancelled ones kept for a retry.
+    max_spool_bytes: int = Field(20 * 1024**3, ge=1024, le=16 * 1024**4)
+    # How long a failed or cancelled upload's file is kept for a retry (seconds); then it is removed.
+    spool_retention: float = Field(86_400.0, gt=0, le=366 * 86_400, allow_inf_nan=False)
     # Where uploads wait for the worker; by default "uploads" beside the database file.
     spool_dir: Path | None = None
 

@@ -131,10 +131,11 @@ IngestionJobResult = Annotated[
     strawberry.union("IngestionJobResult", description="An ingestion job, or why not."),
 ]
 JobChangeResult = Annotated[
-    IngestionJob | NotFoundError | ValidationError | ConflictError | StorageError,
+    IngestionJob | NotFoundError | ValidationError | ConflictError | LimitExceededError | StorageError,
     strawberry.union(
         "JobChangeResult",
-        description="The job after the change, or why nothing changed (ConflictError: no chosen file could be).",
+        description="The job after the change, or why nothing changed (ConflictError: no chosen file could be; "
+        "LimitExceededError: a retry would pass a queue's limit).",
     ),
 ]
 UrlDocumentResult = Annotated[
