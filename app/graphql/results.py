@@ -171,8 +171,12 @@ ChatSessionConnectionResult = Annotated[
     strawberry.union("ChatSessionConnectionResult", description=PAGE_OR_MISTAKE),
 ]
 SearchResult = Annotated[
-    SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError,
-    strawberry.union("SearchResult", description="What a search found, or why it could not run."),
+    SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError | BusyError,
+    strawberry.union(
+        "SearchResult",
+        description="What a search found, or why it could not run (BusyError: a preview that calls the chat "
+        "model found no generation slot free in time).",
+    ),
 ]
 
 
