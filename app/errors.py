@@ -6,7 +6,7 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── ValidationError               bad input; ``field`` names the offending field
 ├── ConflictError                 the request contradicts stored state (duplicate name, mixed spaces)
 ├── BusyError                     every generation slot stayed taken while the caller waited; retry later
-├── LimitExceededError            an upload or retry would put more files or bytes in a queue (or the spool) than allowed
+├── LimitExceededError            an upload or retry would pass a queue's (or the spool's) file or byte limit
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
 ├── StorageError                  the database refused a write (disk full, read-only)
 ├── FetchError                    a URL could not be fetched: cannot connect, timed out, HTTP error status

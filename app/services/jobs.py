@@ -143,11 +143,11 @@ def _check_limits(db: Session, limits: JobSettings, project_id: int, files: int,
     totals = (func.count(), func.coalesce(func.sum(IngestionItem.size_bytes), 0))
     kb_files, kb_size = db.execute(select(*totals).where(IngestionItem.project_id == project_id, unfinished)).one()
     all_files, all_size = db.execute(select(*totals).where(unfinished)).one()
-    spooled = db.scalar(
+    spooled: int = db.execute(
         select(func.coalesce(func.sum(IngestionItem.size_bytes), 0))
         .join(IngestionJob)
         .where(IngestionJob.origin.in_(SPOOLED), IngestionItem.state.in_((*UNFINISHED_ITEM_STATES, *RETRYABLE)))
-    )
+    ).scalar_one()
     kb, server = "the knowledge base's ingestion queue", "the server's ingestion queue (all knowledge bases)"
     spool = "the upload spool (queued files, and failed or cancelled ones kept for a retry)"
     checks = (

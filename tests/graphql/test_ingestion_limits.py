@@ -27,7 +27,9 @@ from tests.graphql.ops import CANCEL_JOB, CREATE_PROJECT, JOB, RETRY_JOB, UPLOAD
 from tests.graphql.test_ingestion_jobs import SlowEmbedder
 from tests.waiting import wait_until
 
-RETRY = RETRY_JOB.replace("... on Error { message }", "... on Error { message } ... on LimitExceededError { what limit }")
+RETRY = RETRY_JOB.replace(
+    "... on Error { message }", "... on Error { message } ... on LimitExceededError { what limit }"
+)
 
 
 @pytest.fixture
