@@ -27,7 +27,7 @@ import anyio.to_thread
 from app.db.database import Database
 from app.db.enums import ToolCallStatus, ToolKind
 from app.db.models import StoredToolCall, Tool, utcnow
-from app.errors import ConflictError, RagchatError, ValidationError
+from app.errors import ConflictError, NotFoundError, RagchatError, ValidationError
 from app.rag.sanitize import strip_control
 from app.services import projects, tool_calls, tool_exec, tools
 from app.services.tool_builtins import check_arguments
@@ -42,7 +42,8 @@ WAIT_MARGIN = 10.0  # seconds past the tool's timeout that a second approval wai
 
 
 async def approve(store: Database, embedder: EmbedderFactory, settings: Settings, call_id: int) -> StoredToolCall:
-    verify = functools.partial(still_as_previewed, window=settings.tools.preview_expiry)
+    checked = await anyio.to_thread.run_sync(_checked, store, call_id)
+    verify = functools.partial(still_as_previewed, window=settings.tools.preview_expiry, checked=checked)
     claimed = await anyio.to_thread.run_sync(tool_calls.claim, store, call_id, verify)
     if not claimed.claimed:
         bound = claimed.tool.timeout_seconds if claimed.tool is not None else TIMEOUT_MAX
@@ -56,24 +57,47 @@ async def approve(store: Database, embedder: EmbedderFactory, settings: Settings
     return await anyio.to_thread.run_sync(tool_calls.settle, store, call_id, text, len(text or ""), ran.error, ran.ms)
 
 
-def still_as_previewed(row: StoredToolCall, tool: Tool | None, *, window: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Checked:
+    """A preview's arguments, valid against its tool's schema as read before the claim."""
+
+    schema: dict[str, Any]
+    arguments: dict[str, Any]
+
+
+def _checked(store: Database, call_id: int) -> Checked | None:
+    """The call's arguments checked against its tool's schema now, before the claim: validation is
+    kept out of the claim's write transaction, which on SQLite holds the database's one write lock.
+    None when they do not fit (the tool changed) or there is nothing to check."""
+    row = tool_calls.get(store, call_id)
+    if row.status is not ToolCallStatus.PREVIEW or row.tool_id is None:
+        return None
+    try:
+        tool = tools.get(store, row.tool_id)
+        return Checked(tool.input_schema, check_arguments(tool, row.arguments))
+    except (NotFoundError, ValidationError):
+        return None
+
+
+def still_as_previewed(
+    row: StoredToolCall, tool: Tool | None, *, window: float, checked: Checked | None
+) -> dict[str, Any]:
     """The arguments to run a previewed call with, when the preview may still be approved: it is
-    younger than ``window`` seconds and the request the tool would send now is the one previewed
-    (the same method, URL, body and header names). Otherwise a ConflictError saying why."""
+    younger than ``window`` seconds and the request ``tool`` (as the claim reads it) would send is
+    the one previewed (the same method, URL, body and header names), its arguments ``checked``
+    against the same schema. Otherwise a ConflictError saying why."""
     refused = f"tool call {row.id} can no longer be approved"
     age = (utcnow() - row.created_at).total_seconds()
     if age > window:
         raise ConflictError(f"{refused}: its preview expired ({window:g} s to approve it); ask again")
-    changed = f"{refused}: the tool changed since it was previewed; ask again"
     if tool is None:
         raise ConflictError(f"{refused}: the tool {row.tool_name!r} was deleted since it was previewed")
-    try:
-        arguments = check_arguments(tool, row.arguments)
-    except ValidationError:
-        raise ConflictError(changed) from None
-    if row.request_fingerprint is None or fingerprint(tool, arguments) != row.request_fingerprint:
-        raise ConflictError(changed)
-    return arguments
+    changed = ConflictError(f"{refused}: the tool changed since it was previewed; ask again")
+    if checked is None or tool.input_schema != checked.schema or row.request_fingerprint is None:
+        raise changed
+    if fingerprint(tool, checked.arguments) != row.request_fingerprint:
+        raise changed
+    return checked.arguments
 
 
 async def _shielded(job: Any) -> tool_exec.Ran:

@@ -576,6 +576,7 @@ def test_approval_runs_only_the_request_that_was_previewed(api: Api, model: Fake
         _, answer, _ = previewed(api, model, endpoint)
         call = answer["toolCalls"][0]
         tool_id = call["toolId"]
+        original = ticket_tool(endpoint.base)
         edits = [
             {"method": "PUT", "urlTemplate": other.base + "/tickets"},
             {"urlTemplate": other.base + "/tickets"},
@@ -588,7 +589,7 @@ def test_approval_runs_only_the_request_that_was_previewed(api: Api, model: Fake
             refused = api.run(APPROVE, id=call["id"])["approveToolCall"]
             assert refused["__typename"] == "ConflictError", (edit, refused)
             assert "the tool changed since it was previewed; ask again" in refused["message"]
-            restored = {"method": "POST", "urlTemplate": endpoint.base + "/tickets", "headers": []}
+            restored = {k: original[k] for k in ("method", "urlTemplate", "inputSchema")} | {"headers": []}
             assert api.run(UPDATE_TOOL, id=tool_id, input=restored)["updateTool"]["__typename"] == "Tool"
         assert other.requests == [] and endpoint.created == 0
         assert [r["method"] for r in endpoint.requests] == ["GET"]  # the dry run only
