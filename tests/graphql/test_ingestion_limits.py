@@ -158,3 +158,21 @@ def test_two_databases_in_one_folder_never_sweep_each_others_uploads(tmp_path: P
     finally:
         b.close()
     assert kept.is_file()  # a's upload is still there for a's retry
+
+
+def test_the_worker_removes_expired_files_when_it_starts(migrated: Settings) -> None:
+    container = Container.build(migrated, embedder=FakeEmbedder())
+    try:
+        with live_api(container) as api:
+            parts = {"variables.files.0": ("blank.txt", b"  \n\n ")}  # fails: its file is kept for a retry
+            job = api.upload(UPLOAD, parts, {"p": _project(api, "kb"), "wait": True})["data"]["uploadDocuments"]
+        (kept,) = [Path(p) for p in _source_paths(container, job["id"])]
+        assert kept.is_file()
+        with container.store.write() as db:
+            db.execute(update(IngestionItem).values(finished_at=datetime.now(UTC) - timedelta(days=2)))
+        with live_api(container) as api:  # a restart: the worker's first pass
+            wait_until(lambda: not kept.exists(), 20, "the worker to remove the expired file")
+            (item,) = api.run(JOB, id=job["id"])["ingestionJob"]["items"]
+            assert item["state"] == "SKIPPED" and item["error"].startswith("failed (")
+    finally:
+        container.close()
