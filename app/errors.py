@@ -7,7 +7,7 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── ConflictError                 the request contradicts stored state (duplicate name, mixed spaces)
 ├── ForbiddenError                the caller's API key may not do this (managing tools needs an operator key)
 ├── BusyError                     every generation slot stayed taken while the caller waited; retry later
-├── LimitExceededError            an upload would put more files or bytes in a queue than allowed
+├── LimitExceededError            an upload or retry would pass a queue's (or the spool's) file or byte limit
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
 ├── StorageError                  the database refused a write (disk full, read-only)
 ├── FetchError                    a URL could not be fetched: cannot connect, timed out, HTTP error status
@@ -113,8 +113,9 @@ class BusyError(RagchatError):
 
 
 class LimitExceededError(RagchatError):
-    """An upload would put more than ``limit`` (``what``: "files" or "bytes") in a knowledge base's
-    ingestion queue, which already holds ``queued``; nothing was stored."""
+    """An upload or a retry would put more than ``limit`` (``what``: "files" or "bytes") in an
+    ingestion queue (a knowledge base's, or the server's) or in the upload spool, which already
+    holds ``queued``; the message says which. Nothing was stored."""
 
     code = ErrorCode.LIMIT_EXCEEDED
 

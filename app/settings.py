@@ -205,6 +205,13 @@ class JobSettings(BaseModel):
     # What may wait in one knowledge base's queue at once (queued or being ingested).
     max_queued_files: int = Field(2000, ge=1, le=1_000_000)
     max_queued_bytes: int = Field(2 * 1024**3, ge=1024, le=1024**4)
+    # The same for all knowledge bases of the database together (every server sharing it).
+    server_max_queued_files: int = Field(10_000, ge=1, le=10_000_000)
+    server_max_queued_bytes: int = Field(10 * 1024**3, ge=1024, le=16 * 1024**4)
+    # What the spool may hold: the queued files and the failed or cancelled ones kept for a retry.
+    max_spool_bytes: int = Field(20 * 1024**3, ge=1024, le=16 * 1024**4)
+    # How long a failed or cancelled upload's file is kept for a retry (seconds); then it is removed.
+    spool_retention: float = Field(86_400.0, gt=0, le=366 * 86_400, allow_inf_nan=False)
     # Where uploads wait for the worker; by default "uploads" beside the database file.
     spool_dir: Path | None = None
 
@@ -268,6 +275,8 @@ class ToolSettings(BaseModel):
     call_timeout: float = Field(20.0, gt=0, le=120, allow_inf_nan=False)  # seconds, a tool's own may be lower
     total_timeout: float = Field(90.0, gt=0, le=600, allow_inf_nan=False)  # seconds for all calls and rounds
     max_output_chars: int = Field(8000, ge=200, le=200_000)  # of one result, as the model reads it
+    # How long a side-effecting call's preview may be approved (seconds); later it must be asked again.
+    preview_expiry: float = Field(3600.0, gt=0, le=30 * 86_400, allow_inf_nan=False)
 
     @field_validator("allowed_networks")
     @classmethod

@@ -417,6 +417,8 @@ class StoredToolCall(Base):
     error: Mapped[str | None] = mapped_column(Text)
     ms: Mapped[float | None] = mapped_column(Float)  # how long it ran
     preview: Mapped[str | None] = mapped_column(Text)  # what it would do (its dry run's output, or a summary)
+    # A preview's request (method, URL, body, header and secret names), hashed: approval runs only that (0024).
+    request_fingerprint: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # approved or rejected
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

@@ -75,15 +75,17 @@ class BusyError(Error):
 
 
 @strawberry.type(
-    description="An upload would put more files or bytes in the knowledge base's ingestion queue than the server "
-    "allows (RAGCHAT_JOBS__MAX_QUEUED_FILES / __MAX_QUEUED_BYTES); nothing was stored. Wait for queued files to "
-    "finish, or send fewer."
+    description="An upload or retry would put more files or bytes than the server allows in the knowledge base's "
+    "ingestion queue (RAGCHAT_JOBS__MAX_QUEUED_FILES / __MAX_QUEUED_BYTES), the server's, all knowledge bases "
+    "together (__SERVER_MAX_QUEUED_FILES / __SERVER_MAX_QUEUED_BYTES), or the upload spool, which also keeps "
+    "failed and cancelled files for a retry until __SPOOL_RETENTION (__MAX_SPOOL_BYTES); the message says which. "
+    "Nothing was stored. Wait for queued files to finish, or send fewer."
 )
 class LimitExceededError(Error):
     what: str = strawberry.field(description='Which limit: "files" or "bytes".')
     limit: float = strawberry.field(description="The limit (a count of files, or bytes).")
-    queued: float = strawberry.field(description="What the queue held already.")
-    requested: float = strawberry.field(description="What the upload would have added.")
+    queued: float = strawberry.field(description="What the queue (or the spool) held already.")
+    requested: float = strawberry.field(description="What the upload or retry would have added.")
 
 
 @strawberry.type(description="An embedder or chat model failed or is not configured.")

@@ -113,11 +113,14 @@ def _item_ids(item_ids: list[strawberry.ID] | None) -> list[int] | None:
 async def change(info: Info, id: strawberry.ID, item_ids: list[strawberry.ID] | None, *, retry: bool) -> Any:
     """Cancel or retry a job's items (all of them when ``item_ids`` is null); publishes the changes."""
     container = info.context.container
-    action = jobs.retry if retry else jobs.cancel
     try:
         job_id = parse_id(id, "id")
         chosen = _item_ids(item_ids)
-        changed = await anyio.to_thread.run_sync(lambda: action(container.store, job_id, chosen))
+        if retry:
+            limits = container.settings.jobs
+            changed = await anyio.to_thread.run_sync(lambda: jobs.retry(container.store, limits, job_id, chosen))
+        else:
+            changed = await anyio.to_thread.run_sync(lambda: jobs.cancel(container.store, job_id, chosen))
     except RagchatError as exc:
         return to_graphql(exc)
     for row in changed:

@@ -186,7 +186,8 @@ class Mutation(ToolMutation):
 
     @strawberry.mutation(
         description="Queue an ingestion job's FAILED and CANCELLED files again (all, or those of itemIds). "
-        "ConflictError when none of them failed or was cancelled."
+        "ConflictError when none of them failed or was cancelled; LimitExceededError when they would pass a "
+        "queue's limit, as an upload would."
     )
     async def retry_ingestion_job(
         self,

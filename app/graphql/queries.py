@@ -238,8 +238,9 @@ class Query(ToolQuery):
     @strawberry.field(
         description="What a chat session's next turn would retrieve for a message right now: the same search, "
         "after the session's recent user turns (history-aware), with its rewrite and passes in `search`. The "
-        "chat model is called only when that turn would call it (rewrite, judgement). Pass topK/threshold to try "
-        "values before saving them to the session."
+        "chat model is called only when that turn would call it (rewrite, expansion, judgement), and then the "
+        "preview takes a generation slot as the turn would (BusyError when none comes free in time). Pass "
+        "topK/threshold to try values before saving them to the session."
     )
     async def retrieval_preview(
         self,
@@ -264,6 +265,7 @@ class Query(ToolQuery):
                 message,
                 top_k=top_k,
                 threshold=threshold,
+                slots=container.chat.slots,
             )
             return search_results(found.result, found.search, found.ranking)
 

@@ -131,10 +131,11 @@ IngestionJobResult = Annotated[
     strawberry.union("IngestionJobResult", description="An ingestion job, or why not."),
 ]
 JobChangeResult = Annotated[
-    IngestionJob | NotFoundError | ValidationError | ConflictError | StorageError,
+    IngestionJob | NotFoundError | ValidationError | ConflictError | LimitExceededError | StorageError,
     strawberry.union(
         "JobChangeResult",
-        description="The job after the change, or why nothing changed (ConflictError: no chosen file could be).",
+        description="The job after the change, or why nothing changed (ConflictError: no chosen file could be; "
+        "LimitExceededError: a retry would pass a queue's limit).",
     ),
 ]
 UrlDocumentResult = Annotated[
@@ -170,8 +171,12 @@ ChatSessionConnectionResult = Annotated[
     strawberry.union("ChatSessionConnectionResult", description=PAGE_OR_MISTAKE),
 ]
 SearchResult = Annotated[
-    SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError,
-    strawberry.union("SearchResult", description="What a search found, or why it could not run."),
+    SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError | BusyError,
+    strawberry.union(
+        "SearchResult",
+        description="What a search found, or why it could not run (BusyError: a preview that calls the chat "
+        "model found no generation slot free in time).",
+    ),
 ]
 
 

@@ -72,6 +72,9 @@ Role = Literal["system", "user", "assistant"]
 class Message:
     role: Role
     content: str
+    # Data the conversation carries but nobody wrote to the model (an approved tool's output): sent
+    # fenced as a user-side message, and never taken for something the user asked.
+    data: bool = False
 
 
 @dataclass(frozen=True)

@@ -80,5 +80,9 @@ def build(
 
 
 def user_turns(history: Sequence[object]) -> list[str]:
-    """The user messages of a turn's history (``Message``s, oldest first)."""
-    return [m.content for m in history if getattr(m, "role", None) == "user"]  # type: ignore[attr-defined]
+    """The user messages of a turn's history (``Message``s, oldest first; not the data it carries)."""
+    return [
+        m.content  # type: ignore[attr-defined]
+        for m in history
+        if getattr(m, "role", None) == "user" and not getattr(m, "data", False)
+    ]

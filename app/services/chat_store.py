@@ -20,6 +20,7 @@ from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, S
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
 from app.rag.session_settings import RagSettings
+from app.services import tool_calls
 from app.services.chat_events import SourceRef, StoredAnswer
 
 INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
@@ -51,16 +52,23 @@ def _snapshot(row: ChatSession) -> SessionSnapshot:
 
 
 def _history(db: Session, session_id: int, before_id: int | None, turns: int) -> list[Message]:
-    """The last ``turns`` complete messages of the session (before message ``before_id``, if given)."""
+    """The last ``turns`` complete messages of the session (before message ``before_id``, if given).
+    An approved tool call's outcome is the tool's output, not the model's words: it goes back as a
+    fenced tool result (tool_calls.for_model), never as an assistant message."""
     if turns <= 0:
         return []
-    query = select(ChatMessage.role, ChatMessage.content).where(
-        ChatMessage.session_id == session_id, ChatMessage.status == MessageStatus.COMPLETE
+    query = (
+        select(ChatMessage.role, ChatMessage.content, StoredToolCall)
+        .outerjoin(StoredToolCall, StoredToolCall.outcome_message_id == ChatMessage.id)
+        .where(ChatMessage.session_id == session_id, ChatMessage.status == MessageStatus.COMPLETE)
     )
     if before_id is not None:
         query = query.where(ChatMessage.id < before_id)
     rows = db.execute(query.order_by(ChatMessage.id.desc()).limit(turns)).all()
-    return [Message("user" if role is Role.USER else "assistant", content) for role, content in reversed(rows)]
+    return [
+        Message("user" if role is Role.USER else "assistant", content) if call is None else tool_calls.for_model(call)
+        for role, content, call in reversed(rows)
+    ]
 
 
 def recent(store: Database, session_id: int, turns: int) -> list[Message]:

@@ -272,6 +272,7 @@ def _store(store: Any, turn: Turn, position: int, record: CallRecord) -> int | N
         error=(record.text or record.error) if status is ToolCallStatus.FAILED else None,
         ms=record.ms if status is not ToolCallStatus.PREVIEW else None,
         preview=record.preview,
+        request_fingerprint=record.request,
     )
     return tool_calls.record(store, turn.message_id, turn.chat.id, position, new)
 

@@ -40,6 +40,7 @@ IDLE_POLL = 5.0  # seconds an idle worker waits before looking for items another
 # How long stopping waits for an item's current step (a parse, an embedding batch, a write) to end
 # before giving up on it (it is then recovered as a stopped server's: app/services/leases.py).
 STOP_SECONDS = 10.0
+EXPIRE_EVERY = 60.0  # seconds between looks for failed and cancelled uploads past their retention time
 
 
 class JobEvents:
@@ -163,6 +164,7 @@ class JobWorker:
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._wake: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._busy = 0  # worker threads inside a step
         self._idle = threading.Condition()
@@ -170,6 +172,7 @@ class JobWorker:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
         self._stopping = False
         # Items a stopped server left half-way were queued again before (app/services/leases.py).
         swept = await anyio.to_thread.run_sync(jobs.sweep_spool, self.store, self.spool)
@@ -178,6 +181,7 @@ class JobWorker:
         self._tasks = [
             asyncio.create_task(self._loop_forever(), name=f"ingest-{i}") for i in range(self.settings.workers)
         ]
+        self._tasks.append(asyncio.create_task(self._expire_forever(), name="spool-retention"))
 
     def wake(self) -> None:
         """New items are queued (callable from any thread)."""
@@ -191,6 +195,8 @@ class JobWorker:
         self._stopping = True
         if self._wake is not None:
             self._wake.set()
+        if self._stop is not None:
+            self._stop.set()
         tasks, self._tasks = self._tasks, []
         if not tasks:
             return
@@ -247,6 +253,24 @@ class JobWorker:
         finally:
             if runner is not None:
                 await anyio.to_thread.run_sync(runner.close)
+
+    async def _expire_forever(self) -> None:
+        """Remove failed and cancelled uploads' files once they are older than the retention time
+        (jobs.expire_spooled), now and then every ``EXPIRE_EVERY`` seconds, so the spool's size is
+        bounded by what may wait plus what is kept for a retry."""
+        assert self._stop is not None
+        retention = self.settings.spool_retention
+        while not self._stopping:
+            try:
+                expired = await anyio.to_thread.run_sync(self._step, lambda: jobs.expire_spooled(self.store, retention))
+            except Exception:  # the database refused (full, locked): the next pass tries again
+                log.exception("could not remove the spooled files of failed or cancelled uploads; retrying later")
+                expired = []
+            for row in expired:
+                self.events.publish(row)
+            if len(expired) < jobs.EXPIRE_BATCH:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), min(EXPIRE_EVERY, retention))
 
     def _runner(self) -> ItemRunner:
         return ItemRunner(self.store, self.embedder(), self.ingest, self.events.publish, lambda: self._stopping)

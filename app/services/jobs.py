@@ -10,13 +10,17 @@ spooled under :func:`spool_dir`, a CLI path where it is), never in memory.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shutil
 import time
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, make_url, select, update
 from sqlalchemy.orm import Session
 
 from app.db import locks
@@ -34,9 +38,11 @@ from app.settings import JobSettings, Settings
 # worker takes; a CLI job reads the caller's own files, in the caller's process.
 SPOOLED = (JobOrigin.UPLOAD, JobOrigin.URL)
 RUNNING = (ItemState.PARSING, ItemState.EMBEDDING)
+RETRYABLE = RETRYABLE_ITEM_STATES
 # A CLI job's file whose command was killed (app/services/leases.py): only that command reads it.
 INTERRUPTED = "interrupted: the command ingesting it stopped before it ended; run it again"
 SWEEP_AFTER_SECONDS = 3600
+EXPIRE_BATCH = 500  # items whose files one pass of expire_spooled removes (the next pass takes the rest)
 
 
 @dataclass(frozen=True)
@@ -53,12 +59,31 @@ class Intake:
 
 
 def spool_dir(settings: Settings) -> Path:
-    """Where uploads wait for the worker: RAGCHAT_JOBS__SPOOL_DIR, else "uploads" beside the SQLite
-    file, or in ./data (PostgreSQL: servers on several machines need a folder they all mount)."""
+    """Where uploads wait for the worker: a folder named after the database (:func:`spool_name`) in
+    RAGCHAT_JOBS__SPOOL_DIR, else in "uploads" beside the SQLite file, or in ./data (PostgreSQL:
+    servers on several machines need a folder they all mount). Named per database because the
+    start-up sweep removes the folders its database's items do not need: two databases' servers
+    sharing a folder must never sweep each other's uploads."""
     if settings.jobs.spool_dir is not None:
-        return settings.jobs.spool_dir
-    database = sqlite_path(settings.database_url) if not is_postgres(settings.database_url) else None
-    return (database.parent if database is not None else Path("data")) / "uploads"
+        root = settings.jobs.spool_dir
+    else:
+        database = sqlite_path(settings.database_url) if not is_postgres(settings.database_url) else None
+        root = (database.parent if database is not None else Path("data")) / "uploads"
+    return root / spool_name(settings.database_url)
+
+
+def spool_name(database_url: str) -> str:
+    """The database's spool folder name: readable (its file's or database's name) and distinct (a
+    hash of the SQLite file's absolute path, or of PostgreSQL's host, port and database; never the
+    password)."""
+    url = make_url(database_url)
+    path = sqlite_path(database_url) if not is_postgres(database_url) else None
+    if path is not None:
+        shown, identity = path.name, str(path.resolve())
+    else:
+        shown, identity = url.database or "memory", f"{url.host}:{url.port}/{url.database}"
+    readable = re.sub(r"[^A-Za-z0-9._-]", "_", shown)[:60]
+    return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}"
 
 
 def create(
@@ -75,7 +100,9 @@ def create(
     with store.write() as db:
         projects.require(db, project_id)
         if origin in SPOOLED:
-            _check_limits(db, limits, project_id, [i for i in intakes if i.skipped is None])
+            queued = [i for i in intakes if i.skipped is None]
+            size = sum(i.size_bytes for i in queued)
+            _check_limits(db, limits, project_id, len(queued), size, size)
         job = IngestionJob(project_id=project_id, origin=origin, api_key_id=api_key_id)
         db.add(job)
         db.flush()
@@ -104,32 +131,41 @@ def create(
         return job
 
 
-def _check_limits(db: Session, limits: JobSettings, project_id: int, intakes: Sequence[Intake]) -> None:
-    locks.take_turns(db, "job limits", project_id)  # two servers' uploads cannot both fill the last places
-    files, size = db.execute(
-        select(func.count(), func.coalesce(func.sum(IngestionItem.size_bytes), 0)).where(
-            IngestionItem.project_id == project_id, IngestionItem.state.in_(UNFINISHED_ITEM_STATES)
-        )
-    ).one()
-    adding = sum(i.size_bytes for i in intakes)
-    if files + len(intakes) > limits.max_queued_files:
-        raise LimitExceededError(
-            f"the knowledge base's ingestion queue holds {files} files; {len(intakes)} more would pass its limit "
-            f"of {limits.max_queued_files}: wait for them to finish",
-            what="files",
-            limit=limits.max_queued_files,
-            queued=files,
-            requested=len(intakes),
-        )
-    if size + adding > limits.max_queued_bytes:
-        raise LimitExceededError(
-            f"the knowledge base's ingestion queue holds {size} bytes; {adding} more would pass its limit of "
-            f"{limits.max_queued_bytes}: wait for them to finish",
-            what="bytes",
-            limit=limits.max_queued_bytes,
-            queued=size,
-            requested=adding,
-        )
+def _check_limits(db: Session, limits: JobSettings, project_id: int, files: int, size: int, spooling: int) -> None:
+    """Refuse (LimitExceededError) to queue ``files`` more files of ``size`` bytes in ``project_id``'s
+    queue, ``spooling`` of those bytes new to the spool, when a queue or the spool would pass its limit:
+    the knowledge base's queue, the server's (all knowledge bases of the database), and the spool,
+    which also holds the failed and cancelled files kept for a retry (until :func:`expire_spooled`)."""
+    # One lock for all: the server-wide totals are checked too, so two servers' uploads (or retries)
+    # into different knowledge bases cannot both fill the last places.
+    locks.take_turns(db, "job limits")
+    unfinished = IngestionItem.state.in_(UNFINISHED_ITEM_STATES)
+    totals = (func.count(), func.coalesce(func.sum(IngestionItem.size_bytes), 0))
+    kb_files, kb_size = db.execute(select(*totals).where(IngestionItem.project_id == project_id, unfinished)).one()
+    all_files, all_size = db.execute(select(*totals).where(unfinished)).one()
+    spooled: int = db.execute(
+        select(func.coalesce(func.sum(IngestionItem.size_bytes), 0))
+        .join(IngestionJob)
+        .where(IngestionJob.origin.in_(SPOOLED), IngestionItem.state.in_((*UNFINISHED_ITEM_STATES, *RETRYABLE)))
+    ).scalar_one()
+    kb, server = "the knowledge base's ingestion queue", "the server's ingestion queue (all knowledge bases)"
+    spool = "the upload spool (queued files, and failed or cancelled ones kept for a retry)"
+    checks = (
+        (kb, "files", kb_files, files, limits.max_queued_files, "wait for them to finish"),
+        (kb, "bytes", kb_size, size, limits.max_queued_bytes, "wait for them to finish"),
+        (server, "files", all_files, files, limits.server_max_queued_files, "wait for them to finish"),
+        (server, "bytes", all_size, size, limits.server_max_queued_bytes, "wait for them to finish"),
+        (spool, "bytes", spooled, spooling, limits.max_spool_bytes, "retry or let go of failed and cancelled files"),
+    )
+    for where, what, held, adding, limit, advice in checks:
+        if adding > 0 and held + adding > limit:
+            raise LimitExceededError(
+                f"{where} holds {held} {what}; {adding} more would pass its limit of {limit}: {advice}",
+                what=what,
+                limit=limit,
+                queued=held,
+                requested=adding,
+            )
 
 
 def get(store: Database, job_id: int) -> IngestionJob:
@@ -213,14 +249,19 @@ def cancel(store: Database, job_id: int, item_ids: list[int] | None = None) -> l
         return chosen
 
 
-def retry(store: Database, job_id: int, item_ids: list[int] | None = None) -> list[IngestionItem]:
+def retry(store: Database, limits: JobSettings, job_id: int, item_ids: list[int] | None = None) -> list[IngestionItem]:
     """Queue the job's failed and cancelled items (or those of ``item_ids``) again. ConflictError when
-    none of them failed or was cancelled."""
+    none of them failed or was cancelled; LimitExceededError when a queue would pass its limit (as
+    for an upload: their files are in the spool already)."""
     with store.write() as db:
         chosen = _chosen(db, job_id, item_ids)
         retryable = [row for row in chosen if row.state in RETRYABLE_ITEM_STATES]
         if not retryable:
             raise ConflictError("nothing to retry: only failed or cancelled files can be retried")
+        job = db.get(IngestionJob, job_id)
+        if job is not None and job.origin in SPOOLED:
+            size = sum(row.size_bytes for row in retryable)
+            _check_limits(db, limits, retryable[0].project_id, len(retryable), size, 0)
         for row in retryable:
             row.state, row.error, row.outcome = ItemState.QUEUED, None, None
             row.chunks_done = row.chunks_total = 0
@@ -313,6 +354,38 @@ def requeue(store: Database, item_id: int) -> None:
             .where(IngestionItem.id == item_id, IngestionItem.state.in_(RUNNING))
             .values(state=ItemState.QUEUED, chunks_done=0, chunks_total=0)
         )
+
+
+def expire_spooled(store: Database, retention: float) -> list[IngestionItem]:
+    """Remove the spooled files of failed and cancelled items that ended more than ``retention``
+    seconds ago: they can no longer be retried (the item is SKIPPED, saying so) and no longer count
+    against the spool's limit. Returns the items changed."""
+    cutoff = utcnow() - timedelta(seconds=retention)
+    with store.write() as db:
+        rows = list(
+            db.scalars(
+                select(IngestionItem)
+                .join(IngestionJob)
+                .where(
+                    IngestionJob.origin.in_(SPOOLED),
+                    IngestionItem.state.in_(RETRYABLE),
+                    IngestionItem.finished_at < cutoff,
+                )
+                .order_by(IngestionItem.id)
+                .limit(EXPIRE_BATCH)
+            )
+        )
+        for row in rows:
+            what = "cancelled" if row.state is ItemState.CANCELLED else f"failed ({row.error})"
+            row.state = ItemState.SKIPPED
+            row.error = f"{what}; its uploaded file was removed {retention:g} s later: upload it again"[:2000]
+            row.outcome = None
+    for row in rows:  # once the rows say so: a file is never missing under a retryable item
+        path = Path(row.source_path)
+        path.unlink(missing_ok=True)
+        with suppress(OSError):  # the folder still holds another item's file
+            path.parent.rmdir()
+    return rows
 
 
 def sweep_spool(store: Database, root: Path) -> int:

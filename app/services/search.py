@@ -9,14 +9,15 @@ import anyio.to_thread
 
 from app.db.database import Database
 from app.errors import ValidationError
-from app.llm.base import ChatModels, Embedder, Reranker
-from app.rag import conversation
+from app.llm.base import ChatModel, ChatModels, Embedder, ModelCapabilities, Reranker
+from app.rag import conversation, rewrite
 from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.sanitize import clean_message
 from app.rag.session_settings import RagSettings
 from app.services import chat_store, projects, ranking, sessions, turn_search
 from app.services.sessions import SessionChanges, validate_changes
+from app.services.slots import SlotPools
 from app.services.trace_model import TraceRanking, TraceSearch
 from app.settings import Settings
 
@@ -61,12 +62,14 @@ async def preview(
     *,
     top_k: int | None,
     threshold: float | None,
+    slots: SlotPools | None = None,
 ) -> Preview:
     """What the chat session ``chat_id`` would retrieve for ``message`` as its next turn, under its
     settings (or the overrides being tuned): the same stages a turn runs — expansion, the search
     (app/services/turn_search.py) after the session's recent user turns, reranking
     (app/services/ranking.py). The chat model is called only when the turn would call it (expansion,
-    a rewrite, a judgement the session's settings and model ask for)."""
+    a rewrite, a judgement the session's settings and model ask for), and then the preview takes a
+    generation slot of ``slots`` for its run, as a turn does."""
     text = _query(settings, message)
 
     def load() -> tuple[RagSettings, turn_search.Asker, list[str]]:
@@ -84,6 +87,42 @@ async def preview(
     rag, asker, earlier = await anyio.to_thread.run_sync(load)
     chosen = params(settings, top_k=rag.top_k, threshold=rag.threshold, mode=settings.rag.mode)
     model, capabilities = ranking.helper_model(models, asker.provider, asker.model, rag)
+    # A preview that calls the chat model generates like a turn, so it waits for a slot like one
+    # (BusyError when none comes free): otherwise previews would run past the generation cap.
+    slot = None
+    if slots is not None and _calls_model(models, asker, earlier, helper=model):
+        slot = await slots.acquire(asker.provider, asker.model)
+    try:
+        helper = (model, capabilities)
+        return await _preview(store, embedder, settings, reranker, text, rag, asker, earlier, chosen, helper, models)
+    finally:
+        if slot is not None:
+            slot.release()
+
+
+def _calls_model(models: ChatModels, asker: turn_search.Asker, earlier: list[str], *, helper: ChatModel | None) -> bool:
+    """Whether the preview may call the session's chat model: expansion or the judge (``helper``), a
+    rewrite of the message, or a judgement of a search pass (app/services/turn_search.py)."""
+    capabilities = models.capabilities(asker.provider, asker.model)
+    rewrites = rewrite.wanted(asker.rag.rewrite, capabilities, earlier) is None
+    judges = capabilities.retrieval_judging and asker.rag.quality.passes > 1
+    return helper is not None or rewrites or judges
+
+
+async def _preview(
+    store: Database,
+    embedder: Callable[[], Embedder],
+    settings: Settings,
+    reranker: Reranker | None,
+    text: str,
+    rag: RagSettings,
+    asker: turn_search.Asker,
+    earlier: list[str],
+    chosen: RetrievalParams,
+    helper: tuple[ChatModel | None, ModelCapabilities],
+    models: ChatModels,
+) -> Preview:
+    model, capabilities = helper
     stages = await ranking.expand(settings, rag, text, model=model, capabilities=capabilities)
 
     def run() -> turn_search.TurnSearch:

@@ -1,5 +1,10 @@
 """Approve or reject a previewed tool call (issue 19, item 5), and test a tool (``testTool``).
 
+Approval runs exactly the request that was previewed, or nothing: the preview stored a fingerprint
+of it (app/services/tool_request.py), and a call whose tool would now send something else (another
+method, URL, body or header), or whose tool was deleted, or whose preview is older than
+``RAGCHAT_TOOLS__PREVIEW_EXPIRY`` seconds, is refused with a ConflictError and stays a preview.
+
 Approval runs the call exactly once: :func:`app.services.tool_calls.claim` moves it out of
 ``preview`` with one conditional UPDATE, and only the approval that did so runs it; any other
 approval (at the same time, or later) waits until the outcome is recorded and returns it. The run
@@ -10,6 +15,7 @@ to the conversation (tool_calls.settle). A call is never run twice: one that fai
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -19,11 +25,12 @@ import anyio.to_thread
 
 from app.db.database import Database
 from app.db.enums import ToolCallStatus, ToolKind
-from app.db.models import StoredToolCall
-from app.errors import RagchatError, ValidationError
+from app.db.models import StoredToolCall, Tool, utcnow
+from app.errors import ConflictError, NotFoundError, RagchatError, ValidationError
 from app.rag.sanitize import strip_control
 from app.services import projects, tool_calls, tool_exec, tools
 from app.services.tool_definitions import TIMEOUT_MAX
+from app.services.tool_request import fingerprint
 from app.services.tool_schema import validate
 from app.services.tools import EmbedderFactory
 from app.settings import Settings
@@ -34,24 +41,63 @@ WAIT_MARGIN = 10.0  # seconds past the tool's timeout that a second approval wai
 
 
 async def approve(store: Database, embedder: EmbedderFactory, settings: Settings, call_id: int) -> StoredToolCall:
-    claimed = await anyio.to_thread.run_sync(tool_calls.claim, store, call_id)
+    checked = await _checked(store, call_id)
+    verify = functools.partial(still_as_previewed, window=settings.tools.preview_expiry, checked=checked)
+    claimed = await anyio.to_thread.run_sync(tool_calls.claim, store, call_id, verify)
     if not claimed.claimed:
         bound = claimed.tool.timeout_seconds if claimed.tool is not None else TIMEOUT_MAX
         return await _outcome(store, claimed.call, bound + WAIT_MARGIN)
-    row, tool = claimed.call, claimed.tool
-    if tool is None:
-        ran = tool_exec.Ran(None, f"the tool {row.tool_name!r} no longer exists", 0.0)
-    else:
-        try:
-            arguments = await validate(tool, row.arguments)  # the tool may have changed since the preview
-        except ValidationError as exc:
-            ran = tool_exec.Ran(None, f"invalid arguments for the tool as it is now: {exc.message}", 0.0)
-        else:
-            ctx = tool_exec.context(store, embedder, settings, claimed.project_id)
-            ran = await _shielded(tool_exec.run_once(tool_exec.executor(ctx), tool, arguments, tool.timeout_seconds))
+    row, tool, arguments = claimed.call, claimed.tool, claimed.arguments
+    assert tool is not None and arguments is not None  # verified in the claim
+    ctx = tool_exec.context(store, embedder, settings, claimed.project_id)
+    ran = await _shielded(tool_exec.run_once(tool_exec.executor(ctx), tool, arguments, tool.timeout_seconds))
     text = strip_control(ran.output.content) if ran.output is not None else None
     log.info("approved tool call %s (%s) ran once: %s", call_id, row.tool_name, ran.error or "ok")
     return await anyio.to_thread.run_sync(tool_calls.settle, store, call_id, text, len(text or ""), ran.error, ran.ms)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A preview's arguments, valid against its tool's schema as read before the claim."""
+
+    schema: dict[str, Any]
+    arguments: dict[str, Any]
+
+
+async def _checked(store: Database, call_id: int) -> Checked | None:
+    """The call's arguments checked against its tool's schema now, before the claim: validation is
+    kept out of the claim's write transaction, which on SQLite holds the database's one write lock,
+    and runs in the validation limiter's threads (a schema's patterns may be hostile).
+    None when they do not fit (the tool changed) or there is nothing to check."""
+    row = await anyio.to_thread.run_sync(tool_calls.get, store, call_id)
+    if row.status is not ToolCallStatus.PREVIEW or row.tool_id is None:
+        return None
+    try:
+        tool = await anyio.to_thread.run_sync(tools.get, store, row.tool_id)
+        return Checked(tool.input_schema, await validate(tool, row.arguments))
+    except (NotFoundError, ValidationError):
+        return None
+
+
+def still_as_previewed(
+    row: StoredToolCall, tool: Tool | None, *, window: float, checked: Checked | None
+) -> dict[str, Any]:
+    """The arguments to run a previewed call with, when the preview may still be approved: it is
+    younger than ``window`` seconds and the request ``tool`` (as the claim reads it) would send is
+    the one previewed (the same method, URL, body and header names), its arguments ``checked``
+    against the same schema. Otherwise a ConflictError saying why."""
+    refused = f"tool call {row.id} can no longer be approved"
+    age = (utcnow() - row.created_at).total_seconds()
+    if age > window:
+        raise ConflictError(f"{refused}: its preview expired ({window:g} s to approve it); ask again")
+    if tool is None:
+        raise ConflictError(f"{refused}: the tool {row.tool_name!r} was deleted since it was previewed")
+    changed = ConflictError(f"{refused}: the tool changed since it was previewed; ask again")
+    if checked is None or tool.input_schema != checked.schema or row.request_fingerprint is None:
+        raise changed
+    if fingerprint(tool, checked.arguments) != row.request_fingerprint:
+        raise changed
+    return checked.arguments
 
 
 async def _shielded(job: Any) -> tool_exec.Ran:

@@ -5,16 +5,19 @@ A call is stored as it ends (one short write each), so its id exists while the a
 streams: a preview can be approved at once. A side-effecting call is stored as ``preview``; the
 decision is one conditional UPDATE out of ``preview`` (:func:`claim`, :func:`reject`), so of two
 approvals, at once or one after the other, exactly one moves it to ``running`` and runs it; the
-other waits for the recorded outcome and returns it. An approved call's outcome is appended to the
-conversation as an assistant message (:func:`settle`): the next turn's history and every client
-then read what happened, as they read any answer.
+other waits for the recorded outcome and returns it. Approval first checks that the preview may
+still be approved (app/services/tool_approval.py: not expired, the tool would send the very request
+previewed). An approved call's outcome is appended to the conversation as a message (:func:`settle`)
+that clients show; the next turn's history gives it to the model as what it is, the tool's output,
+fenced (:func:`for_model`), never as the model's own words.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 
@@ -22,6 +25,8 @@ from app.db.database import Database
 from app.db.enums import MessageStatus, Role, ToolCallStatus
 from app.db.models import ChatMessage, ChatSession, StoredToolCall, Tool, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
+from app.llm.base import Message
+from app.services.tool_loop import fence
 
 RESULT_MAX = 20_000  # characters of a result kept in the row (result_chars has the whole size)
 INTERRUPTED = "interrupted: the server stopped while it ran, so whether it took effect is unknown"
@@ -41,6 +46,7 @@ class NewCall:
     error: str | None
     ms: float | None
     preview: str | None = None
+    request_fingerprint: str | None = None  # a preview's: what approval must find unchanged
 
 
 def by_messages(store: Database, message_ids: Sequence[int]) -> list[list[StoredToolCall]]:
@@ -99,6 +105,7 @@ def record(store: Database, message_id: int, session_id: int, position: int, cal
             error=call.error,
             ms=call.ms,
             preview=call.preview,
+            request_fingerprint=call.request_fingerprint,
             finished_at=None if call.status is ToolCallStatus.PREVIEW else utcnow(),
         )
         db.add(row)
@@ -108,32 +115,43 @@ def record(store: Database, message_id: int, session_id: int, position: int, cal
 
 @dataclass(frozen=True)
 class Claimed:
-    """What an approval found: the call (to run when ``claimed``) and its tool and session's project."""
+    """What an approval found: the call (to run when ``claimed``, with ``arguments``), its tool as it
+    was read in the claiming transaction, and its session's project."""
 
     call: StoredToolCall
     claimed: bool  # this approval moved it out of preview: it runs the call
     tool: Tool | None
     project_id: int
+    arguments: dict[str, Any] | None = None  # what ``verify`` returned for a claimed call
 
 
-def claim(store: Database, call_id: int) -> Claimed:
+Verify = Callable[[StoredToolCall, Tool | None], dict[str, Any]]
+
+
+def claim(store: Database, call_id: int, verify: Verify) -> Claimed:
     """Approve: move the call from ``preview`` to ``running`` — one conditional UPDATE, so only one
-    approval ever wins. A call already approved (running or done) is returned unclaimed; a rejected
-    one is a ConflictError; one that needed no approval is a ValidationError."""
+    approval ever wins. First ``verify(call, tool)`` must accept the preview (it returns the arguments
+    to run with, or raises ConflictError: it expired, or the tool no longer sends what was previewed);
+    a refused call stays a preview, to be rejected or asked again. The tool it checked is the one
+    returned, read in this transaction, so what runs is what was verified. A call already approved
+    (running or done) is returned unclaimed; a rejected one is a ConflictError; one that needed no
+    approval is a ValidationError."""
     with store.write() as db:
+        row = db.get(StoredToolCall, call_id)
+        if row is None:
+            raise NotFoundError("tool call", call_id)
+        tool = db.get(Tool, row.tool_id) if row.tool_id is not None else None
+        arguments = verify(row, tool) if row.status is ToolCallStatus.PREVIEW else None
         won = db.execute(
             update(StoredToolCall)
             .where(StoredToolCall.id == call_id, StoredToolCall.status == ToolCallStatus.PREVIEW)
             .values(status=ToolCallStatus.RUNNING, decided_at=utcnow(), owner=store.owner)
         ).rowcount  # type: ignore[attr-defined]
-        row = db.get(StoredToolCall, call_id)
-        if row is None:
-            raise NotFoundError("tool call", call_id)
+        db.refresh(row)
         if not won:
             _decidable(row, ToolCallStatus.APPROVED)
-        tool = db.get(Tool, row.tool_id) if row.tool_id is not None else None
         project_id = db.scalar(select(ChatSession.project_id).where(ChatSession.id == row.session_id))
-        return Claimed(row, bool(won), tool, int(project_id or 0))
+        return Claimed(row, bool(won), tool, int(project_id or 0), arguments if won else None)
 
 
 def _decidable(row: StoredToolCall, wanted: ToolCallStatus) -> None:
@@ -190,6 +208,15 @@ def outcome_text(name: str, arguments: str, result: str | None, error: str | Non
     if len(summary) > 1000:
         summary = summary[:1000] + " …"
     return f"Approved: `{name}` {shown} was run once. It answered:\n\n{summary or '(an empty answer)'}"
+
+
+def for_model(row: StoredToolCall) -> Message:
+    """An approved call's outcome as a later turn's history gives it to the model: the tool's output
+    is untrusted data, so it goes fenced and labelled, on the user's side, like any tool result (the
+    stored message, ``outcome_text``, is what people read)."""
+    text = row.error if row.error is not None else (row.result or "")
+    content, _ = fence(row.tool_name, text, RESULT_MAX, ok=row.error is None)
+    return Message("user", f"The user approved the call {row.tool_name} {row.arguments}; it ran once.\n{content}", True)
 
 
 def reject(store: Database, call_id: int) -> StoredToolCall:

@@ -38,6 +38,7 @@ from app.llm.base import GenerationOptions, TextDelta, Usage
 from app.llm.tool_calling import AssistantToolCalls, ToolCall, ToolCallingModel, ToolCalls, ToolResult, ToolSpec, Turn
 from app.rag.sanitize import strip_control
 from app.services.tool_builtins import ToolContext, ToolOutput, ToolSource, run_builtin
+from app.services.tool_request import fingerprint
 from app.services.tool_schema import validate
 
 Execute = Callable[[Tool, dict[str, Any]], Awaitable[ToolOutput]]
@@ -75,6 +76,7 @@ class CallRecord:
     text: str | None = None  # the result (or the error the model was told), control tokens stripped; None: a preview
     preview: str | None = None  # what a side-effecting call would do
     tool_id: int | None = None
+    request: str | None = None  # a preview's: the fingerprint of the request it described (tool_request.py)
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,7 @@ async def _run_one(
         sources: tuple[ToolSource, ...] = (),
         *,
         previewed: str | None = None,
+        request: str | None = None,
     ) -> tuple[CallRecord, str]:
         content, truncated = fence(call.name, text, limits.max_output_chars, ok=ok)
         ms = round((time.perf_counter() - started) * 1000, 2)
@@ -209,6 +212,7 @@ async def _run_one(
             kept,
             previewed,
             tool.id if tool is not None else None,
+            request,
         )
         return record, content
 
@@ -239,7 +243,7 @@ async def _run_one(
             what = f"(its dry run did not answer within {timeout:.3g} s)"
         except RagchatError as exc:
             what = f"(its dry run failed: {exc.message})"
-        return done(True, PREVIEW_SENT, previewed=what)
+        return done(True, PREVIEW_SENT, previewed=what, request=fingerprint(tool, arguments))
     try:
         output = await asyncio.wait_for(execute(tool, arguments), timeout=timeout)
     except TimeoutError:

@@ -1,0 +1,65 @@
+"""The approval's check of a preview (tool_approval.still_as_previewed), at the edges the live tests
+cannot reach in order: a schema changed between the argument check and the claim, a preview stored
+before fingerprints, one a moment from expiry."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from app.db.enums import HttpMethod, ToolKind
+from app.db.models import StoredToolCall, Tool, utcnow
+from app.errors import ConflictError
+from app.services.tool_approval import Checked, still_as_previewed
+from app.services.tool_request import fingerprint
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {"title": {"type": "string"}}}
+ARGS = {"title": "Printer on fire"}
+
+
+def _tool(**changes: Any) -> Tool:
+    fields: dict[str, Any] = {
+        "name": "create_ticket",
+        "kind": ToolKind.HTTP,
+        "http_method": HttpMethod.POST,
+        "url_template": "https://tickets.example/tickets",
+        "header_secrets": {"Authorization": "crm_token"},
+        "input_schema": SCHEMA,
+    }
+    return Tool(**(fields | changes))
+
+
+def _call(age: timedelta = timedelta(0), fingerprinted: bool = True) -> StoredToolCall:
+    return StoredToolCall(
+        id=7,
+        tool_name="create_ticket",
+        arguments='{"title": "Printer on fire"}',
+        created_at=utcnow() - age,
+        request_fingerprint=fingerprint(_tool(), ARGS) if fingerprinted else None,
+    )
+
+
+def test_the_previewed_request_is_approved_with_its_checked_arguments() -> None:
+    assert still_as_previewed(_call(), _tool(), window=60, checked=Checked(SCHEMA, ARGS)) == ARGS
+
+
+@pytest.mark.parametrize(
+    ("call", "tool", "checked", "why"),
+    [
+        (_call(timedelta(seconds=61)), _tool(), Checked(SCHEMA, ARGS), "its preview expired (60 s to approve it)"),
+        (_call(), None, Checked(SCHEMA, ARGS), "was deleted since it was previewed"),
+        (_call(), _tool(input_schema={"type": "object"}), Checked(SCHEMA, ARGS), "the tool changed"),
+        (_call(), _tool(), None, "the tool changed"),
+        (_call(fingerprinted=False), _tool(), Checked(SCHEMA, ARGS), "the tool changed"),
+        (_call(), _tool(header_secrets={"Authorization": "payments"}), Checked(SCHEMA, ARGS), "the tool changed"),
+        (_call(), _tool(url_template="https://tickets.example/{title}"), Checked(SCHEMA, ARGS), "the tool changed"),
+    ],
+)
+def test_anything_else_is_refused_saying_why(
+    call: StoredToolCall, tool: Tool | None, checked: Checked | None, why: str
+) -> None:
+    with pytest.raises(ConflictError, match="tool call 7 can no longer be approved") as refused:
+        still_as_previewed(call, tool, window=60, checked=checked)
+    assert why in refused.value.message
