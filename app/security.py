@@ -15,6 +15,9 @@ untouched) checks, in this order:
    (no content type, or multipart/form-data, x-www-form-urlencoded or text/plain: GETs and HTML
    forms) needs a non-empty ``Apollo-Require-Preflight`` or ``X-Apollo-Operation-Name`` header.
    GETs of the frontend and of /healthz run no operation and are exempt.
+
+And at start-up, :func:`check_exposure`: a server reachable from other machines needs API keys or
+the operator's explicit ``RAGCHAT_API__ALLOW_OPEN_NETWORK``.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
+from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
     Field,
@@ -24,7 +25,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from dotenv import dotenv_values
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import SettingsError
@@ -290,6 +290,11 @@ class ApiSettings(BaseModel):
     max_aliases: int = Field(30, ge=1, le=1000)
     max_tokens: int = Field(2000, ge=50, le=100_000)
     max_page_size: int = Field(100, ge=1, le=10_000)
+    # A connection under a list (each document's chunks in a page of documents) pages at most this.
+    max_nested_page_size: int = Field(20, ge=1, le=10_000)
+    # The objects an operation may return, estimated before it runs from its page sizes, nesting
+    # and aliases (app/graphql/cost.py); above it the operation is refused.
+    max_query_nodes: int = Field(10_000, ge=100, le=10_000_000)
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=2 * 1024**3)
 
 
@@ -414,8 +419,10 @@ class SettingVariables:
         return cls(frozenset(leaves), frozenset(groups), frozenset(open_prefixes))
 
     def sets_something(self, name: str) -> bool:
-        return name in self.leaves or name in self.groups or any(
-            name.startswith(p) and len(name) > len(p) for p in self.open_prefixes
+        return (
+            name in self.leaves
+            or name in self.groups
+            or any(name.startswith(p) and len(name) > len(p) for p in self.open_prefixes)
         )
 
     def nearest(self, name: str) -> str | None:
