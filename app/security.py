@@ -15,6 +15,9 @@ untouched) checks, in this order:
    (no content type, or multipart/form-data, x-www-form-urlencoded or text/plain: GETs and HTML
    forms) needs a non-empty ``Apollo-Require-Preflight`` or ``X-Apollo-Operation-Name`` header.
    GETs of the frontend and of /healthz run no operation and are exempt.
+
+And at start-up, :func:`check_exposure`: a server reachable from other machines needs API keys or
+the operator's explicit ``RAGCHAT_API__ALLOW_OPEN_NETWORK``.
 """
 
 from __future__ import annotations
@@ -159,6 +162,33 @@ def allowed_origins(configured: Iterable[str]) -> frozenset[str]:
     if bad := [entry for entry, origin in origins.items() if not origin]:
         raise SettingsError(f"RAGCHAT_API__CORS_ORIGINS: not origins (scheme://host[:port]): {bad}")
     return frozenset(origin for origin in origins.values() if origin)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` listens only on this machine (127.0.0.0/8, ::1, or a name that
+    resolves to nothing else). 0.0.0.0, ::, a LAN address or a name that does not resolve: no."""
+    bare = host.strip().strip("[]")
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(bare, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False
+    return bool(found) and all(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]).is_loopback for info in found)
+
+
+def check_exposure(host: str, *, keys: int, allow_open_network: bool) -> None:
+    """Refuse to serve other machines with no API keys unless the operator said so: a misnamed or
+    forgotten key setting must not leave a network-facing server open to anyone."""
+    if keys or allow_open_network or is_loopback(host):
+        return
+    raise SettingsError(
+        f"RAGCHAT_HOST={host} can be reached from other machines and no API keys are set "
+        "(RAGCHAT_API__API_KEYS), so anyone who reaches it could use this server: set API keys, "
+        "bind to 127.0.0.1, or set RAGCHAT_API__ALLOW_OPEN_NETWORK=true if an open server is meant"
+    )
 
 
 def _preflighted(headers: Headers) -> bool:

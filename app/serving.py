@@ -28,6 +28,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from app import logs
+from app.security import check_exposure
 from app.services import shared_slots
 from app.settings import Settings, env_name, load_settings
 
@@ -57,6 +58,7 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
     ``factory`` names the function each worker builds its app with (benchmarks pass their own)."""
     import uvicorn
 
+    check_exposure(settings.host, keys=len(settings.api.all_keys()), allow_open_network=settings.api.allow_open_network)
     options: dict[str, Any] = {**logs.uvicorn_options(settings), **WEBSOCKET_OPTIONS, **uvicorn_options}
     if settings.workers == 1 and factory == APP_FACTORY:
         from app.main import create_app

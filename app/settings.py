@@ -6,12 +6,17 @@ Nothing is read at import time: build ``Settings()`` (or call :func:`load_settin
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
+import os
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
+from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
     Field,
@@ -356,6 +361,9 @@ class ApiSettings(BaseModel):
     # secrets go): an operator's, separate from the keys that ask questions. With API keys and no
     # operator key, nobody manages tools through the API; with no key at all, everyone may.
     operator_keys: list[SecretStr] = Field(default_factory=list)
+    # `ragchat serve` on an address other than loopback with no api_keys: refused unless this says
+    # the open network is meant (a server behind its own authenticating proxy, a demo on a LAN).
+    allow_open_network: bool = False
     # Origins (scheme://host[:port]) of a separately served frontend: CORS, and websockets from them.
     cors_origins: list[str] = Field(default_factory=list)
     # Host names the server answers to (ports ignored; "*" for any); any IP address is always
@@ -367,6 +375,11 @@ class ApiSettings(BaseModel):
     max_aliases: int = Field(30, ge=1, le=1000)
     max_tokens: int = Field(2000, ge=50, le=100_000)
     max_page_size: int = Field(100, ge=1, le=10_000)
+    # A connection under a list (each document's chunks in a page of documents) pages at most this.
+    max_nested_page_size: int = Field(20, ge=1, le=10_000)
+    # The objects an operation may return, estimated before it runs from its page sizes, nesting
+    # and aliases (app/graphql/cost.py); above it the operation is refused.
+    max_query_nodes: int = Field(10_000, ge=100, le=10_000_000)
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=2 * 1024**3)
 
     def all_keys(self) -> list[str]:
@@ -460,8 +473,82 @@ def env_name(loc: tuple[int | str, ...]) -> str:
     return ENV_PREFIX + ENV_NESTED.join(p.upper() for p in parts)
 
 
+# RAGCHAT_ variables that are not settings: set by `ragchat serve` for its workers
+# (app/services/shared_slots.py), or read by the project's other programs (examples/quickstart.sh,
+# frontend/vite.config.ts, frontend/e2e/harness.mjs).
+NOT_SETTINGS = frozenset({"RAGCHAT_WORKER_SLOTS", "RAGCHAT_URL", "RAGCHAT_BACKEND", "RAGCHAT_BIN"})
+
+
+@dataclass(frozen=True)
+class SettingVariables:
+    """The variables that set something, derived from a settings model's fields: ``leaves`` set one
+    value, ``groups`` a nested group whole (as JSON), and under each of ``open_prefixes`` any name
+    is a key of a dict field (RAGCHAT_TOOLS__SECRETS__CRM_TOKEN)."""
+
+    leaves: frozenset[str]
+    groups: frozenset[str]
+    open_prefixes: frozenset[str]
+
+    @classmethod
+    def of(cls, model: type[BaseModel], prefix: str = ENV_PREFIX) -> SettingVariables:
+        leaves: set[str] = set()
+        groups: set[str] = set()
+        open_prefixes: set[str] = set()
+        for field_name, field in model.model_fields.items():
+            name = prefix + field_name.upper()
+            annotation: Any = field.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                inner = cls.of(annotation, name + ENV_NESTED)
+                leaves |= inner.leaves
+                groups |= inner.groups | {name}
+                open_prefixes |= inner.open_prefixes
+            else:
+                leaves.add(name)
+                if get_origin(annotation) is dict:
+                    open_prefixes.add(name + ENV_NESTED)
+        return cls(frozenset(leaves), frozenset(groups), frozenset(open_prefixes))
+
+    def sets_something(self, name: str) -> bool:
+        return (
+            name in self.leaves
+            or name in self.groups
+            or any(name.startswith(p) and len(name) > len(p) for p in self.open_prefixes)
+        )
+
+    def nearest(self, name: str) -> str | None:
+        """The valid name nearest ``name``: a single setting if one is near, else a group."""
+        for candidates in (self.leaves, self.groups):
+            if near := difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6):
+                return near[0]
+        return None
+
+
+def unknown_variables(names: Iterable[str]) -> list[str]:
+    """Each RAGCHAT_ name in ``names`` that sets nothing, with the nearest valid name if one is near.
+    A misspelt setting is otherwise ignored: RAGCHAT_API__KEYS left a server without keys."""
+    valid = SettingVariables.of(Settings)
+    problems = []
+    for name in sorted(set(names)):
+        upper = name.upper()  # pydantic-settings reads names in any case
+        if not upper.startswith(ENV_PREFIX) or upper in NOT_SETTINGS or valid.sets_something(upper):
+            continue
+        near = valid.nearest(upper)
+        problems.append(f"unknown setting {name}" + (f"; did you mean {near}?" if near else ""))
+    return problems
+
+
+def _check_variables(environ: Mapping[str, str], env_file: object) -> None:
+    problems = unknown_variables(environ)
+    if isinstance(env_file, str | Path) and Path(env_file).is_file():
+        problems += [f"{p} (in {env_file})" for p in unknown_variables(dotenv_values(env_file).keys())]
+    if problems:
+        raise SettingsError("\n".join(problems))
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Build settings, turning validation failures into one message naming each bad variable."""
+    """Build settings, turning validation failures into one message naming each bad variable, and
+    refusing RAGCHAT_ variables (in the environment or the .env file) that set nothing."""
+    _check_variables(os.environ, overrides.get("_env_file", Settings.model_config.get("env_file")))
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

@@ -131,3 +131,108 @@ def test_bad_generation_limits_are_refused(monkeypatch: pytest.MonkeyPatch, limi
     with pytest.raises(SettingsError) as caught:
         load_settings(_env_file=None)
     assert said in caught.value.message and "RAGCHAT_CHAT" in caught.value.message
+
+
+# -- unknown variables and open binds ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variable", "nearest"),
+    [
+        ("RAGCHAT_API__KEYS", "RAGCHAT_API__API_KEYS"),
+        ("RAGCHAT_API_KEYS", "RAGCHAT_API__API_KEYS"),
+        ("ragchat_api__keys", "RAGCHAT_API__API_KEYS"),  # read in any case, so refused in any case
+        ("RAGCHAT_OPENAI_API_KEY", "RAGCHAT_OPENAI__API_KEY"),
+        ("RAGCHAT_RAG__TOPK", "RAGCHAT_RAG__TOP_K"),
+        ("RAGCHAT_DATABASE", "RAGCHAT_DATABASE_URL"),
+    ],
+)
+def test_an_unknown_variable_is_refused_naming_the_nearest_setting(
+    monkeypatch: pytest.MonkeyPatch, variable: str, nearest: str
+) -> None:
+    monkeypatch.setenv(variable, "a-key-0123456789")
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    assert f"unknown setting {variable}; did you mean {nearest}?" in caught.value.message
+    assert "a-key-0123456789" not in caught.value.message
+
+
+def test_every_setting_and_dict_key_is_a_known_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Groups given whole as JSON, keys of dict fields, and what serve sets for its workers pass.
+    monkeypatch.setenv("RAGCHAT_RAG", '{"top_k": 7}')
+    monkeypatch.setenv("RAGCHAT_TOOLS__SECRETS__CRM_TOKEN", "t")
+    monkeypatch.setenv("RAGCHAT_CHAT__LIMITS__OPENAI", "4")
+    monkeypatch.setenv("RAGCHAT_LOG_LEVEL", "warning")
+    monkeypatch.setenv("RAGCHAT_WORKER_SLOTS", "/nowhere")
+    settings = load_settings(_env_file=None)
+    assert settings.rag.top_k == 7 and settings.chat.limits == {"openai": 4}
+    assert list(settings.tools.secrets) == ["crm_token"]
+
+
+def test_unknown_names_in_the_env_file_are_refused(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("OTHER_TOOL=1\nRAGCHAT_PORT=8001\nRAGCHAT_API__KEYS=k\n")
+    with pytest.raises(
+        SettingsError, match=r"unknown setting RAGCHAT_API__KEYS; did you mean RAGCHAT_API__API_KEYS\? \(in \.env\)"
+    ):
+        load_settings()
+    assert load_settings(_env_file=None).port == 8000  # a caller that reads no file checks none
+
+
+def _ragchat(tmp_path: Path, database_url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        env={
+            **env,
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            "RAGCHAT_DATABASE_URL": database_url,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "8999"], ["migrate"], ["ingest", "note.txt", "-p", "notes"]])
+def test_commands_refuse_an_unknown_variable(tmp_path: Path, database_url: str, command: list[str]) -> None:
+    (tmp_path / "note.txt").write_text("a note")
+    result = _ragchat(tmp_path, database_url, *command, RAGCHAT_API__KEYS='["k-0123456789"]')
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "unknown setting RAGCHAT_API__KEYS; did you mean RAGCHAT_API__API_KEYS?" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["--host", "0.0.0.0"], ["--host", "::", "--workers", "2"]])
+def test_serve_refuses_an_open_bind_without_keys(tmp_path: Path, database_url: str, args: list[str]) -> None:
+    # Refused before anything listens, so no test binds beyond loopback.
+    result = _ragchat(tmp_path, database_url, "serve", "--port", "8999", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no API keys are set (RAGCHAT_API__API_KEYS)" in result.stderr
+    assert "RAGCHAT_API__ALLOW_OPEN_NETWORK=true" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("host", "keys", "allow", "refused"),
+    [
+        ("0.0.0.0", 0, False, True),
+        ("192.0.2.7", 0, False, True),
+        ("0.0.0.0", 1, False, False),
+        ("0.0.0.0", 0, True, False),
+        ("127.0.0.2", 0, False, False),
+        ("::1", 0, False, False),
+        ("localhost", 0, False, False),
+    ],
+)
+def test_an_open_bind_needs_keys_or_the_opt_in(host: str, keys: int, allow: bool, refused: bool) -> None:
+    from app.security import check_exposure
+
+    if refused:
+        with pytest.raises(SettingsError, match="RAGCHAT_API__ALLOW_OPEN_NETWORK"):
+            check_exposure(host, keys=keys, allow_open_network=allow)
+    else:
+        check_exposure(host, keys=keys, allow_open_network=allow)
+
+
+def test_the_open_network_opt_in_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGCHAT_API__ALLOW_OPEN_NETWORK", "true")
+    assert load_settings(_env_file=None).api.allow_open_network is True

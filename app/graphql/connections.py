@@ -25,6 +25,7 @@ from strawberry.relay import PageInfo
 
 from app.errors import ValidationError
 from app.graphql.context import Info
+from app.graphql.cost import PageSizes, page_cap
 from app.graphql.errors import MAX_ID, to_graphql
 from app.services.pages import Key, Page, PageRequest
 
@@ -168,8 +169,9 @@ async def paged(
     from_end: bool = False,
 ) -> Any:
     """A connection field's resolver: the arguments checked (a mistake is the field's ValidationError,
-    typed Any as call() is), the page loaded, the connection built."""
-    limit = info.context.container.settings.api.max_page_size
+    typed Any as call() is), the page loaded, the connection built. Under a list (each document's
+    chunks in a page of documents) pages are held to the smaller nested cap: their sizes multiply."""
+    limit = page_cap(info.path.as_list(), PageSizes.of(info.context.container.settings.api, DEFAULT_PAGE_SIZE))
     try:
         request = page_request(cursor, limit, first=first, after=after, last=last, before=before, from_end=from_end)
         found = await load(request)

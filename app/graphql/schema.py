@@ -22,6 +22,8 @@ from strawberry.types.graphql import OperationType
 
 from app.errors import RagchatError
 from app.graphql import operation_log
+from app.graphql.connections import DEFAULT_PAGE_SIZE
+from app.graphql.cost import cost_limiter
 from app.graphql.mutations import Mutation
 from app.graphql.queries import Query
 from app.graphql.subscriptions import Subscription
@@ -114,6 +116,8 @@ def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
             lambda: ParserCache(maxsize=DOCUMENT_CACHE_SIZE),
             lambda: AddValidationRules(rules),
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
+            # After validation (it estimates valid documents only), with each request's variables.
+            cost_limiter(api, DEFAULT_PAGE_SIZE),
             MaskUnexpectedErrors,
         ],
     )

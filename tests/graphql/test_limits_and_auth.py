@@ -14,9 +14,10 @@ from tests.graphql.client import Api, live_api
 
 
 def test_query_depth_alias_and_token_limits(api: Api) -> None:
+    # Deep but cheap: small pages (the default pages, 50 x 20 x 20, are over the cost limit).
     deep = (
-        "{ chatSessions { ... on ChatSessionConnection { edges { node { project { documents { "
-        "... on DocumentConnection { edges { node { chunks { ... on ChunkConnection { edges { node { "
+        "{ chatSessions(first: 5) { ... on ChatSessionConnection { edges { node { project { documents(first: 5) { "
+        "... on DocumentConnection { edges { node { chunks(first: 5) { ... on ChunkConnection { edges { node { "
         "location { page } } } } } } } } } } } } } } }"
     )
     assert "errors" not in api.raw(deep).json()
