@@ -87,12 +87,14 @@ run: demo frontend
 	$(VENV)/bin/ragchat serve --host $(HOST) --port $(PORT)
 
 # Lint first: it takes a minute and fails fast on what the tests would not catch. The frontend is
-# built before pytest, whose GraphiQL and wheel tests use the build. Tests marked `postgres` run
-# on SQLite and on a local PostgreSQL (pgserver, started by the tests; tests/backends.py).
+# built before pytest, whose GraphiQL and wheel tests use the build. Then pytest runs on
+# PYTEST_WORKERS xdist workers while the frontend's tests run beside it, and the time of each stage
+# is printed at the end (.ci/stages). Database tests run on SQLite and on a local PostgreSQL
+# (pgserver, started by the tests; tests/backends.py says which tests run on both).
 BACKENDS ?= sqlite,postgresql
-test: install frontend-deps lint frontend
-	$(VENV)/bin/python -m pytest -q --backends=$(BACKENDS)
-	@if [ -f frontend/package.json ]; then $(MAKE) test-frontend; fi
+PYTEST_WORKERS ?= 3
+test: install frontend-deps
+	BACKENDS=$(BACKENDS) PYTEST_WORKERS=$(PYTEST_WORKERS) VENV=$(VENV) bash .ci/stages
 
 # Frontend: npm packages (reinstalled when package-lock.json changes), Debian's Chromium for the
 # browser tests (playwright-core drives it; no browser download), and the Vite build in frontend/dist.

@@ -149,6 +149,33 @@ def delete_vectors(conn: Connection, table: str) -> None:
     conn.execute(text("INSERT INTO vector_journal(space_id, chunk_id) SELECT :space, id FROM chunks"), {"space": space})
 
 
+@dataclass
+class SqliteTemplates:
+    """SQLite files migrated to head once per run (per default threshold), copied for each test:
+    a file copy costs about a millisecond where running every Alembic revision costs far more."""
+
+    folder: Path
+    _made: dict[float, Path] = field(default_factory=dict)
+
+    def migrated_copy(self, url: str, *, threshold: float) -> None:
+        """Write a database migrated to head with this default threshold at the SQLite ``url``."""
+        import shutil
+
+        template = self._made.get(threshold)
+        if template is None:
+            from app.db import migrate
+
+            template = self.folder / f"head-{len(self._made)}.db"
+            migrate.upgrade(f"sqlite:///{template}", default_threshold=threshold)
+            # The migration's engine is disposed: WAL mode leaves no -wal file behind a closed
+            # database, so the main file is the whole database.
+            assert not Path(f"{template}-wal").exists(), "the template's WAL was not checkpointed"
+            self._made[threshold] = template
+        target = make_url(url).database
+        assert target, url
+        shutil.copyfile(template, target)
+
+
 def parse(option: str) -> list[str]:
     chosen = [name.strip() for name in option.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in BACKENDS]

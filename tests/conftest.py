@@ -1,6 +1,6 @@
 """Shared fixtures: a real SQLite file per test (or, for tests marked ``postgres`` and run with
-``--backends=sqlite,postgresql``, also a real PostgreSQL database; tests/backends.py), migrated by
-Alembic; live servers on loopback."""
+``--backends=sqlite,postgresql``, also a real PostgreSQL database; tests/backends.py), a copy of
+a database migrated by Alembic once per run; live servers on loopback."""
 
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from sqlalchemy import Connection, Engine, event
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from app.container import Container
-from app.db import migrate
 from app.llm.chat.local import SMOLLM2, shipped_models
 from app.settings import Settings
 from tests import backends
+from tests.tally import CASES
 
 
 def local_model_missing() -> str | None:
@@ -105,6 +105,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.skip(reason=f"pending on PostgreSQL (issue 18): {pending}"))
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its tally of generated reliability cases to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["reliability_cases"] = dict(CASES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """xdist's controller adds up its workers' tallies (called only where xdist runs)."""
+    CASES.update(getattr(node, "workeroutput", {}).get("reliability_cases", {}))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Generated cases per reliability suite (docs/RELIABILITY.md quotes them)."""
+    if CASES and getattr(terminalreporter.config, "workeroutput", None) is None:
+        terminalreporter.write_sep("-", "reliability cases run")
+        for suite, count in sorted(CASES.items()):
+            terminalreporter.write_line(f"{suite}: {count}")
+
+
 def _backend_of(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
@@ -179,6 +200,11 @@ def postgres_server() -> Iterator[backends.PostgresServer]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def sqlite_templates(tmp_path_factory: pytest.TempPathFactory) -> backends.SqliteTemplates:
+    return backends.SqliteTemplates(tmp_path_factory.mktemp("templates"))
+
+
 @pytest.fixture(scope="module")
 def module_backend(request: pytest.FixtureRequest) -> str:
     """`backend` for a database that a module's tests share (``module_migrated_url``)."""
@@ -194,7 +220,7 @@ def module_migrated_url(
     threshold = Settings().rag.threshold
     if module_backend == backends.SQLITE:
         url = f"sqlite:///{tmp_path_factory.mktemp('shared') / 'ragchat.db'}"
-        migrate.upgrade(url, default_threshold=threshold)
+        request.getfixturevalue("sqlite_templates").migrated_copy(url, threshold=threshold)
         yield url
         return
     server: backends.PostgresServer = request.getfixturevalue("postgres_server")
@@ -228,7 +254,9 @@ def migrated(settings: Settings, backend: str, request: pytest.FixtureRequest) -
         server: backends.PostgresServer = request.getfixturevalue("postgres_server")
         server.migrated_copy(settings.database_url, threshold=settings.rag.threshold)
         return settings
-    migrate.upgrade(settings.database_url, default_threshold=settings.rag.threshold)
+    # A copy of a file migrated once per run, as on PostgreSQL.
+    templates: backends.SqliteTemplates = request.getfixturevalue("sqlite_templates")
+    templates.migrated_copy(settings.database_url, threshold=settings.rag.threshold)
     return settings
 
 

@@ -1,5 +1,5 @@
-"""Reliability fixtures: a live server over a real migrated database with fake providers, and a
-tally of generated cases that the terminal summary reports (docs/RELIABILITY.md quotes it)."""
+"""Reliability fixtures: a live server over a real migrated database with fake providers. The tally
+of generated cases (helpers.CASES) is reported by tests/conftest.py's terminal summary."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.container import Container
 from app.settings import Settings
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.graphql.client import Api, live_api
-from tests.reliability.helpers import CASES, fake_container
+from tests.reliability.helpers import fake_container
 
 
 @pytest.fixture
@@ -35,10 +35,3 @@ def rig(migrated: Settings, model: FakeChatModel, embedder: FakeEmbedder) -> Ite
 def api(rig: Container) -> Iterator[Api]:
     with live_api(rig) as client:
         yield client
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if CASES:
-        terminalreporter.write_sep("-", "reliability cases run")
-        for suite, count in sorted(CASES.items()):
-            terminalreporter.write_line(f"{suite}: {count}")

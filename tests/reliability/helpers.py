@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import Counter
 from pathlib import Path
 from typing import cast
 
@@ -18,7 +17,6 @@ from benchmarks.load import Server
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.providers import scripted_env
 
-CASES: Counter[str] = Counter()  # generated cases per suite, shown in the terminal summary
 TABLES = ("projects", "documents", "chunks", "chat_sessions", "chat_messages", "citations", "embedding_spaces")
 
 

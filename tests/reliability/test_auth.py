@@ -21,7 +21,7 @@ from app.container import Container
 from app.main import create_app
 from app.security import is_public
 from tests.live import serve
-from tests.reliability.helpers import CASES
+from tests.tally import CASES
 
 KEY = "rk-live-0123456789abcdef"
 OTHER = "second-key-abcdef"

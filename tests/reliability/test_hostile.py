@@ -24,7 +24,8 @@ from app.container import Container
 from app.graphql.schema import build_schema
 from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
-from tests.reliability.helpers import CASES, check, fake_container, row_counts
+from tests.reliability.helpers import check, fake_container, row_counts
+from tests.tally import CASES
 
 SPECIALS = [
     "",

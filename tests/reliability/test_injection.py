@@ -15,7 +15,7 @@ from app.rag.sanitize import CONTROL_TOKENS, strip_control
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND
-from tests.reliability.helpers import CASES
+from tests.tally import CASES
 
 EVIL_DOCUMENT = (
     "# Penguin facts\n"

@@ -17,7 +17,8 @@ from app.db.models import Chunk
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION, SEND, nodes
-from tests.reliability.helpers import CASES, fake_container
+from tests.reliability.helpers import fake_container
+from tests.tally import CASES
 
 WORDS = "penguin owl tea winter night steam leaf huddle hunt mouse river stone".split()
 SENTENCES = st.lists(st.sampled_from(WORDS), min_size=3, max_size=12).map(" ".join)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.load import load
-from tests.reliability.helpers import CASES
+from tests.tally import CASES
 
 
 @pytest.mark.sqlite_only(

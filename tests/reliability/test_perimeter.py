@@ -29,7 +29,8 @@ from app.main import create_app
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
-from tests.reliability.helpers import CASES, row_counts
+from tests.reliability.helpers import row_counts
+from tests.tally import CASES
 
 KEY = "perimeter-key-0123456789"
 SECRET_QUERY = "{ projects { ... on ProjectConnection { edges { node { name } } } } }"

@@ -19,7 +19,8 @@ from app.container import Container
 from app.settings import Settings
 from tests.graphql.client import live_api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
-from tests.reliability.helpers import CASES, check, fake_container, row_counts
+from tests.reliability.helpers import check, fake_container, row_counts
+from tests.tally import CASES
 
 EXAMPLES_PER_OPERATION = 15
 # A file cannot be written inline in GraphQL: whatever a client puts there (a string, a number)
