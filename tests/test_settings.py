@@ -161,6 +161,7 @@ def test_every_setting_and_dict_key_is_a_known_variable(monkeypatch: pytest.Monk
     # Groups given whole as JSON, keys of dict fields, and what serve sets for its workers pass.
     monkeypatch.setenv("RAGCHAT_RAG", '{"top_k": 7}')
     monkeypatch.setenv("RAGCHAT_TOOLS__SECRETS__CRM_TOKEN", "t")
+    monkeypatch.setenv("RAGCHAT_TOOLS__SECRET_ORIGINS__CRM_TOKEN", '["https://crm.example.com"]')
     monkeypatch.setenv("RAGCHAT_CHAT__LIMITS__OPENAI", "4")
     monkeypatch.setenv("RAGCHAT_LOG_LEVEL", "warning")
     monkeypatch.setenv("RAGCHAT_WORKER_SLOTS", "/nowhere")

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
-import { VIEWPORTS, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { VIEWPORTS, openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { dropFiles, fixture, scriptedEnv } from "./helpers.mjs";
 
 // Small chunks, so two short documents give retrieval a dozen candidates to choose from.
@@ -20,7 +20,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
   let sessionPath;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer({ env: { ...scriptedEnv("chat-script.json"), ...SMALL_CHUNKS } }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env: { ...scriptedEnv("chat-script.json"), ...SMALL_CHUNKS } });
     page = await openPage(browser, server, { path: "/" });
   });
 

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { dropFiles, fixture, scriptedEnv } from "./helpers.mjs";
 
 const assistant = (page) => page.getByTestId("assistant-message");
@@ -16,7 +16,7 @@ describe("a follow-up is searched in its conversation, as hard as the chat's qua
 
   before(async () => {
     const env = { ...scriptedEnv("conversation-script.json", { tokenDelayMs: 5 }), RAGCHAT_INGEST__CHUNK_TOKENS: "64", RAGCHAT_INGEST__OVERLAP_TOKENS: "8" };
-    [server, browser] = await Promise.all([startServer({ env }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env });
     page = await openPage(browser, server, { path: "/" });
   });
 

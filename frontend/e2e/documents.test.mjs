@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql } from "./helpers.mjs";
 
 // Two sections, long enough for more than one page of chunks (25 a page).
@@ -19,7 +19,7 @@ describe("chunk viewer", () => {
   let documentId;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer(), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser();
     const { createProject } = await gql(server, 'mutation { createProject(input: { name: "Lighthouse" }) { ... on Project { id } } }');
     projectId = createProject.id;
     const { addDocument } = await gql(

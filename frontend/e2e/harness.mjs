@@ -113,6 +113,19 @@ export async function startServer({ env = {}, migrate = true, commands = [], tim
   return server;
 }
 
+/**
+ * `startServer(options)` and `launchBrowser()` side by side. When either fails the other is closed
+ * before the error is thrown: a browser left open would keep the test file's process alive and the
+ * whole run would wait for it forever.
+ */
+export async function startServerAndBrowser(options) {
+  const [server, browser] = await Promise.allSettled([startServer(options), launchBrowser()]);
+  if (server.status === "fulfilled" && browser.status === "fulfilled") return [server.value, browser.value];
+  if (server.status === "fulfilled") await server.value.stop();
+  if (browser.status === "fulfilled") await browser.value.close();
+  throw server.status === "rejected" ? server.reason : browser.reason;
+}
+
 /** Start one headless Chromium (Debian's) for a test file; close it in `after`. */
 export function launchBrowser() {
   return chromium.launch({

@@ -4,7 +4,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql, scriptedEnv } from "./helpers.mjs";
 
 const TURNS = 40; // 80 messages: more than the 50 a chat opens with
@@ -17,7 +17,7 @@ describe("long histories and lists load on demand", () => {
   let projectId;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer({ env: scriptedEnv("history-script.json", { tokenDelayMs: 0 }) }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env: scriptedEnv("history-script.json", { tokenDelayMs: 0 }) });
     const { createProject } = await gql(server, 'mutation { createProject(input: { name: "Long" }) { ... on Project { id } } }');
     projectId = createProject.id;
     const create = "mutation ($p: ID!, $t: String!) { createChatSession(projectId: $p, input: { title: $t, enableRag: false }) { ... on ChatSession { id } } }";

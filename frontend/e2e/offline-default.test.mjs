@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { REPO_DIR, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { REPO_DIR, openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql } from "./helpers.mjs";
 
 const DEMO_PROJECT = "ragchat docs"; // app/cli_ingest.py
@@ -35,7 +35,7 @@ describe("the offline default answers a question about the demo knowledge base",
 
   before(async () => {
     // harness.mjs drops every RAGCHAT_* variable but ENV's, so this is the default provider and model.
-    [server, browser] = await Promise.all([startServer({ commands: [["demo"]], env: ENV, timeoutMs: 120_000 }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ commands: [["demo"]], env: ENV, timeoutMs: 120_000 });
     const { projects } = await gql(server, "{ projects { ... on ProjectConnection { edges { node { id name } } } } }");
     const demo = projects.edges.map((edge) => edge.node).find((p) => p.name === DEMO_PROJECT);
     assert.ok(demo, `\`ragchat demo\` made no "${DEMO_PROJECT}" knowledge base`);

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
-import { launchBrowser, openPage, startServer } from "./harness.mjs";
+import { openPage, startServerAndBrowser } from "./harness.mjs";
 import { fixture, gql, scriptedEnv, watchForExecution } from "./helpers.mjs";
 
 const EVIL_NAME = `"><img src=x onerror="window.__pwned='name'">.md`;
@@ -18,7 +18,7 @@ describe("untrusted document and model text", () => {
   let sessionId;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer({ env: scriptedEnv("safety-script.json", { tokenDelayMs: 5 }) }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env: scriptedEnv("safety-script.json", { tokenDelayMs: 5 }) });
     ({
       createProject: { id: projectId },
     } = await gql(server, 'mutation { createProject(input: { name: "Untrusted" }) { ... on Project { id } } }'));

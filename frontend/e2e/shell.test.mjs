@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { VIEWPORTS, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { VIEWPORTS, openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql, scriptedEnv } from "./helpers.mjs";
 
 describe("app shell on a migrated server", () => {
@@ -12,7 +12,7 @@ describe("app shell on a migrated server", () => {
   let sessionPath;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer({ env: scriptedEnv("chat-script.json", { tokenDelayMs: 0 }) }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env: scriptedEnv("chat-script.json", { tokenDelayMs: 0 }) });
     health = await (await fetch(`${server.url}/healthz`)).json();
     const { createProject } = await gql(server, 'mutation { createProject(input: { name: "Demo" }) { ... on Project { id } } }');
     const { createChatSession } = await gql(
@@ -119,7 +119,7 @@ describe("app shell on an unmigrated database", () => {
   let browser;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer({ migrate: false }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ migrate: false });
   });
 
   after(async () => {

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql, scriptedEnv } from "./helpers.mjs";
 
 const SECRET = "s3cret-crm-token";
@@ -53,8 +53,9 @@ describe("tools: register and test one, then a previewed call approved in the ch
       ...scriptedEnv("tools-script.json", { tokenDelayMs: 5 }),
       RAGCHAT_TOOLS__ALLOW_PRIVATE: "true",
       RAGCHAT_TOOLS__SECRETS__CRM_TOKEN: SECRET,
+      RAGCHAT_TOOLS__SECRET_ORIGINS__CRM_TOKEN: JSON.stringify([endpoint.base]),
     };
-    [server, browser] = await Promise.all([startServer({ env }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env });
     page = await openPage(browser, server, { path: "/" });
     page.setDefaultTimeout(20_000); // the machine is shared: a preview or an approval may wait for a core
   });
@@ -90,11 +91,12 @@ describe("tools: register and test one, then a previewed call approved in the ch
     await form.getByRole("switch", { name: "Dry run" }).check();
     await form.getByLabel("Dry-run URL template").fill(`${endpoint.base}/tickets/preview?title={title}`);
 
-    // A secret the server does not have: refused, and said next to the headers.
+    // A secret the server does not have: refused, and said next to the headers (in the words used for
+    // one bound to other origins, so the refusal tells no secret's name).
     await form.getByRole("button", { name: "Create tool" }).click();
     const refusal = form.getByTestId("tool-headers").getByRole("alert");
     await refusal.waitFor();
-    assert.match(await refusal.textContent(), /Authorization: secret 'crm' is not configured: set RAGCHAT_TOOLS__SECRETS__CRM/);
+    assert.match(await refusal.textContent(), /Authorization: no secret 'crm' may be sent to http:\/\/127\.0\.0\.1:\d+/);
     await form.getByLabel("Header 1 secret").fill("crm_token");
     await form.getByRole("button", { name: "Create tool" }).click();
     await form.waitFor({ state: "detached" });

@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql, scriptedEnv } from "./helpers.mjs";
 
 const SLOW_EMBEDDER = {
@@ -31,7 +31,7 @@ describe("uploads follow their ingestion job", () => {
   let projectId;
 
   before(async () => {
-    [server, browser] = await Promise.all([startServer({ env: { ...scriptedEnv("chat-script.json"), ...SLOW_EMBEDDER } }), launchBrowser()]);
+    [server, browser] = await startServerAndBrowser({ env: { ...scriptedEnv("chat-script.json"), ...SLOW_EMBEDDER } });
     const created = await gql(server, 'mutation { createProject(input: {name: "Jobs"}) { ... on Project { id } } }');
     projectId = created.createProject.id;
     page = await openPage(browser, server, { path: `/projects/${projectId}` });

@@ -618,7 +618,7 @@ def test_a_preview_whose_tool_was_deleted_is_refused(api: Api, model: FakeChatMo
 
 
 def test_a_preview_expires(migrated: Settings, model: FakeChatModel, endpoint: Endpoint) -> None:
-    built = _container(migrated, model, preview_expiry=600)
+    built = _container(migrated, model, endpoint, preview_expiry=600)
     try:
         with live_api(built) as api:
             _, answer, _ = previewed(api, model, endpoint)

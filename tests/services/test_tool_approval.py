@@ -4,6 +4,7 @@ before fingerprints, one a moment from expiry."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -45,21 +46,34 @@ def test_the_previewed_request_is_approved_with_its_checked_arguments() -> None:
     assert still_as_previewed(_call(), _tool(), window=60, checked=Checked(SCHEMA, ARGS)) == ARGS
 
 
+# Each case builds its call when the test runs, not at collection: a preview's age is measured from
+# its creation, and collection may come long before the test (xdist workers collect everything first).
 @pytest.mark.parametrize(
-    ("call", "tool", "checked", "why"),
+    ("case", "why"),
     [
-        (_call(timedelta(seconds=61)), _tool(), Checked(SCHEMA, ARGS), "its preview expired (60 s to approve it)"),
-        (_call(), None, Checked(SCHEMA, ARGS), "was deleted since it was previewed"),
-        (_call(), _tool(input_schema={"type": "object"}), Checked(SCHEMA, ARGS), "the tool changed"),
-        (_call(), _tool(), None, "the tool changed"),
-        (_call(fingerprinted=False), _tool(), Checked(SCHEMA, ARGS), "the tool changed"),
-        (_call(), _tool(header_secrets={"Authorization": "payments"}), Checked(SCHEMA, ARGS), "the tool changed"),
-        (_call(), _tool(url_template="https://tickets.example/{title}"), Checked(SCHEMA, ARGS), "the tool changed"),
+        (
+            lambda: (_call(timedelta(seconds=61)), _tool(), Checked(SCHEMA, ARGS)),
+            "its preview expired (60 s to approve it)",
+        ),
+        (lambda: (_call(), None, Checked(SCHEMA, ARGS)), "was deleted since it was previewed"),
+        (lambda: (_call(), _tool(input_schema={"type": "object"}), Checked(SCHEMA, ARGS)), "the tool changed"),
+        (lambda: (_call(), _tool(), None), "the tool changed"),
+        (lambda: (_call(fingerprinted=False), _tool(), Checked(SCHEMA, ARGS)), "the tool changed"),
+        (
+            lambda: (_call(), _tool(header_secrets={"Authorization": "payments"}), Checked(SCHEMA, ARGS)),
+            "the tool changed",
+        ),
+        (
+            lambda: (_call(), _tool(url_template="https://tickets.example/{title}"), Checked(SCHEMA, ARGS)),
+            "the tool changed",
+        ),
     ],
+    ids=["expired", "deleted", "schema", "unchecked", "no-fingerprint", "secret", "url"],
 )
 def test_anything_else_is_refused_saying_why(
-    call: StoredToolCall, tool: Tool | None, checked: Checked | None, why: str
+    case: Callable[[], tuple[StoredToolCall, Tool | None, Checked | None]], why: str
 ) -> None:
+    call, tool, checked = case()
     with pytest.raises(ConflictError, match="tool call 7 can no longer be approved") as refused:
         still_as_previewed(call, tool, window=60, checked=checked)
     assert why in refused.value.message
