@@ -327,7 +327,7 @@ def run(cfg: Config) -> dict[str, Any]:
         "token_delay_s": delay,
         "phases": phases,
         "at_cap": judged(at_cap),
-        # The configuration a remote-provider deployment runs (README, "Scaling out"): the goal's judge.
+        # The configuration a remote-provider deployment runs (docs/SCALING.md): the goal's judge.
         "workers": {str(p["workers"]): judged(p) for p in processes},
         "table": text,
     }

@@ -206,7 +206,7 @@ def _provider_rows(result: dict[str, Any] | None) -> list[list[object]]:
         return [label, result, ">= 0.9, 0, < 25 ms", common.goal(met)]
 
     what = f"7. {streams} streams, remote provider: achieved ÷ ideal, BusyError, loop lag p99"
-    # A remote-provider deployment runs `ragchat serve --workers 2` (README, "Scaling out"): the
+    # A remote-provider deployment runs `ragchat serve --workers 2` (docs/SCALING.md): the
     # goal is judged there; one process, beside it, is what a single event loop reaches. (Older
     # results, or BENCH_WORKER_COUNTS without 2, have no 2-worker phase.)
     two = result.get("workers", {}).get("2")
