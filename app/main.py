@@ -55,10 +55,13 @@ async def _open_store(container: Container, lease: leases.ServerLease) -> bool:
     return True
 
 
-def create_app(settings: Settings, container: Container | None = None) -> FastAPI:
+def create_app(settings: Settings, container: Container | None = None, *, tune_gc: bool | None = None) -> FastAPI:
     """Build the app. The container (store, providers) is made in the lifespan unless one is given,
-    in which case the caller owns it (tests inject fakes this way)."""
+    in which case the caller owns it (tests inject fakes this way). ``tune_gc``: whether the app
+    may tune the process's garbage collector for a long-lived server (default: when it builds its
+    own container, as `ragchat serve` does; a host that hands one in keeps its collector as it is)."""
     keys = settings.api.all_keys()
+    tune = container is None if tune_gc is None else tune_gc
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -77,15 +80,16 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
             assert lease.id is not None
             recoverer = leases.Recoverer(lease, settings.recovery_seconds, worker.wake)
             recoverer.start()
-        # Start-up objects live for the whole process: keep the collector from walking them on
-        # every full collection (a 134 ms pause at 8 concurrent streams before, 2.4 ms after).
-        gc.collect()
-        gc.freeze()
-        # And full collections 10x rarer: each walks every live turn's objects, and at 32 streams
-        # they came every few hundred ms (longest pause 35-265 ms; 14-29 ms with this; issue 16
-        # item 5). Young collections, which free most garbage, run as often as before.
         thresholds = gc.get_threshold()
-        gc.set_threshold(thresholds[0], thresholds[1], thresholds[2] * FULL_COLLECTIONS_RARER)
+        if tune:
+            # Start-up objects live for the whole process: keep the collector from walking them on
+            # every full collection (a 134 ms pause at 8 concurrent streams before, 2.4 ms after).
+            gc.collect()
+            gc.freeze()
+            # And full collections 10x rarer: each walks every live turn's objects, and at 32 streams
+            # they came every few hundred ms (longest pause 35-265 ms; 14-29 ms with this). Young
+            # collections, which free most garbage, run as often as before.
+            gc.set_threshold(thresholds[0], thresholds[1], thresholds[2] * FULL_COLLECTIONS_RARER)
         if not keys:
             log.warning(
                 "no API keys configured: anyone who can reach %s:%s can use this server", settings.host, settings.port
@@ -93,8 +97,9 @@ def create_app(settings: Settings, container: Container | None = None) -> FastAP
         try:
             yield
         finally:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
+            if tune:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
             if recoverer is not None:
                 await recoverer.stop()
             await worker.stop()

@@ -9,11 +9,11 @@ before, at the peak and after, and how the fetches ended. The target: p99 under 
 attack, threads back to their baseline after.
 
 Hostile tool-schema patterns (a backtracking regular expression in a tool's ``inputSchema``) are a
-second attack for the same run: ``--patterns N`` adds N ``testTool`` calls whose argument makes
-``^(a+)+$`` backtrack. Leave it at 0 until patterns are checked off the event loop: before that,
-one such call freezes the whole server for seconds, and this run measures that instead.
+second attack in the same run: ``--patterns N`` (10 by default) sends N ``testTool`` calls whose
+argument would make ``^(a+)+$`` backtrack under Python's ``re`` (patterns run on RE2 off the event
+loop: app/services/tool_schema.py). ``--patterns 0`` measures the slow fetches alone.
 
-    ./.venv/bin/python -m benchmarks.hostile_load [--quick] [--patterns 10]
+    ./.venv/bin/python -m benchmarks.hostile_load [--quick] [--patterns N]
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def report(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--quick", action="store_true", help="10 fetches instead of 50")
-    parser.add_argument("--patterns", type=int, default=0, help="hostile pattern testTool calls (see the docstring)")
+    parser.add_argument("--patterns", type=int, default=10, help="hostile pattern testTool calls (see the docstring)")
     args = parser.parse_args(argv)
     result = run(10 if args.quick else FETCHES, args.patterns)
     print(report(result))

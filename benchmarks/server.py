@@ -61,7 +61,7 @@ def settings_for(database_path: Path, **overrides: Any) -> Settings:
 @contextmanager
 def live(settings: Settings, embedder: Embedder, models: ChatModels, *, timeout: float = 30.0) -> Iterator[Live]:
     container = Container.build(settings, embedder=embedder, chat_models=models)
-    app = create_app(settings, container)
+    app = create_app(settings, container, tune_gc=True)  # measured as `ragchat serve` runs
     port = free_port()
     config = uvicorn.Config(
         app, host="127.0.0.1", port=port, log_level="warning", ws="websockets-sansio", **WEBSOCKET_OPTIONS

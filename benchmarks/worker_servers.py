@@ -79,7 +79,7 @@ def create() -> FastAPI:
     settings = load_settings()
     embedder = TimedEmbedder(cast(Embedder, FakeEmbedder(dimensions=data.DIMS)), data.LOCAL_SPACE, Clock())
     container = Container.build(settings, embedder=embedder)
-    app = create_app(settings, container)
+    app = create_app(settings, container, tune_gc=True)  # measured as `ragchat serve` runs
     inner = app.router.lifespan_context
     ticks = _Ticks(Path(os.environ[TICKS_DIR]) / f"{os.getpid()}.ticks")
 
