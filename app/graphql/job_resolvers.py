@@ -18,7 +18,7 @@ from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.job_types import IngestionItem, IngestionJob
 from app.security import bearer_token, key_number
-from app.services import jobs, spool, url_documents
+from app.services.ingestion import jobs, spool, url_documents
 from app.services.records import JobOrigin
 
 # How often a waiting client re-reads its job when no event came (another process may move it).

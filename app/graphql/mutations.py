@@ -34,7 +34,8 @@ from app.graphql.results import (
 from app.graphql.subscriptions import CLIENT_MESSAGE_ID, QUESTION
 from app.graphql.tool_resolvers import ToolMutation
 from app.rag.ingest import FileStatus, IngestSummary
-from app.services import chat_turns, documents, projects, sessions
+from app.services import documents, projects, sessions
+from app.services.chat import turns as chat_turns
 
 
 async def _answer(info: Info, finished: chat_turns.Finished) -> MessageResult:

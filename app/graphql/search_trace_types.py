@@ -1,12 +1,12 @@
 """The trace's record of what a turn searched and how (issue 15): the query, the rewrite, every
-pass of evaluate-and-widen and what the caches gave (services/trace_model.TraceSearch)."""
+pass of evaluate-and-widen and what the caches gave (app/services/chat/trace_model.py: TraceSearch)."""
 
 from __future__ import annotations
 
 import strawberry
 
 from app.graphql.enums import Quality, RewriteMode, RewriteOutcome, SearchDecision, SearchJudge
-from app.services import trace_model
+from app.services.chat import trace_model
 
 
 @strawberry.type(description="The chat model's rewrite of a follow-up into a standalone query.")

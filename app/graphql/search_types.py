@@ -21,7 +21,7 @@ from app.graphql.trace_types import (
     TraceRanking,
 )
 from app.rag.retrieval import Candidate, RetrievalResult
-from app.services import trace_model
+from app.services.chat import trace_model
 from app.services.pages import Page, PageRequest, page_of
 
 

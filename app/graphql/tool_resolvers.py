@@ -1,4 +1,4 @@
-"""Tool queries and mutations: thin resolvers over app/services/tools.py and tool_selection.py.
+"""Tool queries and mutations: thin resolvers over app/services/tools/catalog.py and app/services/tools/selection.py.
 Query and Mutation (queries.py, mutations.py) inherit these fields."""
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from app.graphql.tool_types import (
     UpdateToolInput,
 )
 from app.security import bearer_token, is_operator
-from app.services import tool_approval, tool_selection, tools
+from app.services.tools import approval as tool_approval
+from app.services.tools import catalog as tools
+from app.services.tools import selection as tool_selection
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
 UNREADABLE = (StorageError,)

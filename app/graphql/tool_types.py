@@ -12,8 +12,8 @@ from app.graphql.enums import expose
 from app.graphql.errors import ConflictError, ForbiddenError, NotFoundError, StorageError, ValidationError
 from app.services.records import HttpMethod, ToolKind
 from app.services.records import Tool as ToolRow
-from app.services.tool_definitions import DESCRIPTION_MAX, EXAMPLE_MAX, EXAMPLES_MAX, TIMEOUT_MAX, DryRun, ToolChanges
-from app.services.tool_selection import Reason, Selection
+from app.services.tools.definitions import DESCRIPTION_MAX, EXAMPLE_MAX, EXAMPLES_MAX, TIMEOUT_MAX, DryRun, ToolChanges
+from app.services.tools.selection import Reason, Selection
 
 expose(
     ToolKind,

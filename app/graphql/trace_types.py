@@ -1,4 +1,4 @@
-"""The retrieval trace as GraphQL types (stored as JSON with the message; see services/chat_trace.py)."""
+"""The retrieval trace as GraphQL types (stored as JSON with the message; see services/chat/trace.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from app.graphql.search_trace_types import TraceSearch, search_of
 from app.graphql.tool_call_types import TraceTools
 from app.rag.degradation import Degradation
 from app.rag.retrieval import Location
-from app.services import trace_model
+from app.services.chat import trace_model
 
 
 def _describe(cls: type, **descriptions: str) -> None:

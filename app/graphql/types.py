@@ -20,8 +20,9 @@ from app.graphql.tool_call_types import ToolCall
 from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, tokens_of, trace_of
 from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
-from app.services import records, trace_model
-from app.services.chat_events import StoredAnswer
+from app.services import records
+from app.services.chat import trace_model
+from app.services.chat.events import StoredAnswer
 
 # Cursors name their list and carry its sort key (the orders are the services': projects.ORDER, ...).
 CHUNK_CURSOR = Cursor("Chunk", (int, int))

@@ -13,8 +13,8 @@ from pydantic import SecretStr
 from sqlalchemy import text
 
 from app.container import Container
-from app.services import jobs
-from app.services.jobs import spool_dir
+from app.services.ingestion import jobs
+from app.services.ingestion.jobs import spool_dir
 from tests.fakes import FakeEmbedder
 from tests.graphql.client import Api, live_api
 from tests.graphql.ops import CANCEL_JOB, CREATE_PROJECT, JOB, PROGRESS, RETRY_JOB, UPLOAD, nodes

@@ -18,8 +18,8 @@ from sqlalchemy import update
 from app.container import Container
 from app.db import migrate
 from app.db.models import IngestionItem
-from app.services import jobs
-from app.services.jobs import spool_dir
+from app.services.ingestion import jobs
+from app.services.ingestion.jobs import spool_dir
 from app.settings import Settings
 from tests.fakes import FakeEmbedder
 from tests.graphql.client import Api, live_api

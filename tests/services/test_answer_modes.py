@@ -10,7 +10,7 @@ from app.container import Container
 from app.llm.base import ModelCapabilities
 from app.rag.answer_mode import AnswerMode
 from app.rag.extractive import NO_ANSWER
-from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
+from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.services.test_chat import DOCS, Rig
 

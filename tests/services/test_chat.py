@@ -13,9 +13,9 @@ from app.container import Container
 from app.errors import ProviderUnavailableError, ValidationError
 from app.rag.degradation import DegradationReason
 from app.rag.ingest import Ingestor, Source
-from app.services import chat_store, leases, projects, sessions
-from app.services.chat import ChatService
-from app.services.chat_events import (
+from app.services import leases, projects, sessions
+from app.services.chat import store as chat_store
+from app.services.chat.events import (
     ChatEvent,
     DoneEvent,
     ErrorEvent,
@@ -23,6 +23,7 @@ from app.services.chat_events import (
     SearchProgressEvent,
     TokenEvent,
 )
+from app.services.chat.service import ChatService
 from app.services.sessions import SessionChanges
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.waiting import wait_until

@@ -1,4 +1,4 @@
-"""The gate on a chat turn's CPU-bound steps (app/services/chat_gate.py): at most WORKERS threads
+"""The gate on a chat turn's CPU-bound steps (app/services/chat/gate.py): at most WORKERS threads
 inside at once, a place given back while a thread waits on something else (a model's reply, an
 embedding), and a turn's embedder that is the same object from turn to turn (its cache is kept per
 object)."""
@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from app.services import chat_gate
+from app.services.chat import gate as chat_gate
 from tests.fakes import FakeEmbedder
 
 

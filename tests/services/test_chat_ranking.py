@@ -9,8 +9,8 @@ from app.container import Container
 from app.errors import ProviderUnavailableError
 from app.llm.base import ModelCapabilities
 from app.llm.rerankers.http import HttpReranker
-from app.services.chat import ChatService
-from app.services.chat_events import DoneEvent
+from app.services.chat.events import DoneEvent
+from app.services.chat.service import ChatService
 from app.settings import RerankSettings
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.llm.wire.rerank_wire import RerankWire

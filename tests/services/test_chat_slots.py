@@ -1,4 +1,4 @@
-"""Generation slots per provider (app/services/slots.py), through the chat engine over a real
+"""Generation slots per provider (app/services/chat/slots.py), through the chat engine over a real
 migrated database: a question past the cap waits in line and runs when a slot frees, gives up with
 BusyError and its place (nothing stored), leaves the line when cancelled; caps are per provider
 (and per model when the settings name one); extractive answers take no slot."""
@@ -14,10 +14,10 @@ from app.container import Container
 from app.errors import BusyError
 from app.llm.base import ModelCapabilities
 from app.services import sessions
-from app.services.chat import ChatService
-from app.services.chat_events import DoneEvent, RetrievalEvent, SearchProgressEvent, TokenEvent
-from app.services.chat_store import Turn
-from app.services.slots import PoolLoad, SlotPool
+from app.services.chat.events import DoneEvent, RetrievalEvent, SearchProgressEvent, TokenEvent
+from app.services.chat.service import ChatService
+from app.services.chat.slots import PoolLoad, SlotPool
+from app.services.chat.store import Turn
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.services.test_chat import Rig
 

@@ -12,7 +12,8 @@ from sqlalchemy import select
 from app.db.database import Database
 from app.db.enums import ItemState, JobOrigin
 from app.db.models import IngestionItem, IngestionJob
-from app.services import jobs, projects
+from app.services import projects
+from app.services.ingestion import jobs
 from app.settings import Settings
 
 pytestmark = pytest.mark.postgres

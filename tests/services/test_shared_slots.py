@@ -1,4 +1,4 @@
-"""The workers' shared slot count (app/services/shared_slots.py): a slot held by a process that is
+"""The workers' shared slot count (app/services/chat/shared_slots.py): a slot held by a process that is
 gone, or killed and not yet reaped (a zombie), is not counted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from app.services.shared_slots import SharedCount
+from app.services.chat.shared_slots import SharedCount
 from tests.waiting import wait_until
 
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.services.step_deadline import StepDeadline
+from app.services.chat.step_deadline import StepDeadline
 
 
 async def _ticks(gaps: list[float]) -> AsyncIterator[int]:

@@ -13,8 +13,8 @@ import pytest
 from app.db.enums import HttpMethod, ToolKind
 from app.db.models import StoredToolCall, Tool, utcnow
 from app.errors import ConflictError
-from app.services.tool_approval import Checked, still_as_previewed
-from app.services.tool_request import fingerprint
+from app.services.tools.approval import Checked, still_as_previewed
+from app.services.tools.request import fingerprint
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"title": {"type": "string"}}}
 ARGS = {"title": "Printer on fire"}

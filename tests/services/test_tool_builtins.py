@@ -10,8 +10,9 @@ from app.container import Container
 from app.db.models import Chunk, Document
 from app.errors import NotFoundError, ValidationError
 from app.rag.ingest import Ingestor, Source
-from app.services import projects, tools
-from app.services.tool_builtins import EXECUTORS, READ_MAX_CHUNKS, ToolContext, check_arguments, run_builtin
+from app.services import projects
+from app.services.tools import catalog as tools
+from app.services.tools.builtins import EXECUTORS, READ_MAX_CHUNKS, ToolContext, check_arguments, run_builtin
 from tests.fakes import FakeEmbedder
 
 DOCS = {
@@ -97,7 +98,7 @@ def test_arguments_are_checked_against_the_schema_before_anything_runs(rig: tupl
 
 def test_schemas_reach_nothing_outside_themselves() -> None:
     from app.db.models import Tool
-    from app.services.tool_schema import check_schema
+    from app.services.tools.schema import check_schema
 
     remote = {"type": "object", "properties": {"a": {"$ref": "https://evil.example/schema.json"}}}
     assert check_schema(remote) == [

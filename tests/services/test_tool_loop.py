@@ -14,10 +14,11 @@ from app.container import Container
 from app.llm.base import GenerationOptions, Message, ModelCapabilities
 from app.llm.tool_calling import ToolCall, ToolCalls
 from app.rag.ingest import Ingestor, Source
-from app.services import projects, tools
-from app.services.tool_builtins import ToolContext, ToolOutput
-from app.services.tool_definitions import ToolChanges
-from app.services.tool_loop import (
+from app.services import projects
+from app.services.tools import catalog as tools
+from app.services.tools.builtins import ToolContext, ToolOutput
+from app.services.tools.definitions import ToolChanges
+from app.services.tools.loop import (
     LoopEvent,
     LoopLimits,
     LoopResult,

@@ -13,9 +13,9 @@ import pytest
 from app.container import Container
 from app.db.models import ToolVector
 from app.errors import ProviderUnavailableError
-from app.services import tools
-from app.services.tool_definitions import ToolChanges
-from app.services.tool_selection import select_tools
+from app.services.tools import catalog as tools
+from app.services.tools.definitions import ToolChanges
+from app.services.tools.selection import select_tools
 from app.settings import ToolSettings
 from tests.fakes import FakeEmbedder
 

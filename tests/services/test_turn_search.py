@@ -15,8 +15,8 @@ from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.ingest import Source
 from app.rag.retrieval import RetrievalParams, retrieve
 from app.services import documents, search
-from app.services.chat_events import RetrievalEvent, SearchProgressEvent, TokenEvent
-from app.services.trace_model import RetrievalTrace
+from app.services.chat.events import RetrievalEvent, SearchProgressEvent, TokenEvent
+from app.services.chat.trace_model import RetrievalTrace
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.services.test_chat import Rig
 

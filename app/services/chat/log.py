@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 import time
 
-from app.services.chat_store import Turn
-from app.services.chat_trace import TraceBuilder
+from app.services.chat.store import Turn
+from app.services.chat.trace import TraceBuilder
 
 log = logging.getLogger("ragchat.chat")
 

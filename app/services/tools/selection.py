@@ -3,7 +3,7 @@
 1. **filter**: only the tools of the session's allowed groups (none allowed: no tools);
 2. **rank**: the message is embedded and the allowed tools ranked by cosine similarity against their
    stored vectors (each tool's ``{name} — {description}`` and example requests, embedded and
-   averaged: app/services/tools.py); the best ``top_k`` (RAGCHAT_TOOLS__TOP_K, 6) that reach
+   averaged: app/services/tools/catalog.py); the best ``top_k`` (RAGCHAT_TOOLS__TOP_K, 6) that reach
    ``min_score`` (RAGCHAT_TOOLS__MIN_SCORE, none by default) are kept;
 3. **core**: the ``core`` tools of those groups are added, whatever their score.
 
@@ -28,8 +28,9 @@ from app.db.database import Database
 from app.db.models import Tool, ToolVector
 from app.errors import StorageError, ValidationError
 from app.rag.sanitize import clean_message
-from app.services import sessions, tools
-from app.services.tools import EmbedderFactory, text_hash, tool_text, tool_vectors
+from app.services import sessions
+from app.services.tools import catalog as tools
+from app.services.tools.catalog import EmbedderFactory, text_hash, tool_text, tool_vectors
 from app.settings import Settings, ToolSettings
 
 log = logging.getLogger("ragchat.tools")

@@ -1,11 +1,11 @@
 """Approve or reject a previewed tool call (issue 19, item 5), and test a tool (``testTool``).
 
 Approval runs exactly the request that was previewed, or nothing: the preview stored a fingerprint
-of it (app/services/tool_request.py), and a call whose tool would now send something else (another
+of it (app/services/tools/request.py), and a call whose tool would now send something else (another
 method, URL, body or header), or whose tool was deleted, or whose preview is older than
 ``RAGCHAT_TOOLS__PREVIEW_EXPIRY`` seconds, is refused with a ConflictError and stays a preview.
 
-Approval runs the call exactly once: :func:`app.services.tool_calls.claim` moves it out of
+Approval runs the call exactly once: :func:`app.services.tools.calls.claim` moves it out of
 ``preview`` with one conditional UPDATE, and only the approval that did so runs it; any other
 approval (at the same time, or later) waits until the outcome is recorded and returns it. The run
 is bounded by the tool's timeout; its outcome, success or failure, is recorded once and appended
@@ -28,11 +28,14 @@ from app.db.enums import ToolCallStatus, ToolKind
 from app.db.models import StoredToolCall, Tool, utcnow
 from app.errors import ConflictError, NotFoundError, RagchatError, ValidationError
 from app.rag.sanitize import strip_control
-from app.services import projects, tool_calls, tool_exec, tools
-from app.services.tool_definitions import TIMEOUT_MAX
-from app.services.tool_request import fingerprint
-from app.services.tool_schema import validate
-from app.services.tools import EmbedderFactory
+from app.services import projects
+from app.services.tools import calls as tool_calls
+from app.services.tools import catalog as tools
+from app.services.tools import exec as tool_exec
+from app.services.tools.catalog import EmbedderFactory
+from app.services.tools.definitions import TIMEOUT_MAX
+from app.services.tools.request import fingerprint
+from app.services.tools.schema import validate
 from app.settings import Settings
 
 log = logging.getLogger("ragchat.tools")

@@ -4,11 +4,11 @@ the tool groups a chat session may use.
 A tool's vector is built when the tool is created or changed (:func:`tool_vectors`), in the
 embedder's space, and stored beside it (``tool_vectors``), so selection never embeds every tool at
 start. When the embedder fails then, the tool is stored anyway, without a vector (``indexed`` false):
-the next selection builds it (app/services/tool_selection.py). The embedding runs before the write
+the next selection builds it (app/services/tools/selection.py). The embedding runs before the write
 transaction, so no write lock is held while a model works.
 
 Built-in tools (migration 0011) run inside ragchat: their name, schema and kind are the executors'
-contract (app/services/tool_builtins.py), so only their description, examples, group and ``core``
+contract (app/services/tools/builtins.py), so only their description, examples, group and ``core``
 flag change, and they are never deleted (leave their group out of a session instead).
 """
 
@@ -28,7 +28,7 @@ from app.db.enums import HttpMethod, ToolKind
 from app.db.models import ChatSession, SessionToolGroup, Tool, ToolVector
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import ChatModels, Embedder
-from app.services.tool_definitions import (
+from app.services.tools.definitions import (
     DEFAULT_TIMEOUT,
     DryRun,
     ToolChanges,
@@ -36,7 +36,7 @@ from app.services.tool_definitions import (
     check_http,
     schema_properties,
 )
-from app.services.tool_schema import check_schema
+from app.services.tools.schema import check_schema
 from app.settings import ToolSettings
 
 log = logging.getLogger("ragchat.tools")

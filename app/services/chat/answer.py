@@ -1,6 +1,6 @@
 """Writing a turn's answer once retrieval is done: quoted from the sources (extractive), or generated
 by the chat model and then checked by the answer guard — with the trace entry that says which ran,
-why, and what the guard decided. Called by :mod:`app.services.chat` from worker threads.
+why, and what the guard decided. Called by :mod:`app.services.chat.service` from worker threads.
 
 A generated answer the guard finds degenerate (a loop, only echoed prompt, only citation talk, mostly
 unsupported) is never stored as if it were fine: it is replaced by the extractive answer from the
@@ -20,8 +20,8 @@ from app.errors import ProviderError
 from app.llm.base import Embedder, Vectors
 from app.rag import citations, extractive, guard, query_cache
 from app.rag.answer_mode import ModeChoice
-from app.services.chat_events import SourceRef
-from app.services.trace_model import TraceAnswer, TraceGuard
+from app.services.chat.events import SourceRef
+from app.services.chat.trace_model import TraceAnswer, TraceGuard
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def trace_entry(
     original: str | None = None,
     sentences: int | None = None,
 ) -> TraceAnswer:
-    """The trace's ``answer`` entry (app.services.trace_model.TraceAnswer)."""
+    """The trace's ``answer`` entry (app.services.chat.trace_model.TraceAnswer)."""
     return TraceAnswer(
         requested_mode=choice.requested,
         mode=choice.used,

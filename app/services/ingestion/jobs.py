@@ -4,7 +4,7 @@ A job is one upload batch, CLI call or fetched address; each of its files is an 
 queued -> parsing -> embedding -> ready | failed | cancelled (or is skipped), each step in its own
 short transaction. ``ready``/``failed`` are stored by :func:`finish_in` inside the transaction that
 stores the document (app/rag/ingest.py's ``Finish``), so an item and its document commit together.
-The worker that moves items along is app/services/job_worker.py; the files wait on disk (an upload
+The worker that moves items along is app/services/ingestion/worker.py; the files wait on disk (an upload
 spooled under :func:`spool_dir`, a CLI path where it is), never in memory.
 """
 

@@ -12,7 +12,7 @@ So the workers count together: one small file per pool in a folder the parent ma
 under an exclusive ``flock`` (tens of microseconds, twice a turn). A worker that was killed leaves
 its line behind; a line whose process no longer exists is not counted and is dropped at the next
 write. A caller waiting in line while the whole cap is taken in other workers cannot be woken by
-them: its worker looks again every ``POLL`` seconds (app/services/slots.py).
+them: its worker looks again every ``POLL`` seconds (app/services/chat/slots.py).
 """
 
 from __future__ import annotations

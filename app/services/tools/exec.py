@@ -1,5 +1,5 @@
 """Running a tool once: a built-in one over the chat's knowledge base in a worker thread, an HTTP
-one through the guarded fetcher (app/services/tool_http.py) on the event loop, so a call that runs
+one through the guarded fetcher (app/services/tools/http.py) on the event loop, so a call that runs
 out of time is cancelled with its connection and leaves no thread reading behind. The tool loop,
 approvals and ``testTool`` all run tools through here."""
 
@@ -17,9 +17,9 @@ from app.db.database import Database
 from app.db.enums import ToolKind
 from app.db.models import Tool
 from app.errors import RagchatError
-from app.services import tool_http
-from app.services.tool_builtins import ToolContext, ToolOutput, check_arguments, run_builtin
-from app.services.tools import EmbedderFactory
+from app.services.tools import http as tool_http
+from app.services.tools.builtins import ToolContext, ToolOutput, check_arguments, run_builtin
+from app.services.tools.catalog import EmbedderFactory
 from app.settings import Settings
 
 Execute = Callable[[Tool, dict[str, Any]], Awaitable[ToolOutput]]

@@ -6,7 +6,7 @@ streams: a preview can be approved at once. A side-effecting call is stored as `
 decision is one conditional UPDATE out of ``preview`` (:func:`claim`, :func:`reject`), so of two
 approvals, at once or one after the other, exactly one moves it to ``running`` and runs it; the
 other waits for the recorded outcome and returns it. Approval first checks that the preview may
-still be approved (app/services/tool_approval.py: not expired, the tool would send the very request
+still be approved (app/services/tools/approval.py: not expired, the tool would send the very request
 previewed). An approved call's outcome is appended to the conversation as a message (:func:`settle`)
 that clients show; the next turn's history gives it to the model as what it is, the tool's output,
 fenced (:func:`for_model`), never as the model's own words.
@@ -26,7 +26,7 @@ from app.db.enums import MessageStatus, Role, ToolCallStatus
 from app.db.models import ChatMessage, ChatSession, StoredToolCall, Tool, utcnow
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
-from app.services.tool_loop import fence
+from app.services.tools.loop import fence
 
 RESULT_MAX = 20_000  # characters of a result kept in the row (result_chars has the whole size)
 INTERRUPTED = "interrupted: the server stopped while it ran, so whether it took effect is unknown"

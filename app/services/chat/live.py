@@ -18,7 +18,7 @@ runs on; regenerating an answer whose turn nobody listens to any more cancels th
 
 With several server processes a client may re-attach to one that does not run its turn: that one
 follows the turn through the database and sends its outcome, and a keyed turn is cancelled only
-once nobody follows it from another process either (app/services/chat_follow.py).
+once nobody follows it from another process either (app/services/chat/follow.py).
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ import anyio.to_thread
 
 from app.db.enums import MessageStatus
 from app.errors import ConflictError, StorageError, ValidationError
-from app.services import chat_follow, chat_store, sessions
-from app.services.chat_events import ChatEvent, TokenEvent
-from app.services.chat_store import Turn
-from app.services.slots import Queued
+from app.services import sessions
+from app.services.chat import follow as chat_follow
+from app.services.chat import store as chat_store
+from app.services.chat.events import ChatEvent, TokenEvent
+from app.services.chat.slots import Queued
+from app.services.chat.store import Turn
 
 if TYPE_CHECKING:
-    from app.services.chat import ChatService
+    from app.services.chat.service import ChatService
 
 KEY_FIELD = "clientMessageId"
 KEY_MAX = 100
@@ -249,7 +251,7 @@ class LiveTurns:
         grace = self.service.settings.chat.reattach_grace if lost and live.keyed else 0.0
         if grace > 0:
             live.orphaned = asyncio.get_running_loop().call_later(grace, self._orphan_expired, live)
-        elif live.keyed:  # a client in another process may follow it (chat_follow.py)
+        elif live.keyed:  # a client in another process may follow it (app/services/chat/follow.py)
             self._orphan_expired(live)
         else:
             live.cancel()

@@ -1,11 +1,11 @@
 """The tool part of a chat turn (issue 19, item 4): for a session with tool groups whose model can
 call tools, select the tools (three stages, in the trace) and run the tool loop
-(app/services/tool_loop.py) in place of a plain generation. A session without tool groups never
+(app/services/tools/loop.py) in place of a plain generation. A session without tool groups never
 gets here: its turn is exactly as before.
 
 What the turn streams: the answer's text, and between its pieces a :class:`ToolCallEvent` when the
 model calls, then a :class:`ToolResultEvent` when the call ended (or a :class:`ToolPreviewEvent`
-for a side-effecting tool, which does not run: app/services/tool_calls.py and tool_approval.py).
+for a side-effecting tool, which does not run: app/services/tools/calls.py and app/services/tools/approval.py).
 Each call is stored as it ends, so a preview's id exists while the answer still streams.
 
 Sources: a built-in tool's passages join the answer's sources, numbered after the retrieved ones
@@ -32,12 +32,17 @@ from app.llm.base import ChatModel, ChatModels, GenerationOptions, TextDelta
 from app.llm.tool_calling import ToolCallingModel
 from app.rag import budget, prompting
 from app.rag.stages import Stage
-from app.services import tool_calls, tool_exec, tool_selection, tools
-from app.services.chat_events import SourceRef, ToolCallEvent, ToolEvent, ToolPreviewEvent, ToolResultEvent
-from app.services.chat_store import Turn
-from app.services.chat_trace import TraceBuilder
-from app.services.tool_builtins import ToolOutput, ToolSource
-from app.services.tool_loop import (
+from app.services.chat.events import SourceRef, ToolCallEvent, ToolEvent, ToolPreviewEvent, ToolResultEvent
+from app.services.chat.store import Turn
+from app.services.chat.trace import TraceBuilder
+from app.services.chat.trace_model import TraceSelectedTool, TraceToolCall, TraceToolCandidate, TraceTools
+from app.services.tools import calls as tool_calls
+from app.services.tools import catalog as tools
+from app.services.tools import exec as tool_exec
+from app.services.tools import selection as tool_selection
+from app.services.tools.builtins import ToolOutput, ToolSource
+from app.services.tools.catalog import EmbedderFactory
+from app.services.tools.loop import (
     CallRecord,
     LoopLimits,
     LoopResult,
@@ -45,9 +50,7 @@ from app.services.tool_loop import (
     ToolCallStarted,
     run_tool_loop,
 )
-from app.services.tool_selection import Selection
-from app.services.tools import EmbedderFactory
-from app.services.trace_model import TraceSelectedTool, TraceToolCall, TraceToolCandidate, TraceTools
+from app.services.tools.selection import Selection
 from app.settings import Settings
 
 log = logging.getLogger("ragchat.tools")

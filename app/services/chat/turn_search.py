@@ -25,8 +25,8 @@ from app.llm.base import ChatModel, ChatModels, Embedder
 from app.rag import conversation, rewrite, widen
 from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.session_settings import RagSettings
-from app.services import chat_gate
-from app.services.trace_model import TraceCache, TracePass, TraceRewrite, TraceSearch
+from app.services.chat import gate as chat_gate
+from app.services.chat.trace_model import TraceCache, TracePass, TraceRewrite, TraceSearch
 from app.settings import Settings
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ def search(
     alternative_weight: float = 0.5,
 ) -> TurnSearch:
     """Retrieve for ``message`` after the user turns ``earlier`` (oldest first), as a chat turn of
-    ``asker``'s session does; ``alternatives`` (multi-query expansion's phrasings, app/services/ranking.py)
+    ``asker``'s session does; ``alternatives`` (multi-query expansion's phrasings, app/services/chat/ranking.py)
     are searched beside the query in every pass. Errors of the embedder and the store propagate (the
     caller degrades)."""
     capabilities = models.capabilities(asker.provider, asker.model)
@@ -165,7 +165,7 @@ def search(
 
 def _awaited(call: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
     """``call(*args)`` run on the event loop, this thread waiting for it outside the chat turn's gate
-    (app/services/chat_gate.py): a model's reply can take seconds, and waiting needs no GIL."""
+    (app/services/chat/gate.py): a model's reply can take seconds, and waiting needs no GIL."""
     with chat_gate.released():
         return anyio.from_thread.run(call, *args)
 

@@ -29,7 +29,7 @@ from app.llm.base import Embedder
 from app.rag.ingest import Ingestor, Source
 from app.rag.parse_worker import ParseWorker
 from app.rag.parsing import ParseLimits
-from app.services import jobs
+from app.services.ingestion import jobs
 from app.settings import IngestSettings, JobSettings
 
 log = logging.getLogger(__name__)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.services.chat_events import DoneEvent, StoredAnswer
-from app.services.chat_live import Listener, LiveTurns
+from app.services.chat.events import DoneEvent, StoredAnswer
+from app.services.chat.live import Listener, LiveTurns
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ never any other client, on the event loop and within the outbound gate (app/net/
 
 - The URL template's ``{name}`` placeholders are filled with the arguments, URL-encoded (a value
   can never add a path segment, a query parameter or a host: the host is never a placeholder,
-  app/services/tool_definitions.py). A placeholder whose argument is missing is an error to the model.
+  app/services/tools/definitions.py). A placeholder whose argument is missing is an error to the model.
 - A request that is not a GET carries every argument as its JSON body.
 - Headers carry secrets by name (``RAGCHAT_TOOLS__SECRETS__<NAME>``), read now, and only to the
   origins the operator bound each to (``RAGCHAT_TOOLS__SECRET_ORIGINS__<NAME>``): any other fails
@@ -17,7 +17,7 @@ never any other client, on the event loop and within the outbound gate (app/net/
 
 A side-effecting tool's preview runs its dry-run request (same rules) or, without one, only
 describes the request it would send (:func:`describe`). What the model reads is fenced and
-stripped of control tokens by the tool loop (app/services/tool_loop.py ``fence``).
+stripped of control tokens by the tool loop (app/services/tools/loop.py ``fence``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from app.db.models import Tool
 from app.errors import FetchError, ValidationError
 from app.net.addresses import AddressPolicy
 from app.net.fetch import FetchPolicy, fetch
-from app.services.tool_builtins import ToolOutput
-from app.services.tool_definitions import secret_refused
+from app.services.tools.builtins import ToolOutput
+from app.services.tools.definitions import secret_refused
 from app.settings import ToolSettings, origin_of
 
 

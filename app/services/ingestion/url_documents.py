@@ -18,7 +18,8 @@ from app.net.fetch import Fetched, FetchPolicy, fetch
 from app.rag.ingest import IngestSummary, Source
 from app.rag.parsing import kind_by_name
 from app.rag.types import DocumentKind
-from app.services import documents, jobs, projects
+from app.services import documents, projects
+from app.services.ingestion import jobs
 from app.services.records import JobOrigin
 from app.settings import IngestSettings, Settings
 

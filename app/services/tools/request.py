@@ -3,7 +3,7 @@
 A side-effecting call runs only once the user approves its preview, and the tool may be edited in
 between (another method, another host, other secret headers). The preview stores
 :func:`fingerprint` of the request it described; approval rebuilds it from the tool as it is then and
-runs the call only when the two are equal (app/services/tool_approval.py). The fingerprint covers
+runs the call only when the two are equal (app/services/tools/approval.py). The fingerprint covers
 the method, the final URL, the body and the header and secret *names* — never a secret's value,
 which is read when the request is sent. A built-in tool's covers its name and arguments.
 """
@@ -18,7 +18,7 @@ from typing import Any
 from app.db.enums import ToolKind
 from app.db.models import Tool
 from app.errors import ValidationError
-from app.services.tool_http import fill
+from app.services.tools.http import fill
 
 
 def planned(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ provider declares (``ModelCapabilities.concurrency``: openai 32, ollama 4), and
 ``RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS`` (3), meant for the in-process model on a few cores.
 
 The cap is the server's: with ``RAGCHAT_WORKERS`` processes (app/serving.py) the workers count
-their slots together (app/services/shared_slots.py). A slot freed in one worker goes to that
+their slots together (app/services/chat/shared_slots.py). A slot freed in one worker goes to that
 worker's line first; a line whose worker finds the cap taken by others looks again every
 ``shared_slots.POLL`` seconds, so the order is first come first served within a worker only.
 
@@ -35,8 +35,8 @@ from pathlib import Path
 
 from app.errors import BusyError
 from app.llm.base import ChatModels
-from app.services import shared_slots
-from app.services.shared_slots import SharedCount
+from app.services.chat import shared_slots
+from app.services.chat.shared_slots import SharedCount
 from app.settings import ChatSettings
 
 Queued = Callable[[int], None]  # told the caller's place in line (1 = next) whenever it changes

@@ -1,4 +1,4 @@
-"""The retrieval trace as one typed model: written by services/chat_trace.py, stored as JSON with
+"""The retrieval trace as one typed model: written by services/chat/trace.py, stored as JSON with
 the message (camelCase keys, the aliases below), read back through ``parse`` by the GraphQL types,
 the CLI and the answer bench.
 
@@ -74,7 +74,7 @@ class TraceCandidate(_Camel):
 
 
 class TraceRanking(_Camel):
-    """The ranking stages a turn ran (app/services/ranking.py); absent in older traces."""
+    """The ranking stages a turn ran (app/services/chat/ranking.py); absent in older traces."""
 
     expansions: list[str] = Field(default_factory=list)  # the alternative phrasings searched
     expansion_failed: str | None = None  # why expansion, though on, searched the question alone
@@ -122,7 +122,7 @@ class TraceGuard(_Camel):
 
 
 class TraceAnswer(_Camel):
-    """How the answer was written (built by app.services.chat_answer.trace_entry)."""
+    """How the answer was written (built by app.services.chat.answer.trace_entry)."""
 
     requested_mode: AnswerMode
     mode: AnswerMode
@@ -184,7 +184,7 @@ class TraceToolCandidate(_Camel):
 class TraceSelectedTool(_Camel):
     name: str
     score: float | None = None
-    reason: str  # app.services.tool_selection.Reason
+    reason: str  # app.services.tools.selection.Reason
 
 
 class TraceToolCall(_Camel):

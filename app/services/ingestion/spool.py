@@ -3,7 +3,7 @@ held whole in memory.
 
 Each upload request gets its own folder under the spool directory (a random name, so requests never
 collide and a folder can be created before its job exists); the worker removes a file once its item
-is ready, and :func:`app.services.jobs.sweep_spool` removes folders no item needs at start-up.
+is ready, and :func:`app.services.ingestion.jobs.sweep_spool` removes folders no item needs at start-up.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import BinaryIO
 from app.errors import IngestError, ValidationError
 from app.rag.parsing import detect_kind
 from app.services.documents import clean_upload_name
-from app.services.jobs import Intake
+from app.services.ingestion.jobs import Intake
 
 PIECE = 1024 * 1024
 

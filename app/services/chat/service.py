@@ -1,7 +1,7 @@
 """The chat engine: one user message in, a grounded, cited answer streamed out, with a trace.
 
 Stages (each timed into the trace): sanitize -> a generation slot of the session's provider
-(app/services/slots.py; none for an extractive answer) -> persist the question -> retrieve (embed,
+(app/services/chat/slots.py; none for an extractive answer) -> persist the question -> retrieve (embed,
 search, threshold, top_k) -> token budget -> prompt -> generate (streamed, idle and total timeouts)
 -> citations -> persist the answer. The question is stored before any model runs; the answer is
 stored complete or failed (with whatever text had streamed), never lost. A question that waited
@@ -50,8 +50,12 @@ from app.rag.degradation import DegradationReason
 from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
-from app.services import chat_answer, chat_gate, chat_store, chat_tools, ranking, shared_slots, turn_search
-from app.services.chat_events import (
+from app.services.chat import answer as chat_answer
+from app.services.chat import gate as chat_gate
+from app.services.chat import ranking, shared_slots, turn_search
+from app.services.chat import store as chat_store
+from app.services.chat import tools as chat_tools
+from app.services.chat.events import (
     ChatEvent,
     DoneEvent,
     ErrorEvent,
@@ -62,12 +66,12 @@ from app.services.chat_events import (
     TokenEvent,
     ToolEvent,
 )
-from app.services.chat_live import LiveTurns
-from app.services.chat_log import TurnLog
-from app.services.chat_store import SessionSnapshot, Turn
-from app.services.chat_trace import TraceBuilder
-from app.services.slots import Queued, Slot, SlotPools
-from app.services.step_deadline import StepDeadline
+from app.services.chat.live import LiveTurns
+from app.services.chat.log import TurnLog
+from app.services.chat.slots import Queued, Slot, SlotPools
+from app.services.chat.step_deadline import StepDeadline
+from app.services.chat.store import SessionSnapshot, Turn
+from app.services.chat.trace import TraceBuilder
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -89,7 +93,7 @@ class ChatService:
         self.store = store
         self.reranker = reranker  # the operator's rerank endpoint (RAGCHAT_RERANK__URL), if any
         self.settings = settings
-        # Embedding waits outside the turn's gate (app/services/chat_gate.py).
+        # Embedding waits outside the turn's gate (app/services/chat/gate.py).
         self.embedder = chat_gate.ungated(embedder)
         self.models = models
         # The caps on answers generated at once, per provider. A slot is taken before the turn (and
@@ -303,7 +307,7 @@ class ChatService:
         trace: TraceBuilder,
     ) -> Settled:
         """The guard's verdict on a generated answer decides what is stored (module docstring of
-        app.services.chat_answer): the cleaned text, the extractive answer instead, or a failure.
+        app.services.chat.answer): the cleaned text, the extractive answer instead, or a failure.
         Runs in a worker thread (``_finish``)."""
         with trace.stage(Stage.GUARD):
             verdict = chat_answer.review(answer_guard, self.embedder)
@@ -362,7 +366,7 @@ class ChatService:
     async def _retrieve(
         self, turn: Turn, trace: TraceBuilder, out: list[RetrievalResult]
     ) -> AsyncIterator[SearchProgressEvent]:
-        """Search in a worker thread (app/services/turn_search.py), streaming a progress event per
+        """Search in a worker thread (app/services/chat/turn_search.py), streaming a progress event per
         pass; the pass answered with is appended to ``out``. A failed search is a degradation."""
         chat = turn.chat
         if not chat.rag.enable_rag:
@@ -442,7 +446,7 @@ class ChatService:
         answer_guard: guard.AnswerGuard,
         trace: TraceBuilder,
     ) -> AsyncIterator[str | ToolEvent]:
-        """The answer's pieces: the tool loop's (app/services/chat_tools.py) when the session offers
+        """The answer's pieces: the tool loop's (app/services/chat/tools.py) when the session offers
         tools, which adds passages tools read to ``sources`` and the guard's; else the model's."""
         offered = await chat_tools.prepare(turn, self.store, self.embedder, self.settings, self.models, model, trace)
         if offered is None:
@@ -516,7 +520,7 @@ class ChatService:
 
 
 def _gated(step: Callable[[], T]) -> T:
-    """A step of the turn in its worker thread, through the gate (app/services/chat_gate.py)."""
+    """A step of the turn in its worker thread, through the gate (app/services/chat/gate.py)."""
     with chat_gate.cpu():
         return step()
 

@@ -15,9 +15,9 @@ from app.rag.budget import BudgetReport
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval import RetrievalResult
 from app.rag.stages import Stage
-from app.services.chat_events import SourceRef
-from app.services.chat_store import Turn
-from app.services.trace_model import (
+from app.services.chat.events import SourceRef
+from app.services.chat.store import Turn
+from app.services.chat.trace_model import (
     TRACE_VERSION,
     RetrievalTrace,
     TraceAnswer,
@@ -83,11 +83,11 @@ class TraceBuilder:
         self._trace.fusion = result.fusion
 
     def set_ranking(self, ranking: TraceRanking) -> None:
-        """What expansion and reranking did (app/services/ranking.py)."""
+        """What expansion and reranking did (app/services/chat/ranking.py)."""
         self._trace.ranking = ranking
 
     def set_search(self, search: TraceSearch) -> None:
-        """What the turn searched and how: its query, the rewrite, every pass (app/services/turn_search.py)."""
+        """What the turn searched and how: its query, the rewrite, every pass (app/services/chat/turn_search.py)."""
         self._trace.search = search
 
     def set_budget(self, report: BudgetReport) -> None:
@@ -116,11 +116,11 @@ class TraceBuilder:
 
     def set_answer(self, answer: TraceAnswer) -> None:
         """How the answer was written: mode requested and used, why, and the guard's verdict
-        (built by app.services.chat_answer.trace_entry)."""
+        (built by app.services.chat.answer.trace_entry)."""
         self._trace.answer = answer
 
     def set_tools(self, tools: TraceTools) -> None:
-        """Tool selection's stages and the calls of the turn (app/services/chat_tools.py)."""
+        """Tool selection's stages and the calls of the turn (app/services/chat/tools.py)."""
         self._trace.tools = tools
 
     def set_citations(self, valid: int, invalid: int, *, attributed: bool) -> None:

@@ -26,8 +26,8 @@ from app.db.enums import DocumentStatus, ToolKind
 from app.db.models import Chunk, Document, Tool
 from app.errors import NotFoundError, ValidationError
 from app.rag.retrieval import Location, RetrievalParams, retrieve
-from app.services.tool_schema import check_arguments
-from app.services.tools import EmbedderFactory
+from app.services.tools.catalog import EmbedderFactory
+from app.services.tools.schema import check_arguments
 from app.settings import Settings
 
 READ_MAX_CHUNKS = 20

@@ -20,8 +20,8 @@ from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, S
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
 from app.rag.session_settings import RagSettings
-from app.services import tool_calls
-from app.services.chat_events import SourceRef, StoredAnswer
+from app.services.chat.events import SourceRef, StoredAnswer
+from app.services.tools import calls as tool_calls
 
 INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
 

@@ -1,7 +1,7 @@
 """Following a turn that another server process writes (several workers, or servers sharing a database).
 
 A client that re-attaches (same ``clientMessageId``) to a process not writing its answer cannot see
-the tokens, which live in the writer's memory (app/services/chat_live.py), but it can have the
+the tokens, which live in the writer's memory (app/services/chat/live.py), but it can have the
 outcome: this process reads the answer's row every ``POLL`` seconds until it is no longer streaming
 and then sends what a re-attached finished turn gets (ChatDone, or ChatError with the stored cause).
 
@@ -29,7 +29,7 @@ from app.db.enums import MessageStatus
 from app.db.models import ChatMessage, utcnow
 from app.errors import ErrorCode
 from app.services import sessions
-from app.services.chat_events import ChatEvent, DoneEvent, ErrorEvent
+from app.services.chat.events import ChatEvent, DoneEvent, ErrorEvent
 from app.settings import Settings
 
 POLL = 0.25  # seconds between reads of the followed answer's row

@@ -11,14 +11,14 @@ lower wins), a total time, and an output size cap. Past the call limit or the la
 is asked once more with no tools, so it must answer. A call never crashes the loop: an unknown tool,
 arguments that are not JSON or break the tool's schema, a tool that fails or times out, all return
 an error text to the model. A tool with side effects never runs here: given a ``preview`` executor,
-its preview runs instead (its dry run, or the request described: app/services/tool_http.py), the
+its preview runs instead (its dry run, or the request described: app/services/tools/http.py), the
 call is recorded as ``preview`` and the model is told a preview went to the user, who decides; no
 tool is offered after that round, so the model finishes its answer. Without one, the model is told
 the tool needs an approval this caller cannot give.
 
 Results are untrusted text: control tokens stripped, fenced, and cut to the size cap.
 
-The chat turn runs it through app/services/chat_tools.py when the session allows tools.
+The chat turn runs it through app/services/chat/tools.py when the session allows tools.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ from app.errors import RagchatError
 from app.llm.base import GenerationOptions, TextDelta, Usage
 from app.llm.tool_calling import AssistantToolCalls, ToolCall, ToolCallingModel, ToolCalls, ToolResult, ToolSpec, Turn
 from app.rag.sanitize import strip_control
-from app.services.tool_builtins import ToolContext, ToolOutput, ToolSource, run_builtin
-from app.services.tool_request import fingerprint
-from app.services.tool_schema import validate
+from app.services.tools.builtins import ToolContext, ToolOutput, ToolSource, run_builtin
+from app.services.tools.request import fingerprint
+from app.services.tools.schema import validate
 
 Execute = Callable[[Tool, dict[str, Any]], Awaitable[ToolOutput]]
 
@@ -76,7 +76,7 @@ class CallRecord:
     text: str | None = None  # the result (or the error the model was told), control tokens stripped; None: a preview
     preview: str | None = None  # what a side-effecting call would do
     tool_id: int | None = None
-    request: str | None = None  # a preview's: the fingerprint of the request it described (tool_request.py)
+    request: str | None = None  # a preview's: the fingerprint of the request it described (request.py)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from app.rag.ranking_modes import ExpansionMode, RerankMode, expansion_used, rer
 from app.rag.retrieval import RetrievalResult
 from app.rag.session_settings import RagSettings
 from app.rag.stages import Stage
-from app.services.trace_model import TraceRanking
+from app.services.chat.trace_model import TraceRanking
 from app.settings import Settings
 
 
