@@ -12,7 +12,7 @@ from app.rag.answer_mode import AnswerMode
 from app.rag.extractive import NO_ANSWER
 from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from tests.fakes import FakeChatModel, FakeEmbedder
-from tests.services.test_chat import DOCS, Rig
+from tests.services.chat.test_service import DOCS, Rig
 
 WEAK = ModelCapabilities(grounded_writing=False)
 PENGUINS = "Emperor penguins huddle together to survive the Antarctic winter."

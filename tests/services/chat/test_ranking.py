@@ -14,7 +14,7 @@ from app.services.chat.service import ChatService
 from app.settings import RerankSettings
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.llm.wire.rerank_wire import RerankWire
-from tests.services.test_chat import Rig
+from tests.services.chat.test_service import Rig
 
 QUESTION = "How do penguins survive the winter?"
 

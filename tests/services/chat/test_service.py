@@ -56,7 +56,7 @@ class Rig:
         ).id
 
     async def ask(self, session_id: int, question: str) -> list[ChatEvent]:
-        """The turn's events but its search progress (tests/services/test_turn_search.py covers those)."""
+        """The turn's events but its search progress (tests/services/chat/test_turn_search.py covers those)."""
         return [e for e in await self.ask_all(session_id, question) if not isinstance(e, SearchProgressEvent)]
 
     async def ask_all(self, session_id: int, question: str) -> list[ChatEvent]:

@@ -19,7 +19,7 @@ from app.services.chat.service import ChatService
 from app.services.chat.slots import PoolLoad, SlotPool
 from app.services.chat.store import Turn
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
-from tests.services.test_chat import Rig
+from tests.services.chat.test_service import Rig
 
 
 class Places(list[int]):

@@ -18,7 +18,7 @@ from app.services import documents, search
 from app.services.chat.events import RetrievalEvent, SearchProgressEvent, TokenEvent
 from app.services.chat.trace_model import RetrievalTrace
 from tests.fakes import FakeChatModel, FakeEmbedder
-from tests.services.test_chat import Rig
+from tests.services.chat.test_service import Rig
 
 OFFICES = {
     "leeds.md": "# Leeds office\n\nThe Leeds office has 38 car parking spaces and 142 desks.",
