@@ -25,14 +25,15 @@ import strawberry
 from starlette.websockets import WebSocket, WebSocketState
 
 from app.errors import BusyError, NotFoundError, RagchatError
-from app.graphql import job_resolvers, types
+from app.graphql import types
+from app.graphql.chat.trace_types import SCORE, Degradation, Location
 from app.graphql.context import Info
 from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
 from app.graphql.errors import NotFoundError as NotFoundErrorType
-from app.graphql.job_types import IngestionItem
-from app.graphql.tool_call_types import ChatToolCall, ChatToolPreview, ChatToolResult
-from app.graphql.trace_types import SCORE, Degradation, Location
+from app.graphql.knowledge import jobs as job_resolvers
+from app.graphql.knowledge.job_types import IngestionItem
+from app.graphql.tools.call_types import ChatToolCall, ChatToolPreview, ChatToolResult
 from app.services import sessions
 from app.services.chat.events import (
     ChatEvent,

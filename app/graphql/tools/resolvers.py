@@ -1,5 +1,5 @@
-"""Tool queries and mutations: thin resolvers over app/services/tools/catalog.py and app/services/tools/selection.py.
-Query and Mutation (queries.py, mutations.py) inherit these fields."""
+"""Tool queries and mutations: thin resolvers over app/services/tools/ (catalog.py, selection.py).
+Query and Mutation (app/graphql/queries.py, mutations.py) inherit these fields."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from app.errors import ForbiddenError, RagchatError, StorageError
 from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.results import call
-from app.graphql.tool_call_types import ToolCall, ToolCallDecisionResult, ToolTest, ToolTestResult
-from app.graphql.tool_types import (
+from app.graphql.tools.call_types import ToolCall, ToolCallDecisionResult, ToolTest, ToolTestResult
+from app.graphql.tools.types import (
     CreateToolInput,
     DeleteToolResult,
     SessionToolGroups,

@@ -6,12 +6,7 @@ from typing import Annotated
 
 import strawberry
 
-from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
-from app.graphql.context import Info
-from app.graphql.enums import CandidateFate, Fusion, RetrievalMode
-from app.graphql.errors import ValidationError
-from app.graphql.search_trace_types import TraceSearch, search_of
-from app.graphql.trace_types import (
+from app.graphql.chat.trace_types import (
     KEYWORD_RANK,
     SCORE,
     VECTOR_RANK,
@@ -20,6 +15,11 @@ from app.graphql.trace_types import (
     StageTiming,
     TraceRanking,
 )
+from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
+from app.graphql.context import Info
+from app.graphql.enums import CandidateFate, Fusion, RetrievalMode
+from app.graphql.errors import ValidationError
+from app.graphql.search.trace_types import TraceSearch, search_of
 from app.rag.retrieval import Candidate, RetrievalResult
 from app.services.chat import trace_model
 from app.services.pages import Page, PageRequest, page_of

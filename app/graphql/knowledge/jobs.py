@@ -1,6 +1,6 @@
 """What the ingestion-job fields do: spool an upload and queue its job, cancel, retry, wait, stream.
 
-The resolvers in mutations.py, queries.py and subscriptions.py stay one line each over these.
+The resolvers in knowledge/mutations.py, knowledge/queries.py and subscriptions.py stay one line each over these.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from strawberry.file_uploads import Upload
 from app.errors import RagchatError, ValidationError
 from app.graphql.context import Info
 from app.graphql.errors import parse_id, to_graphql
-from app.graphql.job_types import IngestionItem, IngestionJob
+from app.graphql.knowledge.job_types import IngestionItem, IngestionJob
 from app.security import bearer_token, key_number
 from app.services.ingestion import jobs, spool, url_documents
 from app.services.records import JobOrigin

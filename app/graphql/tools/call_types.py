@@ -11,7 +11,7 @@ import strawberry
 
 from app.graphql.enums import expose
 from app.graphql.errors import ConflictError, NotFoundError, StorageError, ValidationError
-from app.graphql.tool_types import Reason  # exposed there as ToolSelectionReason
+from app.graphql.tools.types import Reason  # exposed there as ToolSelectionReason
 from app.services.chat import trace_model
 from app.services.records import StoredToolCall, ToolCallStatus
 
