@@ -15,7 +15,7 @@ from app.db import migrate
 from benchmarks.load import Server
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT, CREATE_SESSION
-from tests.graphql.test_tool_chat import (
+from tests.graphql.tools.test_chat import (
     APPROVE,
     CHAT,
     MESSAGES,

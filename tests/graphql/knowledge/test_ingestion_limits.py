@@ -23,8 +23,8 @@ from app.services.ingestion.jobs import spool_dir
 from app.settings import Settings
 from tests.fakes import FakeEmbedder
 from tests.graphql.client import Api, live_api
+from tests.graphql.knowledge.test_ingestion_jobs import SlowEmbedder
 from tests.graphql.ops import CANCEL_JOB, CREATE_PROJECT, JOB, RETRY_JOB, UPLOAD
-from tests.graphql.test_ingestion_jobs import SlowEmbedder
 from tests.waiting import wait_until
 
 RETRY = RETRY_JOB.replace(
