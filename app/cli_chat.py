@@ -13,8 +13,9 @@ from app.db.models import Citation
 from app.errors import RagchatError
 from app.rag.answer_mode import AnswerMode
 from app.rag.stages import Stage
-from app.services import batches, leases, projects, sessions, trace_model
-from app.services.chat_events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
+from app.services import batches, leases, projects, sessions
+from app.services.chat import trace_model
+from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
 
 console = Console(stderr=True)

@@ -19,8 +19,9 @@ from app.rag.ingest import FileResult, FileStatus, IngestSummary
 from app.rag.intake import Skipped, SkipReason
 from app.rag.sanitize import clean_name
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
-from app.services import jobs, leases, projects, url_documents
-from app.services.job_worker import ItemRunner
+from app.services import leases, projects
+from app.services.ingestion import jobs, url_documents
+from app.services.ingestion.worker import ItemRunner
 from app.services.records import IngestionItem, JobOrigin
 
 console = Console(stderr=True)

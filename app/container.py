@@ -17,8 +17,8 @@ from app.settings import Settings
 if TYPE_CHECKING:
     from app.llm.base import ChatModels
     from app.llm.rerankers.http import HttpReranker
-    from app.services.chat import ChatService
-    from app.services.job_worker import JobWorker
+    from app.services.chat.service import ChatService
+    from app.services.ingestion.worker import JobWorker
 
 
 class Container:
@@ -59,7 +59,7 @@ class Container:
         """The chat engine; one per process, because it owns the concurrency cap."""
         with self._lock:
             if self._chat is None:
-                from app.services.chat import ChatService
+                from app.services.chat.service import ChatService
 
                 self._chat = ChatService(
                     self.store, self.settings, lambda: self.embedder, self.chat_models, reranker=self.reranker
@@ -81,8 +81,8 @@ class Container:
         """The ingestion worker and its progress events; one per process (the lifespan starts it)."""
         with self._lock:
             if self._jobs is None:
-                from app.services.job_worker import JobEvents, JobWorker
-                from app.services.jobs import spool_dir
+                from app.services.ingestion.jobs import spool_dir
+                from app.services.ingestion.worker import JobEvents, JobWorker
 
                 s = self.settings
                 self._jobs = JobWorker(self.store, lambda: self.embedder, s.ingest, s.jobs, spool_dir(s), JobEvents())

@@ -31,7 +31,7 @@ from enum import StrEnum
 class ErrorCode(StrEnum):
     """Each error's stable ``code``, shown to API clients (GraphQL's ``ErrorCode``). The last three are
     not errors of this tree: they are how a chat turn whose answer was stored as failed ended, told
-    to a client that re-attaches to it (app/services/chat_live.py)."""
+    to a client that re-attaches to it (app/services/chat/live.py)."""
 
     INTERNAL = "internal"
     SETTINGS = "settings"
@@ -102,7 +102,7 @@ class ForbiddenError(RagchatError):
 class BusyError(RagchatError):
     """Every generation slot of the provider was taken for as long as the caller would wait.
     ``position`` is its place in line when it gave up (None: refused without waiting);
-    ``retry_after`` the seconds after which a slot is likely free (app/services/slots.py)."""
+    ``retry_after`` the seconds after which a slot is likely free (app/services/chat/slots.py)."""
 
     code = ErrorCode.BUSY
 

@@ -11,8 +11,8 @@ Each worker is a server of its own in the sense of app/services/leases.py: it re
 what a killed worker was writing is marked failed by the others (or by its replacement at start-up);
 its in-memory indexes follow the other workers' writes through the journals, as separate servers'
 do; a client that reconnects to another worker follows its turn through the database
-(app/services/chat_follow.py); and the workers count their generation slots together, so a cap
-stays the server's (app/services/shared_slots.py, in a folder made for the run). ``ragchat serve``
+(app/services/chat/follow.py); and the workers count their generation slots together, so a cap
+stays the server's (app/services/chat/shared_slots.py, in a folder made for the run). ``ragchat serve``
 never migrates, so workers never race to: the database is brought up to date by ``ragchat migrate``
 beforehand, as for one process.
 """
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from app import logs
 from app.security import check_exposure
-from app.services import shared_slots
+from app.services.chat import shared_slots
 from app.settings import Settings, env_name, load_settings
 
 if TYPE_CHECKING:

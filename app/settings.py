@@ -202,7 +202,7 @@ class ExpansionSettings(BaseModel):
 
 
 class JobSettings(BaseModel):
-    """Ingestion jobs (app/services/jobs.py): the server's worker and what may wait for it."""
+    """Ingestion jobs (app/services/ingestion/jobs.py): the server's worker and what may wait for it."""
 
     # Files ingested at once by the server's worker; each one parses in its own process and embeds
     # off the event loop. 1 leaves the second core to chat on a 2-core machine.
@@ -224,7 +224,7 @@ class JobSettings(BaseModel):
 class ChatSettings(BaseModel):
     max_message_chars: int = Field(8000, ge=1, le=1_000_000)
     history_turns: int = Field(10, ge=0, le=200)
-    # Answers written at once per provider (app/services/slots.py): this for a provider that
+    # Answers written at once per provider (app/services/chat/slots.py): this for a provider that
     # declares no cap of its own (the in-process model: 3 on 2 cores); remote providers declare theirs
     # (openai 32, ollama 4), and ``limits`` overrides either, by "provider" or "provider/model".
     max_concurrent_generations: int = Field(3, ge=1, le=1000)
@@ -274,7 +274,7 @@ class ToolSettings(BaseModel):
     allow_private: bool = False
     allowed_networks: list[str] = Field(default_factory=list)
     max_response_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)  # an HTTP tool's answer
-    # The tool loop of a chat turn (app/services/tool_loop.py LoopLimits).
+    # The tool loop of a chat turn (app/services/tools/loop.py LoopLimits).
     max_calls: int = Field(8, ge=1, le=50)  # tool calls per answer
     max_rounds: int = Field(4, ge=1, le=20)  # model replies that may call tools
     call_timeout: float = Field(20.0, gt=0, le=120, allow_inf_nan=False)  # seconds, a tool's own may be lower
@@ -474,7 +474,7 @@ def env_name(loc: tuple[int | str, ...]) -> str:
 
 
 # RAGCHAT_ variables that are not settings: set by `ragchat serve` for its workers
-# (app/services/shared_slots.py), or read by the project's other programs (examples/quickstart.sh,
+# (app/services/chat/shared_slots.py), or read by the project's other programs (examples/quickstart.sh,
 # frontend/vite.config.ts, frontend/e2e/harness.mjs).
 NOT_SETTINGS = frozenset({"RAGCHAT_WORKER_SLOTS", "RAGCHAT_URL", "RAGCHAT_BACKEND", "RAGCHAT_BIN"})
 

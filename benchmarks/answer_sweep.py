@@ -26,8 +26,8 @@ from app.llm.base import GenerationOptions
 from app.llm.chat.registry import chat_registry
 from app.rag import extractive, prompting
 from app.rag.retrieval import Candidate
-from app.services.chat import ChatService
-from app.services.chat_events import SourceRef
+from app.services.chat.events import SourceRef
+from app.services.chat.service import ChatService
 from app.settings import Settings
 
 # Prompt layouts for a 135M model: only the files that differ from app/rag/prompts/.

@@ -6,8 +6,8 @@ that serves it (no request repeats an example). The three built-in tools (migrat
 so 39 tools compete and every group is allowed: the hardest case a session can make.
 
 Everything runs through the product's code: a fresh store migrated to head, each tool registered with
-``app.services.tools.create`` (its text embedded and stored as in production) and each request
-ranked by ``app.services.tool_selection.select_tools`` (K = RAGCHAT_TOOLS__TOP_K's default, no minimum
+``app.services.tools.catalog.create`` (its text embedded and stored as in production) and each request
+ranked by ``app.services.tools.selection.select_tools`` (K = RAGCHAT_TOOLS__TOP_K's default, no minimum
 score, no core tools, so only the ranking is measured). Three stores are compared in the same run,
 the built-in tools changed the same way (through ``tools.update``):
 
@@ -32,9 +32,9 @@ from typing import Any
 from app.container import Container
 from app.db import migrate
 from app.llm.base import Embedder
-from app.services import tools
-from app.services.tool_definitions import ToolChanges
-from app.services.tool_selection import select_tools
+from app.services.tools import catalog as tools
+from app.services.tools.definitions import ToolChanges
+from app.services.tools.selection import select_tools
 from app.settings import Settings, ToolSettings
 
 DATA = Path(__file__).resolve().parent / "tools"

@@ -19,7 +19,7 @@ from app.cli_ingest import DEMO_DIR, DEMO_PROJECT, ingest_paths
 from app.container import Container
 from app.db.models import ChatMessage, Citation
 from app.services import projects, sessions
-from app.services.chat_events import DoneEvent
+from app.services.chat.events import DoneEvent
 from app.services.sessions import SessionChanges
 from app.settings import Settings
 

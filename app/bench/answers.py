@@ -31,8 +31,9 @@ from app.llm.base import Embedder
 from app.rag import prompting
 from app.rag.answer_mode import AnswerMode
 from app.rag.ingest import Ingestor, Source
-from app.services import projects, sessions, trace_model
-from app.services.chat_events import DoneEvent, ErrorEvent, TokenEvent
+from app.services import projects, sessions
+from app.services.chat import trace_model
+from app.services.chat.events import DoneEvent, ErrorEvent, TokenEvent
 from app.services.sessions import SessionChanges
 from app.settings import Settings
 

@@ -40,7 +40,8 @@ from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.ingest import Ingestor, Source
 from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.session_settings import RagSettings
-from app.services import projects, turn_search
+from app.services import projects
+from app.services.chat import turn_search
 from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -48,7 +49,7 @@ DEFAULT_SET = ROOT / "conversations" / "conversations.jsonl"
 DEFAULT_DOCUMENTS = ROOT / "answers" / "documents"
 VARIANTS = ("raw", "history", "rewrite", "standalone")
 # More ways to search a follow-up, for the design note: the history-aware query without context
-# hygiene, and with evaluate-and-widen at each quality (a chat turn's search, app/services/turn_search.py).
+# hygiene, and with evaluate-and-widen at each quality (a chat turn's search, app/services/chat/turn_search.py).
 EXTRA = ("history_no_hygiene", "balanced", "thorough")
 KS = (1, 5)
 

@@ -28,7 +28,8 @@ from app.rag.ingest import FileResult
 from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
-from app.services import projects, turn_search
+from app.services import projects
+from app.services.chat import turn_search
 from app.settings import Settings
 
 CANDIDATES = 300  # chunks per ranking: enough distinct documents for Recall@100
@@ -91,7 +92,7 @@ def run(
     """Ingest ``dataset`` (or reuse its cached scratch database: app/bench/scratch.py), then rank its
     queries in each mode, with ``params`` overriding RetrievalParams' fields (fusion, feedback); and
     for each of ``qualities``, search each query as a chat turn of a session with the server's default
-    settings at that quality would (app/services/turn_search.py: evaluate and widen), scored on the
+    settings at that quality would (app/services/chat/turn_search.py: evaluate and widen), scored on the
     sources the turn keeps (metrics ``turn_<quality>``)."""
     result = BenchResult(docs=len(dataset.corpus), queries=len(dataset.queries))
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:

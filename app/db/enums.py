@@ -41,7 +41,7 @@ class CitationKind(StrEnum):
 
 
 class ToolKind(StrEnum):
-    BUILTIN = "builtin"  # runs inside ragchat (app/services/tool_builtins.py); seeded by migration 0011
+    BUILTIN = "builtin"  # runs inside ragchat (app/services/tools/builtins.py); seeded by migration 0011
     HTTP = "http"  # an operator's endpoint, called with the arguments filled into its URL template
 
 

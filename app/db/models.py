@@ -298,7 +298,7 @@ class ChatMessage(Base):
     trace: Mapped[dict[str, object] | None] = mapped_column(JSON)
     client_message_id: Mapped[str | None] = mapped_column(String(100))
     owner: Mapped[int | None] = mapped_column(Integer)  # the server writing it while streaming (0021)
-    # While streaming: until when a client follows it from another server process (0023, chat_follow.py).
+    # While streaming: until when a client follows it from another server process (0023, app/services/chat/follow.py).
     followed_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     chat: Mapped[ChatSession] = relationship(back_populates="messages")

@@ -14,7 +14,9 @@ import anyio.to_thread
 from strawberry.dataloader import DataLoader
 
 from app.container import Container
-from app.services import batches, tool_calls, tools
+from app.services import batches
+from app.services.tools import calls as tool_calls
+from app.services.tools import catalog as tools
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")

@@ -9,6 +9,7 @@ import anyio.to_thread
 import strawberry
 
 from app.errors import RagchatError
+from app.errors import StorageError as Unreadable
 from app.graphql import types
 from app.graphql.connections import PAGE_OR_MISTAKE
 from app.graphql.enums import FileStatus, SkipReason
@@ -26,8 +27,8 @@ from app.graphql.errors import (
     ValidationError,
     to_graphql,
 )
-from app.graphql.job_types import IngestionJob
-from app.graphql.search_types import SearchResults
+from app.graphql.knowledge.job_types import IngestionJob
+from app.graphql.search.types import SearchResults
 
 T = TypeVar("T")
 
@@ -178,6 +179,10 @@ SearchResult = Annotated[
         "model found no generation slot free in time).",
     ),
 ]
+
+
+# For unions with no StorageError: an unreadable database is a GraphQL error there, not a member.
+UNREADABLE = (Unreadable,)
 
 
 async def call(fn: Callable[[], T], *, raising: tuple[type[RagchatError], ...] = ()) -> Any:

@@ -9,7 +9,7 @@ the line; nothing was stored. With a ``clientMessageId``, subscribing
 again (graphql-ws does after a reconnect) follows the same turn from its start, or gets its stored
 outcome. A client that stops (``complete``) cancels generation at once; one whose connection is lost,
 after the re-attach grace period. Either way the answer is stored as failed ("cancelled"); see
-app/services/chat_live.py.
+app/services/chat/live.py.
 """
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ import strawberry
 from starlette.websockets import WebSocket, WebSocketState
 
 from app.errors import BusyError, NotFoundError, RagchatError
-from app.graphql import job_resolvers, types
+from app.graphql import types
+from app.graphql.chat.trace_types import SCORE, Degradation, Location
 from app.graphql.context import Info
 from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
 from app.graphql.errors import NotFoundError as NotFoundErrorType
-from app.graphql.job_types import IngestionItem
-from app.graphql.tool_call_types import ChatToolCall, ChatToolPreview, ChatToolResult
-from app.graphql.trace_types import SCORE, Degradation, Location
+from app.graphql.knowledge import jobs as job_resolvers
+from app.graphql.knowledge.job_types import IngestionItem
+from app.graphql.tools.call_types import ChatToolCall, ChatToolPreview, ChatToolResult
 from app.services import sessions
-from app.services.chat_events import (
+from app.services.chat.events import (
     ChatEvent,
     DoneEvent,
     ErrorEvent,
@@ -45,8 +46,8 @@ from app.services.chat_events import (
     ToolPreviewEvent,
     ToolResultEvent,
 )
-from app.services.chat_live import Listener
-from app.services.slots import Queued
+from app.services.chat.live import Listener
+from app.services.chat.slots import Queued
 
 log = logging.getLogger(__name__)
 

@@ -10,18 +10,24 @@ from typing import Annotated
 import strawberry
 
 from app.errors import NotFoundError
+from app.graphql.chat.trace_types import SCORE, Degradation, Location, RetrievalTrace, tokens_of, trace_of
 from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import AnswerMode, CitationKind, DocumentKind, DocumentStatus, MessageStatus, Role
 from app.graphql.errors import ValidationError
-from app.graphql.job_types import JOB_CURSOR, IngestionJob, IngestionJobConnection, IngestionJobConnectionResult
+from app.graphql.knowledge.job_types import (
+    JOB_CURSOR,
+    IngestionJob,
+    IngestionJobConnection,
+    IngestionJobConnectionResult,
+)
 from app.graphql.rag_settings import RagSettingsFields
-from app.graphql.tool_call_types import ToolCall
-from app.graphql.trace_types import SCORE, Degradation, Location, RetrievalTrace, tokens_of, trace_of
+from app.graphql.tools.call_types import ToolCall
 from app.rag.parsing import stored_kind
 from app.rag.session_settings import RagSettings
-from app.services import records, trace_model
-from app.services.chat_events import StoredAnswer
+from app.services import records
+from app.services.chat import trace_model
+from app.services.chat.events import StoredAnswer
 
 # Cursors name their list and carry its sort key (the orders are the services': projects.ORDER, ...).
 CHUNK_CURSOR = Cursor("Chunk", (int, int))

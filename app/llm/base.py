@@ -122,7 +122,7 @@ class ModelCapabilities:
     # Judges whether retrieved sources answer a question (evaluate-and-widen, app/rag/widen.py);
     # a provider declares it; otherwise the model-free heuristic decides.
     retrieval_judging: bool = False
-    # How many answers its provider writes at once without slowing each (app/services/slots.py);
+    # How many answers its provider writes at once without slowing each (app/services/chat/slots.py);
     # None: the server's cap for in-process models (RAGCHAT_CHAT__MAX_CONCURRENT_GENERATIONS).
     concurrency: int | None = None
     # Can be offered tools (app/llm/tool_calling.py: the adapter implements ToolCallingModel). False

@@ -1,6 +1,6 @@
 """Why an answer or a search had less to work with than usual: a reason a client can switch on and
 the message an operator reads. Retrieval records the first two (app/rag/retrieval.py), the chat
-engine the third (app/services/chat.py); the trace stores them and GraphQL shows them.
+engine the third (app/services/chat/service.py); the trace stores them and GraphQL shows them.
 
 Traces written before the reasons existed stored the message alone; :meth:`Degradation.of` reads
 those by the words each producer has always begun its message with.

@@ -91,7 +91,7 @@ _OWN_MARKERS = re.compile(r"\s*\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\]")
 
 
 class Passage(Protocol):
-    """A kept source as the chat service has it (``app.services.chat_events.SourceRef`` fits)."""
+    """A kept source as the chat service has it (``app.services.chat.events.SourceRef`` fits)."""
 
     @property
     def number(self) -> int: ...  # the [n] the answer cites it by, 1-based

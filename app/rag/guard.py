@@ -97,7 +97,7 @@ class Decision(StrEnum):
     FLAGGED = "flagged"  # kept, with a notice: something minor was removed or is unsupported
     FALLBACK = "fallback"  # degenerate: show the extractive answer instead, keep out of history
     # Never the guard's own verdict: the chat engine records it for a FALLBACK with no sources to
-    # quote instead, whose answer is stored as failed (app/services/chat.py).
+    # quote instead, whose answer is stored as failed (app/services/chat/service.py).
     REJECTED = "rejected"
 
 

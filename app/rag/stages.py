@@ -1,5 +1,5 @@
 """The timed stages of a search and of a chat turn, in the order they run: the keys of a search's
-``timings_ms`` (app/rag/retrieval.py) and of a trace's (app/services/chat_trace.py), and GraphQL's
+``timings_ms`` (app/rag/retrieval.py) and of a trace's (app/services/chat/trace.py), and GraphQL's
 ``Stage``. A member is the string stored in traces, so traces written before this enum read the same.
 """
 

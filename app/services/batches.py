@@ -18,7 +18,8 @@ from sqlalchemy import func, select
 
 from app.db.database import Database
 from app.db.models import ChatMessage, Chunk, Citation, Document, IngestionItem, IngestionJob, Project
-from app.services import documents, jobs, projects, sessions
+from app.services import documents, projects, sessions
+from app.services.ingestion import jobs
 from app.services.pages import Page, PageRequest
 from app.services.projects import ProjectStats
 

@@ -32,7 +32,10 @@ from app.db.database import Database
 from app.db.enums import UNFINISHED_ITEM_STATES, ItemState, MessageStatus, ToolCallStatus
 from app.db.models import ChatMessage, IngestionItem, IngestionJob, Server, StoredToolCall, utcnow
 from app.errors import StorageError
-from app.services import chat_store, health, jobs, tool_calls
+from app.services import health
+from app.services.chat import store as chat_store
+from app.services.ingestion import jobs
+from app.services.tools import calls as tool_calls
 
 log = logging.getLogger("ragchat")
 STOP_SECONDS = 10.0  # how long stopping waits for a recovery under way

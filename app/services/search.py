@@ -15,10 +15,12 @@ from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.sanitize import clean_message
 from app.rag.session_settings import RagSettings
-from app.services import chat_store, projects, ranking, sessions, turn_search
+from app.services import projects, sessions
+from app.services.chat import ranking, turn_search
+from app.services.chat import store as chat_store
+from app.services.chat.slots import SlotPools
+from app.services.chat.trace_model import TraceRanking, TraceSearch
 from app.services.sessions import SessionChanges, validate_changes
-from app.services.slots import SlotPools
-from app.services.trace_model import TraceRanking, TraceSearch
 from app.settings import Settings
 
 
@@ -66,8 +68,8 @@ async def preview(
 ) -> Preview:
     """What the chat session ``chat_id`` would retrieve for ``message`` as its next turn, under its
     settings (or the overrides being tuned): the same stages a turn runs — expansion, the search
-    (app/services/turn_search.py) after the session's recent user turns, reranking
-    (app/services/ranking.py). The chat model is called only when the turn would call it (expansion,
+    (app/services/chat/turn_search.py) after the session's recent user turns, reranking
+    (app/services/chat/ranking.py). The chat model is called only when the turn would call it (expansion,
     a rewrite, a judgement the session's settings and model ask for), and then the preview takes a
     generation slot of ``slots`` for its run, as a turn does."""
     text = _query(settings, message)
@@ -102,7 +104,7 @@ async def preview(
 
 def _calls_model(models: ChatModels, asker: turn_search.Asker, earlier: list[str], *, helper: ChatModel | None) -> bool:
     """Whether the preview may call the session's chat model: expansion or the judge (``helper``), a
-    rewrite of the message, or a judgement of a search pass (app/services/turn_search.py)."""
+    rewrite of the message, or a judgement of a search pass (app/services/chat/turn_search.py)."""
     capabilities = models.capabilities(asker.provider, asker.model)
     rewrites = rewrite.wanted(asker.rag.rewrite, capabilities, earlier) is None
     judges = capabilities.retrieval_judging and asker.rag.quality.passes > 1

@@ -16,8 +16,9 @@ from app.db.models import ChatMessage, ChatSession
 from app.errors import NotFoundError, ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
-from app.services import projects, tools
+from app.services import projects
 from app.services.pages import Order, Page, PageRequest, page, pages
+from app.services.tools import catalog as tools
 from app.settings import Settings
 
 TITLE_MAX = 200

@@ -2,7 +2,7 @@
 // ticket system: previews by GET, tickets created by POST, counted), registered and tested on the
 // tools page; a chat allowed its group, where the scripted model calls it: the preview shows,
 // Approve runs it (the endpoint sees exactly one POST) and the outcome joins the chat, also after a
-// reload; a second call, rejected, never runs. The script and the tool are those of tests/graphql/test_tool_chat_scripted.py.
+// reload; a second call, rejected, never runs. The script and the tool are those of tests/graphql/tools/test_chat_scripted.py.
 
 import assert from "node:assert/strict";
 import { createServer } from "node:http";

@@ -11,7 +11,7 @@ created or changed, not at every start). ``chat_session_tool_groups`` lists the 
 use: none for every existing session, so tools stay opt-in.
 
 The three built-in tools over ragchat itself are inserted here, in group ``knowledge_base`` (their
-executors live in app/services/tool_builtins.py, which a test keeps equal to these rows). Only new tables,
+executors live in app/services/tools/builtins.py, which a test keeps equal to these rows). Only new tables,
 so nothing existing changes; the downgrade drops them.
 
 Revision ID: 0011

@@ -2,7 +2,7 @@
 
 ``uploadDocuments`` used to parse and embed inside the request. Now it spools the files under the
 data directory and records a job with one item per file; a worker in the server process takes the
-queued items one by one (app/services/job_worker.py). An item's state moves queued -> parsing ->
+queued items one by one (app/services/ingestion/worker.py). An item's state moves queued -> parsing ->
 embedding -> ready | failed | cancelled (or skipped), each change in its own short transaction, and
 ``ready`` commits in the same transaction as the document, so after a SIGKILL an unfinished item
 simply starts again and nothing half-written is ever visible.

@@ -4,7 +4,7 @@ With several server processes (``ragchat serve --workers N``, or servers sharing
 client whose websocket reconnects may land on a process that is not writing its answer. That process
 follows the answer through the database and, while it does, keeps pushing ``followed_until`` a few
 seconds ahead; the process writing the answer, whose own listener left, cancels it only once nobody
-follows it there either (app/services/chat_follow.py). A new nullable column, ADD COLUMN (no
+follows it there either (app/services/chat/follow.py). A new nullable column, ADD COLUMN (no
 rebuild); downgrading drops it (who was following a streaming answer is forgotten; every row stays).
 
 Revision ID: 0023

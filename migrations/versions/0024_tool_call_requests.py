@@ -5,7 +5,7 @@ once approved. The tool is read again at approval; without a record of the previ
 edit made in between (another method, another host, other secret headers) would run instead of what
 the user saw. The preview now stores a SHA-256 of that request (names only, never a secret's value)
 and approval refuses a call whose request, rebuilt from the tool as it is now, differs
-(app/services/tool_request.py). A new nullable column, ADD COLUMN (no rebuild): previews stored before
+(app/services/tools/request.py). A new nullable column, ADD COLUMN (no rebuild): previews stored before
 it have none and can no longer be approved (they are to be asked again); downgrading drops it.
 
 Revision ID: 0024

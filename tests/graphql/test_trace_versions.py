@@ -10,7 +10,7 @@ import pytest
 
 from app.container import Container
 from app.db.models import ChatMessage
-from app.services import trace_model
+from app.services.chat import trace_model
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT
 
@@ -30,7 +30,7 @@ MESSAGE = """query($id: ID!) { message(id: $id) { __typename ... on ChatMessage 
     citations { validRemoved: invalidRemoved valid attributed }
     answer { mode } } } } }"""
 
-# The shape the first trace version stored (app/services/chat_trace.py at 0c4b6ba): no `answer`.
+# The shape the first trace version stored (app/services/chat/trace.py at 0c4b6ba): no `answer`.
 VERSION_1: dict[str, Any] = {
     "version": 1,
     "query": "Where do penguins breed?",
@@ -122,7 +122,7 @@ def test_an_old_version_1_trace_without_answer_still_reads(api: Api, fake_contai
 
 
 # How each producer worded its degradation before they had reasons (app/rag/retrieval.py and
-# app/services/chat.py at 1bba690): stored as the message alone.
+# app/services/chat/service.py at 1bba690): stored as the message alone.
 LEGACY_DEGRADED = [
     ("vector search failed (no such table: vec_space_1); used keyword search only", "VECTOR_SEARCH_FAILED"),
     ("could not read stored vectors to score candidates (disk I/O error)", "SCORES_UNAVAILABLE"),
@@ -173,7 +173,7 @@ def test_a_corrupt_or_unknown_trace_reads_as_null_and_is_logged(
 ) -> None:
     mid = _message(api)
     _store(fake_container, mid, stored)
-    with caplog.at_level(logging.WARNING, logger="app.services.trace_model"):
+    with caplog.at_level(logging.WARNING, logger="app.services.chat.trace_model"):
         body = api.raw(MESSAGE, {"id": mid}).json()
     assert "errors" not in body, body
     got = body["data"]["message"]

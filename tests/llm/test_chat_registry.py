@@ -108,7 +108,7 @@ def test_providers_declare_whether_their_models_write_grounded_answers() -> None
 
 
 async def test_remote_providers_declare_how_many_answers_they_write_at_once() -> None:
-    """The generation slots read this (app/services/slots.py): the in-process model declares nothing
+    """The generation slots read this (app/services/chat/slots.py): the in-process model declares nothing
     and gets the server's small cap; a remote one waits on the network and declares more."""
     closed = OpenAISettings(api_key=SecretStr("k"), base_url="http://127.0.0.1:9/v1")  # probes stay on loopback
     reg = chat_registry(Settings(_env_file=None, openai=closed, ollama={"host": "http://127.0.0.1:9"}))  # type: ignore[call-arg,arg-type]

@@ -16,7 +16,7 @@ from app.rag.chunking import chunk
 from app.rag.extractive import NO_ANSWER, compose
 from app.rag.parsers.markdown import parse_markdown
 from app.rag.retrieval import Location
-from app.services.chat_events import SourceRef
+from app.services.chat.events import SourceRef
 from tests.fakes import FakeEmbedder
 
 HANDBOOK = """# Aurora handbook

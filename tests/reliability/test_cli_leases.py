@@ -17,7 +17,8 @@ from app.db import migrate
 from app.db.database import Database
 from app.db.enums import ItemState, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, IngestionItem, Server
-from app.services import chat_store, jobs
+from app.services.chat import store as chat_store
+from app.services.ingestion import jobs
 from app.settings import Settings
 from tests.reliability.helpers import SLOW, scripted_server
 from tests.waiting import wait_until

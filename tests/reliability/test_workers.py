@@ -2,7 +2,7 @@
 from both workers, what one stores the other finds (its in-memory indexes follow the journals),
 and a killed worker's answer ends failed ("interrupted") while the other serves on. A client whose
 websocket reconnects to another process follows its turn there until the answer is stored, and the
-process writing it does not cancel it meanwhile (app/services/chat_follow.py)."""
+process writing it does not cancel it meanwhile (app/services/chat/follow.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from sqlalchemy import delete, select, text
 from app.db.database import Database
 from app.db.enums import ItemState, JobOrigin, MessageStatus, Role, ToolCallStatus
 from app.db.models import ChatMessage, ChatSession, IngestionItem, IngestionJob, Server, StoredToolCall
-from app.services import jobs, leases, projects
+from app.services import leases, projects
+from app.services.ingestion import jobs
 from app.settings import Settings
 from tests.waiting import wait_until
 

@@ -23,7 +23,7 @@ export interface ToolDraft {
 
 export const HTTP_METHODS: readonly HttpMethod[] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-// The server's limits (app/services/tool_definitions.py), checked before sending.
+// The server's limits (app/services/tools/definitions.py), checked before sending.
 const NAME = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 const GROUP = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/;

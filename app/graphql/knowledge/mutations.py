@@ -1,0 +1,234 @@
+"""Knowledge-base changes: knowledge bases, documents (uploaded, from text, from a URL) and ingestion jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import strawberry
+from strawberry.file_uploads import Upload
+
+from app.graphql import types
+from app.graphql.context import Info
+from app.graphql.errors import parse_id
+from app.graphql.inputs import CreateProjectInput, UpdateProjectInput
+from app.graphql.knowledge import jobs as job_resolvers
+from app.graphql.results import (
+    DeleteDocumentResult,
+    DeleteProjectResult,
+    DocumentDeleted,
+    FileOutcome,
+    JobChangeResult,
+    ProjectDeleted,
+    ProjectMutationResult,
+    UploadJobResult,
+    UploadReport,
+    UploadResult,
+    UrlDocumentResult,
+    call,
+)
+from app.rag.ingest import FileStatus, IngestSummary
+from app.services import documents, projects
+
+
+def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadReport:
+    return UploadReport(
+        files=[
+            FileOutcome(
+                name=f.name,
+                status=f.status,
+                document=docs.get(f.document_id) if f.document_id else None,
+                chunks=f.chunks,
+                embedded=f.embedded,
+                error=f.error,
+                skip_reason=f.skip_reason,
+            )
+            for f in summary.files
+        ],
+        added=summary.count(FileStatus.ADDED),
+        updated=summary.count(FileStatus.UPDATED),
+        unchanged=summary.count(FileStatus.UNCHANGED),
+        skipped=summary.count(FileStatus.SKIPPED),
+        failed=summary.count(FileStatus.FAILED),
+        seconds=round(summary.seconds, 3),
+    )
+
+
+async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, bytes]]) -> UploadResult:
+    container = info.context.container
+
+    def run() -> IngestSummary:
+        settings = container.settings
+        return documents.ingest_uploads(
+            container.store,
+            container.embedder,
+            settings.ingest,
+            settings.api.max_upload_bytes,
+            parse_id(project_id, "projectId"),
+            files,
+        )
+
+    return await _reported(info, run)
+
+
+async def _reported(info: Info, ingest: Callable[[], IngestSummary]) -> Any:  # the caller's union says what
+    """Run an ingestion in a worker thread and report it with its documents, or its error as a schema type."""
+    store = info.context.container.store
+
+    def run() -> UploadReport:
+        summary = ingest()
+        ids = [f.document_id for f in summary.files if f.document_id]
+        docs = {d.id: types.Document.of(d) for d in documents.get_many(store, ids)}
+        return _report(summary, docs)
+
+    return await call(run)
+
+
+_PROJECT_ID = strawberry.argument(description="The knowledge base.")
+_DOCUMENT_ID = strawberry.argument(description="The document.")
+_JOB_ID = strawberry.argument(description="The ingestion job.")
+_ITEM_IDS = strawberry.argument(description="Some of its items (IngestionItem ids); null: all of them.")
+
+
+@strawberry.type
+class KnowledgeMutation:
+    @strawberry.mutation(description="Create a knowledge base.")
+    async def create_project(
+        self,
+        info: Info,
+        input: Annotated[CreateProjectInput, strawberry.argument(description="Its name and description.")],
+    ) -> ProjectMutationResult:
+        store = info.context.container.store
+        return await call(lambda: types.Project.of(projects.create(store, input.name, input.description)))
+
+    @strawberry.mutation(
+        description="Rename a knowledge base or change its description: a ValidationError names every bad field, "
+        "a ConflictError a name another one has."
+    )
+    async def update_project(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _PROJECT_ID],
+        input: Annotated[UpdateProjectInput, strawberry.argument(description="The fields to change.")],
+    ) -> ProjectMutationResult:
+        store = info.context.container.store
+        return await call(
+            lambda: types.Project.of(
+                projects.update(store, parse_id(id, "id"), name=input.name, description=input.description)
+            )
+        )
+
+    @strawberry.mutation(description="Delete a knowledge base with its documents, vectors and chat sessions.")
+    async def delete_project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> DeleteProjectResult:
+        store = info.context.container.store
+
+        def run() -> ProjectDeleted:
+            row = projects.delete(store, parse_id(id, "id"))
+            return ProjectDeleted(id=strawberry.ID(str(row.id)))
+
+        return await call(run)
+
+    @strawberry.mutation(
+        description="Upload one or more files (GraphQL multipart request): they are stored on the server and the "
+        "job that ingests them is returned at once; follow it with the ingestionProgress subscription (or "
+        "ingestionJob). A file that cannot be parsed fails in the job and the others go on; too large or "
+        "unsupported files, or a full queue (LimitExceededError), reject the request with nothing stored."
+    )
+    async def upload_documents(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        files: Annotated[
+            list[Upload],
+            strawberry.argument(
+                description="The files, each at most uploadLimits.maxBytes, of a type uploadLimits.extensions "
+                "lists. A file with a stored document's name updates that document."
+            ),
+        ],
+        wait: Annotated[
+            bool,
+            strawberry.argument(
+                description="Return only once every file has ended (READY, FAILED, ...), for scripts that want "
+                "the outcome in the response; the request stays open that long."
+            ),
+        ] = False,
+    ) -> UploadJobResult:
+        return await job_resolvers.upload(info, project_id, files, wait)
+
+    @strawberry.mutation(
+        description="Cancel an ingestion job's unfinished files (all, or those of itemIds): queued ones never "
+        "start, one being ingested stops before its document is stored. ConflictError when none is unfinished."
+    )
+    async def cancel_ingestion_job(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _JOB_ID],
+        item_ids: Annotated[list[strawberry.ID] | None, _ITEM_IDS] = None,
+    ) -> JobChangeResult:
+        return await job_resolvers.change(info, id, item_ids, retry=False)
+
+    @strawberry.mutation(
+        description="Queue an ingestion job's FAILED and CANCELLED files again (all, or those of itemIds). "
+        "ConflictError when none of them failed or was cancelled; LimitExceededError when they would pass a "
+        "queue's limit, as an upload would."
+    )
+    async def retry_ingestion_job(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _JOB_ID],
+        item_ids: Annotated[list[strawberry.ID] | None, _ITEM_IDS] = None,
+    ) -> JobChangeResult:
+        return await job_resolvers.change(info, id, item_ids, retry=True)
+
+    @strawberry.mutation(description="Add (or update) a document from text.")
+    async def add_document(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        name: Annotated[
+            str,
+            strawberry.argument(
+                description='The document\'s name; its extension picks the parser ("notes.md" is Markdown). The '
+                "name of a stored document updates it."
+            ),
+        ],
+        text: Annotated[str, strawberry.argument(description="The document's content.")],
+    ) -> UploadResult:
+        return await _ingest(info, project_id, [(name, text.encode("utf-8"))])
+
+    @strawberry.mutation(
+        description="Fetch a document from an http(s) URL and add (or update) it. The server refuses URLs that lead "
+        "to loopback, private or link-local addresses (unless its operator allows them), follows a few redirects, "
+        "checking each, and limits the size, time and content type. The fetch happens in the request; the "
+        "document is then ingested by an ingestion job (origin URL), like an upload, and remembers its sourceUrl."
+    )
+    async def add_document_from_url(
+        self,
+        info: Info,
+        project_id: Annotated[strawberry.ID, _PROJECT_ID],
+        url: Annotated[
+            str,
+            strawberry.argument(
+                description="The document's URL. Its name is the server's file name (Content-Disposition), else "
+                "the URL path's last part; the name of a stored document updates it."
+            ),
+        ],
+        wait: Annotated[
+            bool,
+            strawberry.argument(
+                description="Return only once the document has been ingested (or failed), for scripts; the "
+                "request stays open that long."
+            ),
+        ] = False,
+    ) -> UrlDocumentResult:
+        return await job_resolvers.from_url(info, project_id, url, wait)
+
+    @strawberry.mutation(description="Delete a document with its chunks and vectors.")
+    async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:
+        store = info.context.container.store
+
+        def run() -> DocumentDeleted:
+            row = documents.delete(store, parse_id(id, "id"))
+            return DocumentDeleted(id=strawberry.ID(str(row.id)), project_id=strawberry.ID(str(row.project_id)))
+
+        return await call(run)

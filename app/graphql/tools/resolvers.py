@@ -1,0 +1,230 @@
+"""Tool queries and mutations: thin resolvers over app/services/tools/ (catalog.py, selection.py).
+Query and Mutation (app/graphql/queries.py, mutations.py) inherit these fields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from app.errors import ForbiddenError, RagchatError, StorageError
+from app.graphql.context import Info
+from app.graphql.errors import parse_id, to_graphql
+from app.graphql.results import call
+from app.graphql.tools.call_types import ToolCall, ToolCallDecisionResult, ToolTest, ToolTestResult
+from app.graphql.tools.types import (
+    CreateToolInput,
+    DeleteToolResult,
+    SessionToolGroups,
+    SessionToolGroupsResult,
+    Tool,
+    ToolDeleted,
+    ToolMutationResult,
+    ToolResult,
+    ToolSelection,
+    ToolSelectionResult,
+    UpdateToolInput,
+)
+from app.security import bearer_token, is_operator
+from app.services.tools import approval as tool_approval
+from app.services.tools import catalog as tools
+from app.services.tools import selection as tool_selection
+
+# Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
+UNREADABLE = (StorageError,)
+_TOOL_ID = strawberry.argument(description="The tool.")
+_SESSION_ID = strawberry.argument(description="The chat session.")
+_CALL_ID = strawberry.argument(description="The stored tool call (ToolCall.id, ChatToolPreview.toolCallId).")
+
+
+@strawberry.type
+class ToolQuery:
+    @strawberry.field(description="Every tool (of one group, if given), by group then name.")
+    async def tools(
+        self,
+        info: Info,
+        group: Annotated[str | None, strawberry.argument(description="Only this group's tools.")] = None,
+    ) -> list[Tool]:
+        store = info.context.container.store
+        rows = await call(lambda: tools.list_tools(store, group), raising=UNREADABLE)
+        return [Tool.of(row) for row in rows]
+
+    @strawberry.field(description="One tool.")
+    async def tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> ToolResult:
+        store = info.context.container.store
+        return await call(lambda: Tool.of(tools.get(store, parse_id(id, "id"))), raising=UNREADABLE)
+
+    @strawberry.field(
+        description="Which tools a chat session would offer its model for a message, stage by stage: its allowed "
+        "groups, every allowed tool by similarity, and what is offered (top K, then core tools). Calls no model."
+    )
+    async def tool_selection(
+        self,
+        info: Info,
+        session_id: Annotated[strawberry.ID, _SESSION_ID],
+        message: Annotated[str, strawberry.argument(description="The message, as a user would send it.")],
+    ) -> ToolSelectionResult:
+        c = info.context.container
+        return await call(
+            lambda: ToolSelection.of(
+                tool_selection.preview(
+                    c.store, lambda: c.embedder, c.settings, parse_id(session_id, "sessionId"), message
+                )
+            ),
+            raising=UNREADABLE,
+        )
+
+
+def _operator(info: Info) -> Callable[[], None]:
+    """A check that raises ForbiddenError unless the request's key may manage tools
+    (app/security.py is_operator); run first by the service call, so the refusal is a union member."""
+    api = info.context.container.settings.api
+    request = info.context.request
+    given = bearer_token(request.headers.get("authorization") if request is not None else None)
+    if not given:  # a websocket's key is in connection_init (as the router checks it)
+        params = info.context.connection_params or {}
+        raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey")
+        given = (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
+    secret = [k.get_secret_value() for k in api.api_keys], [k.get_secret_value() for k in api.operator_keys]
+    allowed = is_operator(given, *secret)
+
+    def check() -> None:
+        if not allowed:
+            raise ForbiddenError(
+                "creating, changing and deleting tools needs an operator key (RAGCHAT_API__OPERATOR_KEYS): this key "
+                "may use tools, not define them"
+            )
+
+    return check
+
+
+@strawberry.type
+class ToolMutation:
+    @strawberry.mutation(
+        description="Register an HTTP tool: every bad field is named in a ValidationError, a taken name is a "
+        "ConflictError. Its text is embedded for selection now (if the embedder fails, at the next selection)."
+    )
+    async def create_tool(
+        self, info: Info, input: Annotated[CreateToolInput, strawberry.argument(description="The tool.")]
+    ) -> ToolMutationResult:
+        c = info.context.container
+        changes = input.changes(input.name)
+        operator = _operator(info)
+
+        def run() -> Tool:
+            operator()
+            return Tool.of(tools.create(c.store, c.settings.tools, lambda: c.embedder, changes))
+
+        return await call(run)
+
+    @strawberry.mutation(description="Change a tool; its vector is rebuilt when its text changes.")
+    async def update_tool(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _TOOL_ID],
+        input: Annotated[UpdateToolInput, strawberry.argument(description="The fields to change.")],
+    ) -> ToolMutationResult:
+        c = info.context.container
+        changes = input.changes(input.name)
+        operator = _operator(info)
+
+        def run() -> Tool:
+            operator()
+            return Tool.of(tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes))
+
+        return await call(run)
+
+    @strawberry.mutation(description="Delete an HTTP tool (built-in ones stay: leave their group out of sessions).")
+    async def delete_tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> DeleteToolResult:
+        store = info.context.container.store
+        operator = _operator(info)
+
+        def run() -> ToolDeleted:
+            operator()
+            return ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id")).id)))
+
+        return await call(run)
+
+    @strawberry.mutation(
+        description="Set the tool groups a chat session may use (replacing its list; [] turns tools off). Each group "
+        "must hold a tool, and a non-empty list needs a chat model that can call tools (a ValidationError says so)."
+    )
+    async def set_chat_session_tool_groups(
+        self,
+        info: Info,
+        session_id: Annotated[strawberry.ID, _SESSION_ID],
+        groups: Annotated[list[str], strawberry.argument(description='The groups, e.g. ["knowledge_base"].')],
+    ) -> SessionToolGroupsResult:
+        c = info.context.container
+
+        def run() -> SessionToolGroups:
+            sid = parse_id(session_id, "sessionId")
+            kept = tools.set_session_groups(c.store, c.chat_models, sid, groups)
+            return SessionToolGroups(session_id=strawberry.ID(str(sid)), groups=kept)
+
+        return await call(run)
+
+    @strawberry.mutation(
+        description="Approve a previewed tool call (status PREVIEW): it runs now, once, and its outcome is recorded "
+        "and appended to the conversation as an assistant message (`outcomeMessageId`). Approving it again, or "
+        "twice at once, runs nothing more: each returns the recorded outcome. A rejected call is a ConflictError; "
+        "one that needed no approval a ValidationError."
+    )
+    async def approve_tool_call(self, info: Info, id: Annotated[strawberry.ID, _CALL_ID]) -> ToolCallDecisionResult:
+        c = info.context.container
+        return await _decided(
+            lambda: tool_approval.approve(c.store, lambda: c.embedder, c.settings, parse_id(id, "id"))
+        )
+
+    @strawberry.mutation(
+        description="Reject a previewed tool call: it never runs. Rejecting it again returns it; an approved call "
+        "is a ConflictError."
+    )
+    async def reject_tool_call(self, info: Info, id: Annotated[strawberry.ID, _CALL_ID]) -> ToolCallDecisionResult:
+        store = info.context.container.store
+        return await _decided(lambda: tool_approval.reject(store, parse_id(id, "id")))
+
+    @strawberry.mutation(
+        description="Run a tool once with these arguments and show what a model would read (for the tools page). "
+        "A tool with side effects runs only its preview (its dry-run request, or none). Nothing is stored."
+    )
+    async def test_tool(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _TOOL_ID],
+        arguments: Annotated[
+            JSON, strawberry.argument(description="The arguments: an object valid against its inputSchema.")
+        ],
+        project_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(description="The knowledge base a built-in tool runs over (required for those)."),
+        ] = None,
+    ) -> ToolTestResult:
+        c = info.context.container
+        try:
+            project = parse_id(project_id, "projectId") if project_id is not None else None
+            tested = await tool_approval.test(
+                c.store, lambda: c.embedder, c.settings, parse_id(id, "id"), arguments, project
+            )
+        except RagchatError as exc:
+            error: Any = to_graphql(exc)  # NotFoundError or ValidationError: a run's failure is in ToolTest
+            return error
+        return ToolTest(
+            tool_id=strawberry.ID(str(tested.tool_id)),
+            dry_run=tested.dry_run,
+            ok=tested.ok,
+            output=tested.output,
+            error=tested.error,
+            size=tested.size,
+            truncated=tested.truncated,
+            ms=tested.ms,
+        )
+
+
+async def _decided(run: Any) -> Any:
+    try:
+        return ToolCall.of(await run())
+    except RagchatError as exc:
+        return to_graphql(exc)

@@ -1,0 +1,300 @@
+"""The chat turn's writes, each one short transaction (called from worker threads).
+
+A turn's late writes (``finish``, ``fail``) touch its answer only while that row is still the one it
+started: same id, same session, still 'streaming'. Ids are never reused (0008), and this scoping
+keeps a stale turn from writing anywhere else even so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import cast
+
+from sqlalchemy import Table, Update, delete, insert, literal, select, union_all, update
+from sqlalchemy.orm import Session
+
+from app.db import locks
+from app.db.database import Database
+from app.db.enums import CitationKind, MessageStatus, Role
+from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, StoredToolCall, utcnow
+from app.errors import ConflictError, NotFoundError, ValidationError
+from app.llm.base import Message
+from app.rag.session_settings import RagSettings
+from app.services.chat.events import SourceRef, StoredAnswer
+from app.services.tools import calls as tool_calls
+
+INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """The session's settings as this turn read them (later edits apply to the next turn)."""
+
+    id: int
+    project_id: int
+    system_prompt: str
+    provider: str
+    model: str
+    rag: RagSettings
+
+
+@dataclass(frozen=True)
+class Turn:
+    chat: SessionSnapshot  # the chat session's settings as the turn read them
+    user_message_id: int
+    message_id: int  # the assistant message being written
+    question: str
+    history: list[Message]
+
+
+def _snapshot(row: ChatSession) -> SessionSnapshot:
+    return SessionSnapshot(row.id, row.project_id, row.system_prompt, row.provider, row.model, RagSettings.of(row))
+
+
+def _history(db: Session, session_id: int, before_id: int | None, turns: int) -> list[Message]:
+    """The last ``turns`` complete messages of the session (before message ``before_id``, if given).
+    An approved tool call's outcome is the tool's output, not the model's words: it goes back as a
+    fenced tool result (tool_calls.for_model), never as an assistant message."""
+    if turns <= 0:
+        return []
+    query = (
+        select(ChatMessage.role, ChatMessage.content, StoredToolCall)
+        .outerjoin(StoredToolCall, StoredToolCall.outcome_message_id == ChatMessage.id)
+        .where(ChatMessage.session_id == session_id, ChatMessage.status == MessageStatus.COMPLETE)
+    )
+    if before_id is not None:
+        query = query.where(ChatMessage.id < before_id)
+    rows = db.execute(query.order_by(ChatMessage.id.desc()).limit(turns)).all()
+    return [
+        Message("user" if role is Role.USER else "assistant", content) if call is None else tool_calls.for_model(call)
+        for role, content, call in reversed(rows)
+    ]
+
+
+def recent(store: Database, session_id: int, turns: int) -> list[Message]:
+    """The messages the session's next turn would take as its history (``turns`` at most)."""
+    with store.read() as db:
+        return _history(db, session_id, None, turns)
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """What a client key (clientMessageId) already names in a session."""
+
+    answer_id: int
+    question: str | None  # the question the key was sent with; None when it named a regeneration
+
+
+def keyed(store: Database, session_id: int, client_key: str) -> Keyed | None:
+    with store.read() as db:
+        row = db.scalar(
+            select(ChatMessage).where(ChatMessage.session_id == session_id, ChatMessage.client_message_id == client_key)
+        )
+        if row is None:
+            return None
+        if row.role is Role.ASSISTANT:
+            return Keyed(row.id, None)
+        answer_id = db.scalar(
+            select(ChatMessage.id)
+            .where(ChatMessage.session_id == session_id, ChatMessage.id > row.id, ChatMessage.role == Role.ASSISTANT)
+            .order_by(ChatMessage.id)
+            .limit(1)
+        )
+        if answer_id is None:
+            raise NotFoundError("answer to message", row.id)
+        return Keyed(answer_id, row.content)
+
+
+def keyed_for_message(store: Database, message_id: int, client_key: str) -> Keyed | None:
+    """What ``client_key`` names in the session of message ``message_id`` (which must exist)."""
+    with store.read() as db:
+        session_id = db.scalar(select(ChatMessage.session_id).where(ChatMessage.id == message_id))
+    if session_id is None:
+        raise NotFoundError("message", message_id)
+    return keyed(store, session_id, client_key)
+
+
+def _key_in_use(db: Session, session_id: int, client_key: str | None, by: int | None = None) -> None:
+    if client_key is None:
+        return
+    locks.take_turns(db, "client keys", session_id)  # PostgreSQL: a repeat sent to another server at once
+    holder = db.scalar(
+        select(ChatMessage.id).where(ChatMessage.session_id == session_id, ChatMessage.client_message_id == client_key)
+    )
+    if holder is not None and holder != by:
+        raise ConflictError(f"clientMessageId {client_key!r} is already used by another message in this session")
+
+
+def settings_of(store: Database, session_id: int) -> SessionSnapshot:
+    """The session's settings now: what a turn about to start will need (its provider's slot)."""
+    with store.read() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise NotFoundError("chat session", session_id)
+        return _snapshot(row)
+
+
+def settings_for_answer(store: Database, message_id: int) -> SessionSnapshot:
+    """The settings of the session of message ``message_id`` (``settings_of``, for regenerating)."""
+    with store.read() as db:
+        session_id = db.scalar(select(ChatMessage.session_id).where(ChatMessage.id == message_id))
+        row = db.get(ChatSession, session_id) if session_id is not None else None
+        if row is None:
+            raise NotFoundError("message", message_id)
+        return _snapshot(row)
+
+
+def begin(store: Database, session_id: int, question: str, history_turns: int, client_key: str | None = None) -> Turn:
+    """Store the user's message and a placeholder for the answer, before any model is called."""
+    with store.write() as db:
+        row = db.get(ChatSession, session_id)
+        if row is None:
+            raise NotFoundError("chat session", session_id)
+        _key_in_use(db, session_id, client_key)
+        # Core statements, not the ORM's unit of work (~1k Python calls a turn for two rows and a
+        # timestamp; issue 16 item 3): nothing here is read back as an object.
+        messages = cast(Table, ChatMessage.__table__)
+        user_id = db.execute(
+            insert(messages)
+            .values(
+                session_id=session_id,
+                role=Role.USER,
+                content=question,
+                status=MessageStatus.COMPLETE,
+                client_message_id=client_key,
+            )
+            .returning(messages.c.id)
+        ).scalar_one()
+        answer_id = db.execute(
+            insert(messages)
+            .values(
+                session_id=session_id,
+                role=Role.ASSISTANT,
+                content="",
+                status=MessageStatus.STREAMING,
+                owner=store.owner,
+            )
+            .returning(messages.c.id)
+        ).scalar_one()
+        sessions = cast(Table, ChatSession.__table__)
+        db.execute(update(sessions).where(sessions.c.id == session_id).values(updated_at=utcnow()))
+        history = _history(db, session_id, user_id, history_turns)
+        return Turn(_snapshot(row), user_id, answer_id, question, history)
+
+
+def begin_regenerate(store: Database, message_id: int, history_turns: int, client_key: str | None = None) -> Turn:
+    """Reuse the question an assistant message answered; clear the old answer for the new one.
+    The answer takes ``client_key``: it names this regeneration until the next one."""
+    with store.write() as db:
+        answer = db.get(ChatMessage, message_id)
+        if answer is None:
+            raise NotFoundError("message", message_id)
+        if answer.role is not Role.ASSISTANT:
+            raise ValidationError("messageId", "only an assistant message can be regenerated")
+        if answer.status is MessageStatus.STREAMING:
+            raise ConflictError("this answer is still being generated")
+        if db.scalar(select(StoredToolCall.id).where(StoredToolCall.outcome_message_id == message_id).limit(1)):
+            raise ValidationError(
+                "messageId", "this message records how an approved tool call ended; it is not an answer"
+            )
+        user = db.scalar(
+            select(ChatMessage)
+            .where(
+                ChatMessage.session_id == answer.session_id, ChatMessage.id < message_id, ChatMessage.role == Role.USER
+            )
+            .order_by(ChatMessage.id.desc())
+        )
+        if user is None:
+            raise ValidationError("messageId", "there is no question before this answer")
+        chat = db.get(ChatSession, answer.session_id)
+        assert chat is not None
+        _key_in_use(db, answer.session_id, client_key, by=answer.id)
+        db.execute(delete(Citation).where(Citation.message_id == message_id))
+        answer.content, answer.status, answer.error, answer.trace, answer.completed_at = (
+            "",
+            MessageStatus.STREAMING,
+            None,
+            None,
+            None,
+        )
+        answer.client_message_id = client_key
+        answer.owner = store.owner
+        db.flush()
+        history = _history(db, answer.session_id, user.id, history_turns)
+        return Turn(_snapshot(chat), user.id, answer.id, user.content, history)
+
+
+def finish(
+    store: Database,
+    turn: Turn,
+    content: str,
+    trace: dict[str, object],
+    citations: list[tuple[SourceRef, CitationKind]],
+) -> StoredAnswer | None:
+    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction, and read
+    them back in it. None when there is nothing to store it in: the session was deleted while the
+    answer streamed."""
+    with store.write() as db:
+        # UPDATE ... RETURNING: the row as stored, without a second statement to read it back; an
+        # UPDATE that touched nothing (the session was deleted) returns nothing.
+        answer = db.scalars(
+            _still_streaming(turn)
+            .values(content=content, status=MessageStatus.COMPLETE, error=None, trace=trace, completed_at=utcnow())
+            .returning(ChatMessage),
+            execution_options={"synchronize_session": False},
+        ).one_or_none()
+        if answer is None:
+            return None
+        # A cited chunk (or its document) may have been deleted or re-ingested while the answer
+        # streamed; the citation keeps its name, location and snippet, and loses only the link.
+        live_chunks, live_docs = _live(db, {s.chunk_id for s, _ in citations}, {s.document_id for s, _ in citations})
+        cited = [
+            Citation(
+                message_id=turn.message_id,
+                chunk_id=source.chunk_id if source.chunk_id in live_chunks else None,
+                document_id=source.document_id if source.document_id in live_docs else None,
+                marker=source.number,
+                kind=kind,
+                score=source.score,
+                rank=source.rank,
+                document_name=source.document_name,
+                location=asdict(source.location),
+                snippet=source.text[:600],
+            )
+            for source, kind in sorted(citations, key=lambda cited: cited[0].number)
+        ]
+        db.add_all(cited)
+        db.flush()  # their ids; the objects are what a read would return (not expired on commit)
+        return StoredAnswer(answer, cited)
+
+
+def _live(db: Session, chunk_ids: set[int], document_ids: set[int]) -> tuple[set[int], set[int]]:
+    """Which of these chunks and documents still exist: one statement for both."""
+    if not chunk_ids and not document_ids:
+        return set(), set()
+    chunks = select(literal(0).label("chunk"), Chunk.id).where(Chunk.id.in_(chunk_ids))
+    documents = select(literal(1).label("chunk"), Document.id).where(Document.id.in_(document_ids))
+    found: tuple[set[int], set[int]] = (set(), set())
+    for kind, found_id in db.execute(union_all(chunks, documents)):
+        found[kind].add(found_id)
+    return found
+
+
+def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str, object] | None) -> bool:
+    """Store the answer as failed; False when its row is no longer this turn's (see ``finish``)."""
+    with store.write() as db:
+        result = db.execute(
+            _still_streaming(turn).values(
+                content=partial, status=MessageStatus.FAILED, error=error, trace=trace, completed_at=utcnow()
+            )
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def _still_streaming(turn: Turn) -> Update:
+    """An UPDATE of the turn's answer that touches it only while it is still this turn's."""
+    return update(ChatMessage).where(
+        ChatMessage.id == turn.message_id,
+        ChatMessage.session_id == turn.chat.id,
+        ChatMessage.status == MessageStatus.STREAMING,
+    )

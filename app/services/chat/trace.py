@@ -1,0 +1,143 @@
+"""The retrieval trace stored with every answer: why the answer is what it is.
+
+Every candidate considered with its scores and fate (kept, below threshold, beyond top_k, over
+budget), the settings used, stage timings in ms, token counts, provider/model, degradations.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from app.llm.base import Usage
+from app.rag.budget import BudgetReport
+from app.rag.degradation import Degradation, DegradationReason
+from app.rag.retrieval import RetrievalResult
+from app.rag.stages import Stage
+from app.services.chat.events import SourceRef
+from app.services.chat.store import Turn
+from app.services.chat.trace_model import (
+    TRACE_VERSION,
+    RetrievalTrace,
+    TraceAnswer,
+    TraceBudget,
+    TraceCandidate,
+    TraceCitations,
+    TraceRanking,
+    TraceSearch,
+    TraceSettings,
+    TraceTokens,
+    TraceTools,
+)
+from app.settings import Settings
+
+__all__ = ["TRACE_VERSION", "TraceBuilder"]
+
+
+class TraceBuilder:
+    def __init__(self, turn: Turn, settings: Settings) -> None:
+        chat = turn.chat
+        self.degraded: list[Degradation] = []
+        self._timings: dict[Stage, float] = {}
+        self._retrieval: RetrievalResult | None = None
+        self._trace = RetrievalTrace(
+            query=turn.question,
+            provider=chat.provider,
+            model=chat.model,
+            settings=TraceSettings.of(chat.rag, settings.rag.mode),
+            history_turns=len(turn.history),
+        )
+
+    def degrade(self, reason: DegradationReason, message: str) -> None:
+        self.degraded.append(Degradation(reason, message))
+
+    @property
+    def timings_ms(self) -> dict[Stage, float]:
+        """The stage timings so far (a copy)."""
+        return dict(self._timings)
+
+    @property
+    def answer(self) -> TraceAnswer | None:
+        """How the answer was written, once that is known."""
+        return self._trace.answer
+
+    def timing(self, stage: Stage, ms: float) -> None:
+        self._timings[stage] = round(ms, 3)
+
+    @contextmanager
+    def stage(self, name: Stage) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timing(name, (time.perf_counter() - start) * 1000)
+
+    def set_retrieval(self, result: RetrievalResult) -> None:
+        self._retrieval = result
+        self.degraded.extend(result.degraded)
+        for stage, ms in result.timings_ms.items():
+            self.timing(stage, ms)
+        self._trace.embedding_space = result.space
+        self._trace.effective_mode = result.mode
+        self._trace.fusion = result.fusion
+
+    def set_ranking(self, ranking: TraceRanking) -> None:
+        """What expansion and reranking did (app/services/chat/ranking.py)."""
+        self._trace.ranking = ranking
+
+    def set_search(self, search: TraceSearch) -> None:
+        """What the turn searched and how: its query, the rewrite, every pass (app/services/chat/turn_search.py)."""
+        self._trace.search = search
+
+    def set_budget(self, report: BudgetReport) -> None:
+        self._trace.tokens = TraceTokens(
+            prompt=report.prompt_tokens,
+            context=report.context_tokens,
+            completion=0,
+            answer_reserve=report.answer_reserve,
+            context_window=report.context_window,
+            tokenizer=report.tokenizer,
+            exact=report.exact,
+        )
+        self._trace.budget = TraceBudget(
+            chunks_over_budget=report.chunks_over_budget, history_dropped=report.history_dropped
+        )
+
+    def set_sources(self, sources: list[SourceRef], no_context: bool) -> None:
+        self._trace.no_context = no_context
+        self._trace.source_chunk_ids = [s.chunk_id for s in sources]
+
+    def set_usage(self, usage: Usage) -> None:
+        tokens = self._trace.tokens or TraceTokens()
+        tokens.prompt = usage.prompt_tokens
+        tokens.completion = usage.completion_tokens
+        self._trace.tokens = tokens
+
+    def set_answer(self, answer: TraceAnswer) -> None:
+        """How the answer was written: mode requested and used, why, and the guard's verdict
+        (built by app.services.chat.answer.trace_entry)."""
+        self._trace.answer = answer
+
+    def set_tools(self, tools: TraceTools) -> None:
+        """Tool selection's stages and the calls of the turn (app/services/chat/tools.py)."""
+        self._trace.tools = tools
+
+    def set_citations(self, valid: int, invalid: int, *, attributed: bool) -> None:
+        self._trace.citations = TraceCitations(valid=valid, invalid_removed=invalid, attributed=attributed)
+
+    def model(self, *, deep: bool = True) -> RetrievalTrace:
+        """The trace so far, as a new model (``deep=False``: sharing the builder's parts)."""
+        candidates = [  # a retrieval Candidate's fields by name, but its text
+            TraceCandidate.model_validate(c, from_attributes=True)
+            for c in (self._retrieval.candidates if self._retrieval is not None else [])
+        ]
+        return self._trace.model_copy(
+            deep=deep,
+            update={"degraded": list(self.degraded), "timings_ms": dict(self._timings), "candidates": candidates},
+        )
+
+    def build(self) -> dict[str, object]:
+        """The stored (JSON) form of the trace. Dumped at once, so nothing needs the deep copy
+        (~4k Python calls per turn, issue 16 item 3)."""
+        return self.model(deep=False).stored()
