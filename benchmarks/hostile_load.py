@@ -11,7 +11,7 @@ attack, threads back to their baseline after.
 Hostile tool-schema patterns (a backtracking regular expression in a tool's ``inputSchema``) are a
 second attack in the same run: ``--patterns N`` (10 by default) sends N ``testTool`` calls whose
 argument would make ``^(a+)+$`` backtrack under Python's ``re`` (patterns run on RE2 off the event
-loop: app/services/tool_schema.py). ``--patterns 0`` measures the slow fetches alone.
+loop: app/services/tools/schema.py). ``--patterns 0`` measures the slow fetches alone.
 
     ./.venv/bin/python -m benchmarks.hostile_load [--quick] [--patterns N]
 """

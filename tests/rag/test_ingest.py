@@ -20,7 +20,7 @@ def _count(container: Container, sql: str) -> int:
 
 def _keyword_hits(container: Container, *words: str) -> int:
     """Chunks whose full-text index entry holds every word: FTS5 on SQLite, the tsvector column on
-    PostgreSQL (README, "PostgreSQL")."""
+    PostgreSQL (docs/STORAGE.md, "PostgreSQL")."""
     with container.store.read() as db:
         if db.get_bind().dialect.name == "postgresql":
             query = "SELECT count(*) FROM chunks WHERE text_search @@ to_tsquery('ragchat_english', :q)"
