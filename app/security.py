@@ -75,6 +75,14 @@ def bearer_token(value: object) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
+def connection_key(params: Mapping[str, object] | None) -> str:
+    """The key a websocket's ``connection_init`` carries: ``authorization`` (``Bearer <key>`` or
+    the bare key) or ``apiKey``; "" for none."""
+    params = params or {}
+    raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey")
+    return (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
+
+
 def key_matches(given: str, keys: list[str]) -> bool:
     ok = False
     for key in keys:

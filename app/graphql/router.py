@@ -27,7 +27,7 @@ from strawberry.types.unset import UNSET, UnsetType
 from app.graphql import json_body
 from app.graphql.context import Context
 from app.graphql.uploads import place_files
-from app.security import bearer_token, key_matches, wants_graphiql
+from app.security import connection_key, key_matches, wants_graphiql
 from app.web import GRAPHIQL_PAGE, built_page
 
 EXAMPLE_OPERATION = """# Welcome to ragchat. Press the run button to try this.
@@ -162,9 +162,6 @@ class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
         if not self._api_keys:
             return await super().on_ws_connect(context)
-        params = context.connection_params or {}
-        raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey")
-        given = (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
-        if not key_matches(given, self._api_keys):
+        if not key_matches(connection_key(context.connection_params), self._api_keys):
             raise ConnectionRejectionError({"message": "an API key is required: connectionParams.authorization"})
         return await super().on_ws_connect(context)

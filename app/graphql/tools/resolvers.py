@@ -4,7 +4,7 @@ Query and Mutation (app/graphql/queries.py, mutations.py) inherit these fields."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import strawberry
 from strawberry.scalars import JSON
@@ -27,7 +27,7 @@ from app.graphql.tools.types import (
     ToolSelectionResult,
     UpdateToolInput,
 )
-from app.security import bearer_token, is_operator
+from app.security import bearer_token, connection_key, is_operator
 from app.services.tools import approval as tool_approval
 from app.services.tools import catalog as tools
 from app.services.tools import selection as tool_selection
@@ -77,27 +77,29 @@ class ToolQuery:
         )
 
 
-def _operator(info: Info) -> Callable[[], None]:
-    """A check that raises ForbiddenError unless the request's key may manage tools
-    (app/security.py is_operator); run first by the service call, so the refusal is a union member."""
+T = TypeVar("T")
+
+
+def _as_operator(info: Info, work: Callable[[], T]) -> Callable[[], T]:
+    """``work``, run only when the request's key may manage tools (app/security.py is_operator),
+    else a ForbiddenError raised inside the service call, so the refusal is a union member. The
+    key is read now, on the loop; ``work`` runs later in a thread."""
     api = info.context.container.settings.api
     request = info.context.request
     given = bearer_token(request.headers.get("authorization") if request is not None else None)
-    if not given:  # a websocket's key is in connection_init (as the router checks it)
-        params = info.context.connection_params or {}
-        raw = params.get("authorization") or params.get("Authorization") or params.get("apiKey")
-        given = (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
-    secret = [k.get_secret_value() for k in api.api_keys], [k.get_secret_value() for k in api.operator_keys]
-    allowed = is_operator(given, *secret)
+    given = given or connection_key(info.context.connection_params)  # a websocket's key, as the router reads it
+    keys = [k.get_secret_value() for k in api.api_keys], [k.get_secret_value() for k in api.operator_keys]
+    allowed = is_operator(given, *keys)
 
-    def check() -> None:
+    def run() -> T:
         if not allowed:
             raise ForbiddenError(
                 "creating, changing and deleting tools needs an operator key (RAGCHAT_API__OPERATOR_KEYS): this key "
                 "may use tools, not define them"
             )
+        return work()
 
-    return check
+    return run
 
 
 @strawberry.type
@@ -111,13 +113,9 @@ class ToolMutation:
     ) -> ToolMutationResult:
         c = info.context.container
         changes = input.changes(input.name)
-        operator = _operator(info)
-
-        def run() -> Tool:
-            operator()
-            return Tool.of(tools.create(c.store, c.settings.tools, lambda: c.embedder, changes))
-
-        return await call(run)
+        return await call(
+            _as_operator(info, lambda: Tool.of(tools.create(c.store, c.settings.tools, lambda: c.embedder, changes)))
+        )
 
     @strawberry.mutation(description="Change a tool; its vector is rebuilt when its text changes.")
     async def update_tool(
@@ -128,24 +126,23 @@ class ToolMutation:
     ) -> ToolMutationResult:
         c = info.context.container
         changes = input.changes(input.name)
-        operator = _operator(info)
-
-        def run() -> Tool:
-            operator()
-            return Tool.of(tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes))
-
-        return await call(run)
+        return await call(
+            _as_operator(
+                info,
+                lambda: Tool.of(
+                    tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes)
+                ),
+            )
+        )
 
     @strawberry.mutation(description="Delete an HTTP tool (built-in ones stay: leave their group out of sessions).")
     async def delete_tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> DeleteToolResult:
         store = info.context.container.store
-        operator = _operator(info)
-
-        def run() -> ToolDeleted:
-            operator()
-            return ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id")).id)))
-
-        return await call(run)
+        return await call(
+            _as_operator(
+                info, lambda: ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id")).id)))
+            )
+        )
 
     @strawberry.mutation(
         description="Set the tool groups a chat session may use (replacing its list; [] turns tools off). Each group "
