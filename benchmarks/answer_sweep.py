@@ -25,7 +25,7 @@ from app.bench import answers
 from app.llm.base import GenerationOptions
 from app.llm.chat.registry import chat_registry
 from app.rag import extractive, prompting
-from app.rag.retrieval import Candidate
+from app.rag.candidates import Candidate
 from app.services.chat.events import SourceRef
 from app.services.chat.service import ChatService
 from app.settings import Settings

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from app.db.database import Database
-from app.rag import vector_index, vector_store
+from app.rag import spaces, vector_index, vector_store
 from app.rag.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
@@ -71,7 +71,7 @@ def _measure(
 
     load_seconds, _ = common.timed(lambda: search(0))  # the first search loads the index
     with store.read() as db:
-        index_bytes = vector_index.view_for(db, kb.table, vector_store.space_row_id(kb.table))[0].matrix.nbytes
+        index_bytes = vector_index.view_for(db, kb.table, spaces.space_row_id(kb.table))[0].matrix.nbytes
 
     def knn(r: int) -> Any:
         with store.read() as db:

@@ -172,10 +172,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"app.graphql.knowledge.job_types", "app.graphql.types"}): (
         "the types both need move to one module, or the job types stop importing the shared ones"
     ),
-    frozenset({"app.rag.hygiene", "app.rag.retrieval"}): (
-        "the value types (Candidate, CandidateFate, Location) move out of retrieval into a small module"
-    ),
-    frozenset({"app.rag.rankings", "app.rag.vector_store"}): "what both use moves below them",
     frozenset({"app.services.chat.live", "app.services.chat.service"}): (
         "the container builds LiveTurns(engine); the engine no longer owns its registry"
     ),

@@ -23,9 +23,10 @@ from app.bench.beir import BeirDataset
 from app.container import Container
 from app.llm.base import ChatModel, Embedder, Reranker, Vectors
 from app.rag import expansion, query_cache, rerank
+from app.rag.candidates import Candidate
 from app.rag.conversation_settings import Quality
 from app.rag.ingest import FileResult
-from app.rag.retrieval import Candidate, RetrievalParams, RetrievalResult, embed_query, retrieve
+from app.rag.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 from app.services import projects

@@ -15,6 +15,7 @@ from strawberry.types.enum import has_enum_definition
 from app.errors import ErrorCode
 from app.net.addresses import Refusal as UrlRefusal
 from app.rag.answer_mode import AnswerMode
+from app.rag.candidates import CandidateFate
 from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import DegradationReason
 from app.rag.fusion import Fusion
@@ -22,7 +23,6 @@ from app.rag.guard import Decision as GuardDecision
 from app.rag.ingest import FileStatus
 from app.rag.intake import SkipReason
 from app.rag.ranking_modes import ExpansionMode, RerankMode
-from app.rag.retrieval import CandidateFate
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.rewrite import RewriteOutcome
 from app.rag.stages import Stage

@@ -81,7 +81,7 @@ import numpy as np
 
 from app.llm.base import Vectors
 from app.rag import sentences
-from app.rag.retrieval import Location
+from app.rag.candidates import Location
 
 __all__ = ["CLOSEST", "NO_ANSWER", "Evidence", "ExtractiveAnswer", "ExtractiveOptions", "Passage", "compose", "pieces"]
 

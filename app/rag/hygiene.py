@@ -17,10 +17,8 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from app.rag.retrieval import Candidate
+from app.rag.candidates import Candidate
 
 _WORD = re.compile(r"\w+")
 NEAR_DUPLICATE = 0.9  # Jaccard similarity of word 3-gram sets at which two chunks are one

@@ -27,7 +27,6 @@ from typing import Generic, TypeVar
 
 import numpy as np
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
 
 from app.llm.base import Embedder, Vectors
 
@@ -100,23 +99,6 @@ def embed(embedder: Embedder, texts: Sequence[str], hits: list[bool] | None = No
     if hits is not None:
         hits.extend(i not in missing for i in range(len(texts)))
     return np.stack([v for v in found if v is not None]) if texts else np.empty((0, 0), dtype=np.float32)
-
-
-def revision(db: Session, project_id: int, space_id: int) -> tuple[int, ...]:
-    """The project's chunk revision, as of ``db``'s snapshot: the newest seq of its keyword and
-    vector journals (SQLite), or its ``project_search_stats`` revision (PostgreSQL)."""
-    conn = db.connection()
-    if conn.dialect.name == "postgresql":
-        found = conn.exec_driver_sql(
-            "SELECT revision FROM project_search_stats WHERE project_id = %(p)s", {"p": project_id}
-        ).scalar()
-        return (int(found or 0),)
-    row = conn.exec_driver_sql(
-        "SELECT (SELECT max(seq) FROM keyword_journal WHERE project_id = ?), "
-        "(SELECT max(seq) FROM vector_journal WHERE space_id = ?)",
-        (project_id, space_id),
-    ).one()
-    return int(row[0] or 0), int(row[1] or 0)
 
 
 def results(engine: Engine) -> LRU[Hashable, object]:

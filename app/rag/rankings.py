@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app.rag import keyword_index, vector_index
+from app.rag import keyword_index, spaces, vector_index
 
 
 class VectorRanking(Protocol):
@@ -59,13 +59,11 @@ def _postgres(db: Session) -> bool:
 
 def vector_ranking(db: Session, table: str) -> VectorRanking:
     """The vector ranking of the space whose table is ``table``, for ``db``'s snapshot."""
-    from app.rag import vector_store
-
     if _postgres(db):
         from app.rag.pg_rankings import PgVectorRanking
 
         return PgVectorRanking(db, table)
-    view, _ = vector_index.view_for(db, table, vector_store.space_row_id(table))
+    view, _ = vector_index.view_for(db, table, spaces.space_row_id(table))
     return view
 
 
@@ -76,3 +74,20 @@ def keyword_ranking(db: Session, project_id: int) -> KeywordRanking:
 
         return PgKeywordRanking(db, project_id)
     return keyword_index.view_for(db, project_id)
+
+
+def revision(db: Session, project_id: int, space_id: int) -> tuple[int, ...]:
+    """The project's chunk revision, as of ``db``'s snapshot: the newest seq of its keyword and
+    vector journals (SQLite), or its ``project_search_stats`` revision (PostgreSQL)."""
+    conn = db.connection()
+    if _postgres(db):
+        found = conn.exec_driver_sql(
+            "SELECT revision FROM project_search_stats WHERE project_id = %(p)s", {"p": project_id}
+        ).scalar()
+        return (int(found or 0),)
+    row = conn.exec_driver_sql(
+        "SELECT (SELECT max(seq) FROM keyword_journal WHERE project_id = ?), "
+        "(SELECT max(seq) FROM vector_journal WHERE space_id = ?)",
+        (project_id, space_id),
+    ).one()
+    return int(row[0] or 0), int(row[1] or 0)

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 from app.errors import ProviderError
 from app.llm.base import Reranker
+from app.rag.candidates import Candidate
 from app.rag.degradation import Degradation, DegradationReason
-from app.rag.retrieval import Candidate, RetrievalResult, apply_threshold_and_top_k
+from app.rag.retrieval import RetrievalResult, apply_threshold_and_top_k
 from app.rag.stages import Stage
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,6 +27,7 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag import feedback, fusion, hygiene, keyword_index, query_cache, rankings, spaces, vector_store
+from app.rag.candidates import Candidate, CandidateFate, Location
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.stages import Stage
@@ -35,18 +35,6 @@ from app.settings import RagDefaults
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class CandidateFate(StrEnum):
-    """What became of a candidate (in the order the stages decide it)."""
-
-    KEPT = "kept"
-    BELOW_THRESHOLD = "below_threshold"
-    BEYOND_TOP_K = "beyond_top_k"
-    OVER_BUDGET = "over_budget"  # kept by retrieval, cut to fit the model's context window
-    NEAR_DUPLICATE = "near_duplicate"  # nearly the same text as a better-ranked candidate (hygiene)
-    OVER_DOCUMENT_CAP = "over_document_cap"  # its document already gave per_document sources
-    MERGED = "merged"  # kept, and merged into the adjacent chunk of its document ranked above it
 
 
 PER_DOCUMENT = 3  # a session's sources from one document, at most (docs/BENCHMARKS.md, "Conversations")
@@ -99,48 +87,6 @@ class RetrievalParams:
             per_document=PER_DOCUMENT,
             merge_adjacent=True,
         )
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a chunk (or a sentence quoted from it) sits in its document: the one definition, which
-    search results, chat sources, citations (stored as its fields) and the trace carry, and which
-    GraphQL exposes as its ``Location`` type."""
-
-    char_start: int
-    char_end: int
-    line_start: int  # 1-based, inclusive
-    line_end: int
-    page: int | None = None  # for paged formats (PDF)
-    heading_path: str = ""  # "Install > From source"; empty when the chunk has no heading
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Location:
-        """A location stored as JSON (a citation's): its fields by name."""
-        return cls(**data)
-
-
-@dataclass
-class Candidate:
-    chunk_id: int
-    document_id: int
-    document_name: str
-    text: str
-    location: Location
-    score: float | None
-    vector_rank: int | None
-    keyword_rank: int | None
-    fused_rank: int
-    fused_score: float
-    fate: CandidateFate = CandidateFate.KEPT
-    rerank_score: float | None = None  # the reranker's, when one ranked this candidate (app/rag/rerank.py)
-    ordinal: int | None = None  # its position in its document (None: unknown)
-    ordinal_end: int | None = None  # the last chunk merged into it, when adjacent chunks were
-
-    @property
-    def ordinal_span(self) -> tuple[int, int]:
-        first = self.ordinal or 0
-        return first, self.ordinal_end if self.ordinal_end is not None else first
 
 
 @dataclass
@@ -227,8 +173,8 @@ def retrieve(
         # The project's revision in this snapshot (app/rag/query_cache.py): any write to its chunks or
         # vectors, by any process or server, changes it.
         if cache_key is not None:
-            space_id = vector_store.space_row_id(space.table)
-            revision = query_cache.revision(db, project_id, space_id)
+            space_id = spaces.space_row_id(space.table)
+            revision = rankings.revision(db, project_id, space_id)
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
             key += (tuple(alternatives), alternative_weight)
             cached = query_cache.results(store.engine).get(key)
@@ -460,10 +406,7 @@ def _scores(
     """Exact cosine for every candidate from its stored vector, so a chunk scores the same whichever
     ranking found it (KNN distances are float32 and would differ in the last digits)."""
     try:
-        if db.get_bind().dialect.name == "postgresql":  # a failure must not abort the transaction
-            with db.begin_nested():
-                return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
-        return dict(vector_store.exact_scores(query_vector, vector_store.vectors_for(db, table, ids)))
+        return dict(vector_store.exact_scores_of(db, table, query_vector, ids))
     except DBAPIError as exc:
         result.degraded.append(
             Degradation(

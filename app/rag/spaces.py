@@ -13,6 +13,8 @@ index on cosine distance (pgvector): searched in the database (app/rag/pg_rankin
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -116,3 +118,15 @@ def check_same(row: EmbeddingSpace, space: SpaceId) -> None:
 def drop_project_spaces(db: Session, project_id: int) -> None:
     for row in db.scalars(select(EmbeddingSpace).where(EmbeddingSpace.project_id == project_id)).all():
         drop_space(db, row)
+
+
+_TABLE = re.compile(r"^vec_space_(\d+)$")
+
+
+def space_row_id(table: str) -> int:
+    """The id of the ``embedding_spaces`` row whose vec0 table this is (``EmbeddingSpace.table`` is
+    ``vec_space_<id>``)."""
+    match = _TABLE.match(table)
+    if match is None:
+        raise ValueError(f"{table!r} is not an embedding space's table")
+    return int(match.group(1))

@@ -11,7 +11,6 @@ cache's key, migration 0019), reads a plain SELECT, and there is no journal.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,21 +18,11 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app.llm.base import Vectors
-from app.rag import rankings, vector_index
+from app.rag import rankings, spaces, vector_index
 
 MAX_K = 4096  # the most candidates a caller may ask for (sqlite-vec's own limit, kept for callers)
 # Journal rows kept per space, counted in global seqs: an index further behind reloads instead.
 JOURNAL_KEEP = 100_000
-_TABLE = re.compile(r"^vec_space_(\d+)$")
-
-
-def space_row_id(table: str) -> int:
-    """The id of the ``embedding_spaces`` row whose vec0 table this is (``EmbeddingSpace.table`` is
-    ``vec_space_<id>``)."""
-    match = _TABLE.match(table)
-    if match is None:
-        raise ValueError(f"{table!r} is not an embedding space's table")
-    return int(match.group(1))
 
 
 def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> None:
@@ -41,7 +30,7 @@ def put(db: Session, table: str, chunk_ids: Sequence[int], vectors: Vectors) -> 
     if not len(chunk_ids):
         return
     conn = db.connection()
-    space_id = space_row_id(table)
+    space_id = spaces.space_row_id(table)
     ids = [int(i) for i in chunk_ids]
     if conn.dialect.name == "postgresql":
         conn.execute(
@@ -95,7 +84,7 @@ def vectors_for(db: Session, table: str, chunk_ids: Sequence[int]) -> dict[int, 
         return {}
     if db.get_bind().dialect.name == "postgresql":
         return rankings.vector_ranking(db, table).vectors(int(i) for i in chunk_ids)
-    view, exact = vector_index.view_for(db, table, space_row_id(table))
+    view, exact = vector_index.view_for(db, table, spaces.space_row_id(table))
     if exact:
         return view.vectors(int(i) for i in chunk_ids)
     # The index is ahead of this snapshot (another thread caught up meanwhile): read the table.
@@ -116,6 +105,15 @@ def exact_scores(query: Vectors, vectors: dict[int, Vectors]) -> dict[int, float
     matrix = np.stack([vectors[i] for i in ids]).astype(np.float64)
     sims = matrix @ np.asarray(query, dtype=np.float64)
     return {cid: float(min(1.0, max(-1.0, s))) for cid, s in zip(ids, sims, strict=True)}
+
+
+def exact_scores_of(db: Session, table: str, query: Vectors, chunk_ids: Sequence[int]) -> dict[int, float]:
+    """``exact_scores`` of the chunks' stored vectors. On PostgreSQL the read runs in a savepoint, so
+    a failure (raised to the caller) does not abort the caller's transaction."""
+    if db.get_bind().dialect.name == "postgresql":
+        with db.begin_nested():
+            return dict(exact_scores(query, vectors_for(db, table, chunk_ids)))
+    return dict(exact_scores(query, vectors_for(db, table, chunk_ids)))
 
 
 def missing_ids(db: Session, table: str, project_id: int, limit: int) -> list[int]:

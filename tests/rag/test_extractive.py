@@ -12,10 +12,10 @@ import pytest
 
 from app.llm.tokenizers import EstimateTokenizer
 from app.rag import extractive
+from app.rag.candidates import Location
 from app.rag.chunking import chunk
 from app.rag.extractive import NO_ANSWER, compose
 from app.rag.parsers.markdown import parse_markdown
-from app.rag.retrieval import Location
 from app.services.chat.events import SourceRef
 from tests.fakes import FakeEmbedder
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.container import Container
+from app.rag.candidates import CandidateFate
 from app.rag.ingest import Ingestor, Source
-from app.rag.retrieval import CandidateFate, RetrievalParams, retrieve
+from app.rag.retrieval import RetrievalParams, retrieve
 from app.rag.retrieval_mode import RetrievalMode
 from app.services import projects
 from app.settings import IngestSettings

@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from app.container import Container
+from app.rag.candidates import CandidateFate
 from app.rag.degradation import Degradation, DegradationReason
 from app.rag.ingest import Ingestor, Source
-from app.rag.retrieval import CandidateFate, RetrievalParams, RetrievalResult, retrieve
+from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.services import projects
 from app.settings import IngestSettings
 from tests.fakes import FakeEmbedder

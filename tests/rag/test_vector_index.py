@@ -204,7 +204,7 @@ def test_an_older_snapshot_scores_from_its_own_vectors(container: Container) -> 
         old.connection().exec_driver_sql("SELECT count(*) FROM chunks").one()  # the snapshot starts here
         (new_id,) = _add_chunks(container.store, pid, query[None, :], name="new.txt")
         _knn(container.store, table, query, 5)  # another search catches the index up
-        _, exact = vector_index.view_for(old, table, vector_store.space_row_id(table))
+        _, exact = vector_index.view_for(old, table, spaces.space_row_id(table))
         assert not exact
         again = vector_store.vectors_for(old, table, [*ids, new_id])
     assert set(again) == set(ids)

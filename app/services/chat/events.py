@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.errors import ErrorCode
+from app.rag.candidates import Location
 from app.rag.degradation import Degradation
-from app.rag.retrieval import Location
 from app.rag.widen import Decision
 from app.services.records import ChatMessage, Citation
 

@@ -46,8 +46,9 @@ from app.llm.base import (
 )
 from app.rag import answer_mode, budget, citations, conversation, extractive, guard, prompting
 from app.rag.answer_mode import AnswerMode, ModeChoice
+from app.rag.candidates import Candidate, CandidateFate
 from app.rag.degradation import DegradationReason
-from app.rag.retrieval import Candidate, CandidateFate, RetrievalResult
+from app.rag.retrieval import RetrievalResult
 from app.rag.sanitize import clean_message
 from app.rag.stages import Stage
 from app.services.chat import answer as chat_answer

@@ -18,11 +18,11 @@ from pydantic.alias_generators import to_camel
 
 from app.db.enums import ToolCallStatus
 from app.rag.answer_mode import AnswerMode
+from app.rag.candidates import CandidateFate, Location
 from app.rag.conversation_settings import Quality, RewriteMode
 from app.rag.degradation import Degradation
 from app.rag.fusion import Fusion
 from app.rag.guard import Decision
-from app.rag.retrieval import CandidateFate, Location
 from app.rag.retrieval_mode import RetrievalMode
 from app.rag.rewrite import RewriteOutcome
 from app.rag.session_settings import RagSettings
