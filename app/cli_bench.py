@@ -17,11 +17,11 @@ from app.bench import conversations as conversations_bench
 from app.bench import retrieval as retrieval_bench
 from app.container import Container
 from app.llm.base import Reranker
-from app.rag.answer_mode import AnswerMode
-from app.rag.conversation_settings import Quality
-from app.rag.judge import ChatJudge
-from app.rag.ranking_modes import RerankMode
-from app.rag.retrieval_mode import RetrievalMode
+from app.rag.answer.mode import AnswerMode
+from app.rag.search.conversation_settings import Quality
+from app.rag.search.judge import ChatJudge
+from app.rag.search.ranking_modes import RerankMode
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.settings import Settings
 
 bench = typer.Typer(help="Benchmarks (see docs/BENCHMARKS.md).", no_args_is_help=True)

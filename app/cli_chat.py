@@ -11,8 +11,8 @@ from rich.console import Console
 from app.container import Container
 from app.db.models import Citation
 from app.errors import RagchatError
-from app.rag.answer_mode import AnswerMode
-from app.rag.stages import Stage
+from app.rag.answer.mode import AnswerMode
+from app.rag.search.stages import Stage
 from app.services import batches, leases, projects, sessions
 from app.services.chat import trace_model
 from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent

@@ -14,9 +14,9 @@ from rich.table import Table
 
 from app.container import Container
 from app.errors import ConflictError, RagchatError
-from app.rag.folders import collect
-from app.rag.ingest import FileResult, FileStatus, IngestSummary
-from app.rag.intake import Skipped, SkipReason
+from app.rag.ingest.folders import collect
+from app.rag.ingest.intake import Skipped, SkipReason
+from app.rag.ingest.pipeline import FileResult, FileStatus, IngestSummary
 from app.rag.sanitize import clean_name
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
 from app.services import leases, projects
@@ -181,7 +181,7 @@ def register(cli: typer.Typer, settings_or_exit: object) -> None:
     ) -> None:
         """Re-embed a knowledge base with the configured embedder; searches use the old vectors
         until the new ones are complete."""
-        from app.rag.reindex import reindex as run_reindex
+        from app.rag.ingest.reindex import reindex as run_reindex
 
         container = Container.build(settings_or_exit())  # type: ignore[operator]
         try:

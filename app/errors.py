@@ -203,6 +203,6 @@ class ModelNotFoundError(ProviderError):
 
 class UnusableAnswerError(ProviderError):
     """The model answered, but its answer looped, only echoed the prompt or was unsupported, and there
-    were no sources to quote instead (app/rag/guard.py). Regenerating may help; retryable."""
+    were no sources to quote instead (app/rag/answer/guard.py). Regenerating may help; retryable."""
 
     code = ErrorCode.UNUSABLE_ANSWER

@@ -29,7 +29,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import SettingsError
-from app.rag.retrieval_mode import RetrievalMode
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 
 ENV_PREFIX = "RAGCHAT_"

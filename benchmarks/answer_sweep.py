@@ -24,8 +24,9 @@ from typing import Any
 from app.bench import answers
 from app.llm.base import GenerationOptions
 from app.llm.chat.registry import chat_registry
-from app.rag import extractive, prompting
-from app.rag.candidates import Candidate
+from app.rag import prompting
+from app.rag.answer import extractive
+from app.rag.search.candidates import Candidate
 from app.services.chat.events import SourceRef
 from app.services.chat.service import ChatService
 from app.settings import Settings

@@ -27,7 +27,7 @@ from typing import Any, cast
 from sqlalchemy import event
 
 from app.llm.base import ChatModel, Embedder, GenerationOptions, Message, StreamEvent
-from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.search.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.providers import Clock, Models, TimedChatModel, TimedEmbedder

@@ -23,7 +23,7 @@ import numpy as np
 from app.db import migrate
 from app.db.database import Database
 from app.llm.base import SpaceId
-from app.rag import spaces, vector_store
+from app.rag.index import spaces, vector_store
 from benchmarks.common import Config
 
 log = logging.getLogger("benchmarks")

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from app.rag.ingest import Ingestor, Source
+from app.rag.ingest.pipeline import Ingestor, Source
 from app.settings import IngestSettings
 from benchmarks import common, data
 from benchmarks.common import Config

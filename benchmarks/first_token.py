@@ -22,7 +22,7 @@ from typing import Any
 
 from app.llm.base import GenerationOptions, Message, TextDelta
 from app.llm.chat.local import SMOLLM2, LocalChatModel, shipped_models
-from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.search.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.providers import Clock, Models, TimedChatModel

@@ -5,7 +5,7 @@ In the same rounds: hybrid with both rankings in one thread, one after the other
 one-core machine gets; retrieval uses two threads where there are two cores); the keyword index's
 search alone ÷ a numpy brute-force vector search (one matrix-vector product and argpartition over
 the same vectors, one BLAS thread); keyword-only ``retrieve()`` ÷ vector-only; and FTS5's query
-(``keyword.search``, what retrieval ran before the in-memory index) for reference. Per N also the
+(``keyword_fts.search``, what retrieval ran before the in-memory index) for reference. Per N also the
 keyword index's load time after a restart (a fresh engine: nothing in memory) and its size, beside
 the vector index's; and at the smallest N how often the index's top 50 equals FTS5's for 300
 SciFact questions (one project, so the statistics agree).
@@ -24,8 +24,9 @@ from unittest import mock
 import numpy as np
 
 from app.db.database import Database
-from app.rag import keyword, keyword_index, retrieval, vector_index
-from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.index import keyword_fts, keyword_index, vector_index
+from app.rag.search import retrieval
+from app.rag.search.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.providers import QueryVectorsOnly
@@ -72,7 +73,7 @@ def agreement(kb: data.KnowledgeBase, questions: list[str]) -> dict[str, Any]:
         for question in questions:
             with store.read() as db:
                 ours = keyword_index.search(db, kb.project_id, question, K)
-                fts5 = keyword.search(db, kb.project_id, question, K)
+                fts5 = keyword_fts.search(db, kb.project_id, question, K)
             identical += ours == fts5 or [c for c, _ in ours] == [c for c, _ in fts5]
             same += _same_up_to_ties(ours, fts5)
             if len(ours) == len(fts5):
@@ -116,7 +117,7 @@ def measure(cfg: Config, n: int, questions: list[str], vectors: Any, count: int)
 
     def fts5(r: int) -> float:
         with store.read() as db:
-            return common.timed(lambda: keyword.search(db, kb.project_id, questions[r % len(questions)], K))[0]
+            return common.timed(lambda: keyword_fts.search(db, kb.project_id, questions[r % len(questions)], K))[0]
 
     def numpy_vector(r: int) -> float:
         query = np.asarray(vectors[r % len(vectors)], dtype=np.float32)

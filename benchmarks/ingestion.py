@@ -17,7 +17,7 @@ from typing import Any
 
 from app.db import migrate
 from app.db.database import Database
-from app.rag.ingest import Ingestor, Source
+from app.rag.ingest.pipeline import Ingestor, Source
 from app.services import projects
 from app.settings import IngestSettings
 from benchmarks import common, data

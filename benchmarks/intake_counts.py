@@ -1,5 +1,5 @@
 """What a documentation folder becomes, before and after issue 17 item 7: files and chunks by file
-type when every file with a known extension is taken (before) and when app/rag/intake.py decides
+type when every file with a known extension is taken (before) and when app/rag/ingest/intake.py decides
 (after), with the skipped files by reason. Parsing and chunking only (the default settings and the
 default embedder's tokenizer), no embedding: the counts are what ingestion would embed.
 
@@ -16,11 +16,11 @@ from pathlib import Path, PurePosixPath
 
 from app.errors import IngestError
 from app.llm.tokenizers import MINILM_TOKENIZER, HFTokenizer
-from app.rag.chunking import chunk
-from app.rag.folders import collect
-from app.rag.intake import inspect
-from app.rag.parse_worker import ParseWorker
-from app.rag.parsing import KINDS_BY_EXTENSION, ParseLimits
+from app.rag.ingest.chunking import chunk
+from app.rag.ingest.folders import collect
+from app.rag.ingest.intake import inspect
+from app.rag.ingest.parse_worker import ParseWorker
+from app.rag.ingest.parsing import KINDS_BY_EXTENSION, ParseLimits
 from app.settings import IngestSettings
 
 

@@ -44,9 +44,9 @@ from sqlalchemy.engine import make_url
 from app.db import migrate
 from app.db.database import Database
 from app.db.enums import SpaceStatus
-from app.rag import keyword_index, pg_rankings, spaces
-from app.rag.retrieval import RetrievalParams, retrieve
-from app.rag.retrieval_mode import RetrievalMode
+from app.rag.index import keyword_index, pg_rankings, spaces
+from app.rag.search.retrieval import RetrievalParams, retrieve
+from app.rag.search.retrieval_mode import RetrievalMode
 from benchmarks import common, data
 from benchmarks.providers import QueryVectorsOnly
 

@@ -30,8 +30,8 @@ from app.bench import beir, scratch
 from app.bench.retrieval import _measure, _search
 from app.container import Container
 from app.db import migrate
-from app.rag.retrieval import embed_query
-from app.rag.retrieval_mode import RetrievalMode
+from app.rag.search.retrieval import embed_query
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.services import database_copy, projects
 from app.settings import Settings
 from benchmarks.data import SCIFACT

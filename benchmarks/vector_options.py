@@ -2,7 +2,7 @@
 brute force in the same rounds (one BLAS thread), with recall@10 against exact search.
 
 - ``ragchat``: what ragchat ships, ``vector_store.knn`` (in-memory float32 index, see
-  app/rag/vector_index.py), in a read transaction;
+  app/rag/index/vector_index.py), in a read transaction;
 - ``vec0 float``: sqlite-vec's float KNN, ``MATCH ? AND k = ?`` (what ragchat used before), and the
   same with ``k`` inside a materialised CTE;
 - ``vec0 int8 / bit + rescore``: a quantised vec0 table with the float vector as an auxiliary column,
@@ -25,7 +25,7 @@ import numpy as np
 
 from app.db.database import Database
 from app.db.engine import make_engine
-from app.rag import vector_store
+from app.rag.index import vector_store
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.vector_search import K, brute_force, exact_top

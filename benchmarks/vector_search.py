@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from app.db.database import Database
-from app.rag import spaces, vector_index, vector_store
-from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.index import spaces, vector_index, vector_store
+from app.rag.search.retrieval import RetrievalParams, retrieve
 from benchmarks import common, data
 from benchmarks.common import Config
 from benchmarks.providers import QueryVectorsOnly

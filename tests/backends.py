@@ -140,7 +140,7 @@ def sync_sequences(conn: Connection, *tables: str) -> None:
 def delete_vectors(conn: Connection, table: str) -> None:
     """Delete every stored vector of an embedding space (``vec_space_<id>``) as the app would see a
     space whose chunks were never embedded: on SQLite the vec0 rows go and each chunk is journalled,
-    so the in-process index catches up (app/rag/vector_index.py); on PostgreSQL the table's rows go."""
+    so the in-process index catches up (app/rag/index/vector_index.py); on PostgreSQL the table's rows go."""
     if conn.dialect.name == POSTGRESQL:
         conn.execute(text(f"DELETE FROM {table}"))
         return

@@ -151,7 +151,7 @@ def test_every_allowed_violation_still_exists() -> None:
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app.main import create_app",
             {"app.main"},
         ),
-        ("app.rag.ingest", "from app.services import documents", {"app.services.documents"}),
+        ("app.rag.ingest.pipeline", "from app.services import documents", {"app.services.documents"}),
         ("app.llm.base", "from app.graphql.errors import parse_id", {"app.graphql.errors"}),
         ("app.db.models", "from ..services import sessions", {"app.services.sessions"}),
         ("app.graphql.context", "from app.container import Container", set()),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from app.db import migrate
 from tests.net.server import serving
-from tests.rag.test_intake import MINIFIED_JS, PROSE, SEARCH_INDEX
+from tests.rag.ingest.test_intake import MINIFIED_JS, PROSE, SEARCH_INDEX
 
 
 def _run(url: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

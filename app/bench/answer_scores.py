@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
 
-from app.rag.citations import MARKER
-from app.rag.extractive import CLOSEST
+from app.rag.answer.citations import MARKER
+from app.rag.answer.extractive import CLOSEST
 
 PROMPTS = Path(__file__).resolve().parents[1] / "rag" / "prompts"
 

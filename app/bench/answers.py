@@ -29,8 +29,8 @@ from app.db.models import ChatMessage, Chunk, Citation
 from app.errors import ValidationError
 from app.llm.base import Embedder
 from app.rag import prompting
-from app.rag.answer_mode import AnswerMode
-from app.rag.ingest import Ingestor, Source
+from app.rag.answer.mode import AnswerMode
+from app.rag.ingest.pipeline import Ingestor, Source
 from app.services import projects, sessions
 from app.services.chat import trace_model
 from app.services.chat.events import DoneEvent, ErrorEvent, TokenEvent

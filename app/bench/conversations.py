@@ -7,8 +7,8 @@ its expected document, a fact its chunk holds, and a standalone version of the s
 follow-up is searched four ways, through the real retrieval path on a scratch database:
 
 - ``raw``: the message alone, as a chat turn searched before issue 15;
-- ``history``: the model-free history-aware query (app/rag/conversation.py);
-- ``rewrite``: the chat model's standalone rewrite (app/rag/rewrite.py), falling back to
+- ``history``: the model-free history-aware query (app/rag/search/conversation.py);
+- ``rewrite``: the chat model's standalone rewrite (app/rag/search/rewrite.py), falling back to
   ``history`` when it fails, as a chat turn does;
 - ``standalone``: the standalone question written in the set (the ceiling);
 - and, for the design note, ``history_no_hygiene`` (no near-duplicate removal, document cap or
@@ -35,10 +35,10 @@ from app.container import Container
 from app.db import migrate
 from app.errors import ValidationError
 from app.llm.base import ChatModel, Embedder
-from app.rag import conversation, query_cache, rewrite
-from app.rag.conversation_settings import Quality, RewriteMode
-from app.rag.ingest import Ingestor, Source
-from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
+from app.rag.ingest.pipeline import Ingestor, Source
+from app.rag.search import conversation, query_cache, rewrite
+from app.rag.search.conversation_settings import Quality, RewriteMode
+from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.session_settings import RagSettings
 from app.services import projects
 from app.services.chat import turn_search

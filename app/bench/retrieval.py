@@ -22,12 +22,12 @@ from app.bench import scratch
 from app.bench.beir import BeirDataset
 from app.container import Container
 from app.llm.base import ChatModel, Embedder, Reranker, Vectors
-from app.rag import expansion, query_cache, rerank
-from app.rag.candidates import Candidate
-from app.rag.conversation_settings import Quality
-from app.rag.ingest import FileResult
-from app.rag.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
-from app.rag.retrieval_mode import RetrievalMode
+from app.rag.ingest.pipeline import FileResult
+from app.rag.search import expansion, query_cache, rerank
+from app.rag.search.candidates import Candidate
+from app.rag.search.conversation_settings import Quality
+from app.rag.search.retrieval import RetrievalParams, RetrievalResult, embed_query, retrieve
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 from app.services import projects
 from app.services.chat import turn_search

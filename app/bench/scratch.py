@@ -20,7 +20,7 @@ from app.bench.beir import BeirDataset, document_text
 from app.container import Container
 from app.db import migrate
 from app.llm.base import Embedder
-from app.rag.ingest import FileResult, Ingestor, Source
+from app.rag.ingest.pipeline import FileResult, Ingestor, Source
 from app.services import projects
 from app.settings import Settings
 

@@ -150,7 +150,7 @@ class EmbeddingSpace(Base):
 
 class VectorJournal(Base):
     """Which chunks' vectors changed in a space, in commit order, so an in-memory index can catch up
-    by re-reading only those (app/rag/vector_index.py). Written by ``vector_store.put`` and by a
+    by re-reading only those (app/rag/index/vector_index.py). Written by ``vector_store.put`` and by a
     trigger on chunk deletion. A row with no chunk id marks where a space's journal begins."""
 
     __tablename__ = "vector_journal"
@@ -163,7 +163,7 @@ class VectorJournal(Base):
 
 class KeywordJournal(Base):
     """Which chunks of a project were inserted, deleted or re-texted, in commit order, so the
-    in-memory keyword index can catch up by re-reading only those (app/rag/keyword_index.py).
+    in-memory keyword index can catch up by re-reading only those (app/rag/index/keyword_index.py).
     Written by triggers on ``chunks`` (migration 0010); no foreign key, because a project's deletion
     removes its rows with a trigger. A row with no chunk id marks where a project's journal begins."""
 

@@ -14,21 +14,21 @@ from strawberry.types.enum import has_enum_definition
 
 from app.errors import ErrorCode
 from app.net.addresses import Refusal as UrlRefusal
-from app.rag.answer_mode import AnswerMode
-from app.rag.candidates import CandidateFate
-from app.rag.conversation_settings import Quality, RewriteMode
-from app.rag.degradation import DegradationReason
-from app.rag.fusion import Fusion
-from app.rag.guard import Decision as GuardDecision
-from app.rag.ingest import FileStatus
-from app.rag.intake import SkipReason
-from app.rag.ranking_modes import ExpansionMode, RerankMode
-from app.rag.retrieval_mode import RetrievalMode
-from app.rag.rewrite import RewriteOutcome
-from app.rag.stages import Stage
-from app.rag.types import DocumentKind
-from app.rag.widen import Decision as SearchDecision
-from app.rag.widen import Judge as SearchJudge
+from app.rag.answer.guard import Decision as GuardDecision
+from app.rag.answer.mode import AnswerMode
+from app.rag.ingest.intake import SkipReason
+from app.rag.ingest.pipeline import FileStatus
+from app.rag.ingest.types import DocumentKind
+from app.rag.search.candidates import CandidateFate
+from app.rag.search.conversation_settings import Quality, RewriteMode
+from app.rag.search.degradation import DegradationReason
+from app.rag.search.fusion import Fusion
+from app.rag.search.ranking_modes import ExpansionMode, RerankMode
+from app.rag.search.retrieval_mode import RetrievalMode
+from app.rag.search.rewrite import RewriteOutcome
+from app.rag.search.stages import Stage
+from app.rag.search.widen import Decision as SearchDecision
+from app.rag.search.widen import Judge as SearchJudge
 from app.services.records import CitationKind, DocumentStatus, ItemState, JobOrigin, MessageStatus, Role
 
 

@@ -14,7 +14,7 @@ from app.graphql.knowledge.queries import KnowledgeQuery
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.search.queries import SearchQuery
 from app.graphql.tools.resolvers import ToolQuery
-from app.rag.parsing import KINDS_BY_EXTENSION
+from app.rag.ingest.parsing import KINDS_BY_EXTENSION
 from app.rag.session_settings import RagSettings
 from app.services import health
 

@@ -23,7 +23,7 @@ from app.graphql.knowledge.job_types import (
 )
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.tools.call_types import ToolCall
-from app.rag.parsing import stored_kind
+from app.rag.ingest.parsing import stored_kind
 from app.rag.session_settings import RagSettings
 from app.services import records
 from app.services.chat import trace_model

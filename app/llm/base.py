@@ -116,10 +116,10 @@ class ModelCapabilities:
     # False for very small local models (SmolLM2-135M loops, echoes and invents; docs/BENCHMARKS.md).
     grounded_writing: bool = True
     # Rewrites a follow-up into a standalone search query well enough to search with it instead of
-    # the model-free history-aware query (a session's rewrite AUTO; app/rag/rewrite.py). A provider
+    # the model-free history-aware query (a session's rewrite AUTO; app/rag/search/rewrite.py). A provider
     # declares it; not the shipped local models (measured on benchmarks/conversations, docs/BENCHMARKS.md).
     query_rewriting: bool = False
-    # Judges whether retrieved sources answer a question (evaluate-and-widen, app/rag/widen.py);
+    # Judges whether retrieved sources answer a question (evaluate-and-widen, app/rag/search/widen.py);
     # a provider declares it; otherwise the model-free heuristic decides.
     retrieval_judging: bool = False
     # How many answers its provider writes at once without slowing each (app/services/chat/slots.py);

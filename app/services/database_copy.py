@@ -29,7 +29,7 @@ from app.db.database import Database
 from app.db.enums import ToolKind
 from app.db.models import Base, EmbeddingSpace, KeywordJournal, Server, Tool, VectorJournal
 from app.errors import ConflictError
-from app.rag import spaces, vector_store
+from app.rag.index import spaces, vector_store
 
 BATCH = 2000
 # Not copied: the journals are derived by the target's own machinery (SQLite's triggers and

@@ -10,8 +10,8 @@ from app.db.database import Database
 from app.db.models import Chunk, Document
 from app.errors import IngestError, NotFoundError, ValidationError
 from app.llm.base import Embedder
-from app.rag.ingest import FileResult, Ingestor, IngestSummary, Source
-from app.rag.parsing import detect_kind
+from app.rag.ingest.parsing import detect_kind
+from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
 from app.rag.sanitize import clean_name
 from app.services import projects
 from app.services.pages import Order, Page, PageRequest, pages

@@ -12,7 +12,7 @@ from app.db.database import Database
 from app.db.enums import SpaceStatus
 from app.db.models import Chunk, Document, EmbeddingSpace, Project
 from app.errors import ConflictError, NotFoundError, ValidationError
-from app.rag import spaces
+from app.rag.index import spaces
 from app.services.pages import Order, Page, PageRequest, page
 
 NAME_MAX = 200

@@ -10,10 +10,10 @@ import anyio.to_thread
 from app.db.database import Database
 from app.errors import ValidationError
 from app.llm.base import ChatModel, ChatModels, Embedder, ModelCapabilities, Reranker
-from app.rag import conversation, rewrite
-from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
-from app.rag.retrieval_mode import RetrievalMode
 from app.rag.sanitize import clean_message
+from app.rag.search import conversation, rewrite
+from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 from app.services import projects, sessions
 from app.services.chat import ranking, turn_search

@@ -26,7 +26,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        # A space's vectors live in a `vector(d)` column (app/rag/spaces.py). Left in place by the
+        # A space's vectors live in a `vector(d)` column (app/rag/index/spaces.py). Left in place by the
         # downgrade: the extension may be shared, and only its owner may drop it.
         op.execute("CREATE EXTENSION IF NOT EXISTS vector")
     op.create_table(

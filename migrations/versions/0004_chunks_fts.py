@@ -23,7 +23,7 @@ depends_on: str | Sequence[str] | None = None
 
 # The generated column PostgreSQL keeps from `chunks.text`; the ORM does not model it.
 PG_COLUMN = "text_search"
-PG_CONFIG = "ragchat_english"  # app/rag/pg_rankings.py tokenises questions with it
+PG_CONFIG = "ragchat_english"  # app/rag/index/pg_rankings.py tokenises questions with it
 PG_MAPPED = "asciiword, asciihword, hword_asciipart, word, hword, hword_part"
 
 

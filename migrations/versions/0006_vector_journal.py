@@ -1,6 +1,6 @@
 """vector journal: which vectors changed in each embedding space, in commit order
 
-The search index keeps each space's vectors in memory (app/rag/vector_index.py) and must see every
+The search index keeps each space's vectors in memory (app/rag/index/vector_index.py) and must see every
 committed change, also one made by another process. `vector_store.put` appends the chunk ids it
 writes; a trigger appends the id of every deleted chunk for each space of its project. Within a
 space `seq` only grows (the space's newest row is never pruned). Each existing space gets a first

@@ -1,7 +1,7 @@
 """citations.score may be null: a source that had no similarity score kept none
 
 A source has no cosine score when the stored vectors could not be read and retrieval found it by
-keyword alone (see app/rag/degradation.py). Its citation was stored with 0.0, a score it never had;
+keyword alone (see app/rag/search/degradation.py). Its citation was stored with 0.0, a score it never had;
 from now on with none. Citations stored before keep their 0.0: nothing tells them from a real one.
 Downgrading writes 0.0 again.
 

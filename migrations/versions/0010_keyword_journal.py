@@ -1,7 +1,7 @@
 """keyword journal: which chunks of each project changed, in commit order
 
 The keyword index keeps each project's term statistics and postings in memory
-(app/rag/keyword_index.py) and must see every committed change, also one made by another process.
+(app/rag/index/keyword_index.py) and must see every committed change, also one made by another process.
 Triggers on ``chunks`` append the id of every inserted, deleted or re-texted chunk to its project's
 journal, in the same transaction as the change; within a project ``seq`` only grows (a project's
 newest row is never pruned). A deleted project's rows go with it (a trigger on ``projects``; the

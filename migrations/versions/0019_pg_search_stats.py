@@ -9,8 +9,8 @@ BM25 needs the project's chunk count and average chunk length; computing them fr
 - ``project_search_stats(project_id, revision, chunks, words)``: one row per project that holds
   chunks, kept by statement-level triggers on ``chunks`` (insert, update, delete, cascades too) in
   the same transaction as the change. ``revision`` grows with every statement that changes the
-  project's chunks, and with every write of their vectors (``app/rag/vector_store.put``): the
-  retrieval result cache's key on PostgreSQL (``app/rag/query_cache.py``), read in the search's
+  project's chunks, and with every write of their vectors (``app/rag/index/vector_store.put``): the
+  retrieval result cache's key on PostgreSQL (``app/rag/search/query_cache.py``), read in the search's
   own snapshot, so servers sharing the database never serve a result older than their snapshot.
 
 A project's chunk writers now update its one row: concurrent writers of one project queue on its

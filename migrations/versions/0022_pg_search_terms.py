@@ -4,7 +4,7 @@ Keyword search on PostgreSQL scored every chunk holding any question word and co
 document frequency (df) from those same rows, so a question with "of" or "the" scored nearly every
 chunk of the project: 14 s a question at 500k chunks (issue 18). With each lexeme's df known before
 the search, BM25 bounds what each word can add and scores only the chunks of the words that can
-still change the top k (MaxScore, ``app/rag/pg_rankings.py``); the common words' postings are never
+still change the top k (MaxScore, ``app/rag/index/pg_rankings.py``); the common words' postings are never
 read.
 
 - ``project_search_terms(project_id, lexeme, chunks, tf_max, words_per_tf_min)``: how many of the

@@ -363,7 +363,7 @@ def test_0010_journals_existing_projects_and_every_chunk_change(database_url: st
     them; afterwards every insert, text update and delete of a chunk is journalled, and a deleted
     project leaves no rows behind (its cascade is not journalled)."""
     from app.db.database import Database
-    from app.rag import keyword_index
+    from app.rag.index import keyword_index
 
     migrate.upgrade(database_url, "0008")
     _fill_before_0008(database_url)

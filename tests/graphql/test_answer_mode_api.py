@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.rag.extractive import NO_ANSWER
+from app.rag.answer.extractive import NO_ANSWER
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT

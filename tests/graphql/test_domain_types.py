@@ -9,8 +9,8 @@ import pytest
 
 from app.graphql.rag_settings import RagSettingsFields, RagSettingsInput
 from app.graphql.schema import export_sdl
-from app.rag.answer_mode import AnswerMode
-from app.rag.candidates import Location
+from app.rag.answer.mode import AnswerMode
+from app.rag.search.candidates import Location
 from app.rag.session_settings import RagSettings, RagSettingsPatch
 from app.settings import Settings
 

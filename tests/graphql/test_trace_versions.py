@@ -121,7 +121,7 @@ def test_an_old_version_1_trace_without_answer_still_reads(api: Api, fake_contai
     assert parsed is not None and parsed.answer is None and parsed.source_chunk_ids == [3]
 
 
-# How each producer worded its degradation before they had reasons (app/rag/retrieval.py and
+# How each producer worded its degradation before they had reasons (app/rag/search/retrieval.py and
 # app/services/chat/service.py at 1bba690): stored as the message alone.
 LEGACY_DEGRADED = [
     ("vector search failed (no such table: vec_space_1); used keyword search only", "VECTOR_SEARCH_FAILED"),

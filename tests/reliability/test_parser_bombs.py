@@ -16,7 +16,7 @@ from app.container import Container
 from app.db import migrate
 from tests.graphql.client import Api
 from tests.graphql.ops import CREATE_PROJECT, UPLOAD
-from tests.rag.bombs import pdf, text_operators
+from tests.rag.ingest.bombs import pdf, text_operators
 
 SLOW_PDF = pdf([text_operators(1_000_000)], [0])  # 4.9 KB; pypdf takes ~30 s to read its text
 HEALTH = "{ health { ok } }"

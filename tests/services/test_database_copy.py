@@ -32,9 +32,9 @@ from app.db.models import (
     ToolVector,
 )
 from app.errors import ConflictError
-from app.rag import spaces, vector_store
-from app.rag.ingest import Ingestor, Source
-from app.rag.retrieval_mode import RetrievalMode
+from app.rag.index import spaces, vector_store
+from app.rag.ingest.pipeline import Ingestor, Source
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.services import database_copy, projects, search
 from app.settings import Settings
 from tests.fakes import FakeEmbedder

@@ -17,7 +17,7 @@ from app.db.database import Database
 from app.db.models import Chunk, Document, EmbeddingSpace
 from app.errors import ConflictError
 from app.llm.base import Vectors
-from app.rag.ingest import FileStatus, Ingestor, IngestSummary, Source
+from app.rag.ingest.pipeline import FileStatus, Ingestor, IngestSummary, Source
 from app.services import projects
 from app.settings import Settings
 from tests.fakes import FakeEmbedder

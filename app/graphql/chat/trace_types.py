@@ -7,8 +7,8 @@ import strawberry
 from app.graphql.enums import AnswerMode, CandidateFate, Fusion, GuardDecision, RetrievalMode, Stage
 from app.graphql.search.trace_types import TraceSearch, search_of
 from app.graphql.tools.call_types import TraceTools
-from app.rag.candidates import Location
-from app.rag.degradation import Degradation
+from app.rag.search.candidates import Location
+from app.rag.search.degradation import Degradation
 from app.services.chat import trace_model
 
 

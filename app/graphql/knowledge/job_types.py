@@ -11,7 +11,7 @@ from app.graphql.connections import PAGE_OR_MISTAKE, Connection, Cursor
 from app.graphql.context import Info
 from app.graphql.enums import FileStatus, ItemState, JobOrigin
 from app.graphql.errors import ValidationError
-from app.rag.ingest import FileStatus as IngestFileStatus
+from app.rag.ingest.pipeline import FileStatus as IngestFileStatus
 from app.services import records
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from app.graphql.results import (
     UrlDocumentResult,
     call,
 )
-from app.rag.ingest import FileStatus, IngestSummary
+from app.rag.ingest.pipeline import FileStatus, IngestSummary
 from app.services import documents, projects
 
 

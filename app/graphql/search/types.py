@@ -20,8 +20,8 @@ from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, Fusion, RetrievalMode
 from app.graphql.errors import ValidationError
 from app.graphql.search.trace_types import TraceSearch, search_of
-from app.rag.candidates import Candidate
-from app.rag.retrieval import RetrievalResult
+from app.rag.search.candidates import Candidate
+from app.rag.search.retrieval import RetrievalResult
 from app.services.chat import trace_model
 from app.services.pages import Page, PageRequest, page_of
 

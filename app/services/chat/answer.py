@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 from app.db.enums import CitationKind
 from app.errors import ProviderError
 from app.llm.base import Embedder, Vectors
-from app.rag import citations, extractive, guard, query_cache
-from app.rag.answer_mode import ModeChoice
+from app.rag.answer import citations, extractive, guard
+from app.rag.answer.mode import ModeChoice
+from app.rag.search import query_cache
 from app.services.chat.events import SourceRef
 from app.services.chat.trace_model import TraceAnswer, TraceGuard
 
@@ -51,7 +52,7 @@ def _embedding(embedder: Callable[[], Embedder]) -> Callable[[list[str]], Vector
 
 
 def cached_embed(model: Embedder) -> Callable[[list[str]], Vectors]:
-    """``model.embed`` through the embedder's text cache (app/rag/query_cache.py): the guard, the
+    """``model.embed`` through the embedder's text cache (app/rag/search/query_cache.py): the guard, the
     extractive answer and attribution embed the sources' sentences, and the same chunks come back
     turn after turn in a conversation (with the local embedder, ~220-280 ms a turn re-embedded)."""
     return lambda texts: query_cache.embed(model, texts)

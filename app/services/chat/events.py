@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.errors import ErrorCode
-from app.rag.candidates import Location
-from app.rag.degradation import Degradation
-from app.rag.widen import Decision
+from app.rag.search.candidates import Location
+from app.rag.search.degradation import Degradation
+from app.rag.search.widen import Decision
 from app.services.records import ChatMessage, Citation
 
 

@@ -87,7 +87,7 @@ class _Ungated:
 
 def ungated(embedder: Callable[[], Embedder]) -> Callable[[], Embedder]:
     """``embedder`` with its embedder wrapped by ``_Ungated``: the same wrapper while the embedder is
-    the same object (the query-embedding cache is kept per embedder object, app/rag/query_cache.py)."""
+    the same object (the query-embedding cache is kept per embedder object, app/rag/search/query_cache.py)."""
     made: list[_Ungated] = []
     lock = threading.Lock()
 

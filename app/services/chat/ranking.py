@@ -1,7 +1,7 @@
 """A chat turn's retrieval with its ranking stages: multi-query expansion (the session's chat model
 proposes phrasings, searched beside the question), then reranking of the first candidates (the
 operator's rerank endpoint, or the chat model as judge), as the session's settings and the model's
-declared capabilities decide (app/rag/ranking_modes.py). Each stage is bounded by a timeout and
+declared capabilities decide (app/rag/search/ranking_modes.py). Each stage is bounded by a timeout and
 falls back to what it was given; the trace records what ran and why something did not."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from app.llm.base import ChatModel, ChatModels, ModelCapabilities, Reranker
-from app.rag import expansion, rerank
-from app.rag.degradation import Degradation, DegradationReason
-from app.rag.judge import ChatJudge
-from app.rag.ranking_modes import ExpansionMode, RerankMode, expansion_used, rerank_used
-from app.rag.retrieval import RetrievalResult
+from app.rag.search import expansion, rerank
+from app.rag.search.degradation import Degradation, DegradationReason
+from app.rag.search.judge import ChatJudge
+from app.rag.search.ranking_modes import ExpansionMode, RerankMode, expansion_used, rerank_used
+from app.rag.search.retrieval import RetrievalResult
+from app.rag.search.stages import Stage
 from app.rag.session_settings import RagSettings
-from app.rag.stages import Stage
 from app.services.chat.trace_model import TraceRanking
 from app.settings import Settings
 

@@ -44,13 +44,16 @@ from app.llm.base import (
     TextDelta,
     Usage,
 )
-from app.rag import answer_mode, budget, citations, conversation, extractive, guard, prompting
-from app.rag.answer_mode import AnswerMode, ModeChoice
-from app.rag.candidates import Candidate, CandidateFate
-from app.rag.degradation import DegradationReason
-from app.rag.retrieval import RetrievalResult
+from app.rag import prompting
+from app.rag.answer import budget, citations, extractive, guard
+from app.rag.answer import mode as answer_mode
+from app.rag.answer.mode import AnswerMode, ModeChoice
 from app.rag.sanitize import clean_message
-from app.rag.stages import Stage
+from app.rag.search import conversation
+from app.rag.search.candidates import Candidate, CandidateFate
+from app.rag.search.degradation import DegradationReason
+from app.rag.search.retrieval import RetrievalResult
+from app.rag.search.stages import Stage
 from app.services.chat import answer as chat_answer
 from app.services.chat import gate as chat_gate
 from app.services.chat import ranking, shared_slots, turn_search

@@ -30,8 +30,9 @@ from app.db.models import Tool
 from app.errors import ProviderTimeoutError
 from app.llm.base import ChatModel, ChatModels, GenerationOptions, TextDelta
 from app.llm.tool_calling import ToolCallingModel
-from app.rag import budget, prompting
-from app.rag.stages import Stage
+from app.rag import prompting
+from app.rag.answer import budget
+from app.rag.search.stages import Stage
 from app.services.chat.events import SourceRef, ToolCallEvent, ToolEvent, ToolPreviewEvent, ToolResultEvent
 from app.services.chat.store import Turn
 from app.services.chat.trace import TraceBuilder

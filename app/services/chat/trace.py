@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from app.llm.base import Usage
-from app.rag.budget import BudgetReport
-from app.rag.degradation import Degradation, DegradationReason
-from app.rag.retrieval import RetrievalResult
-from app.rag.stages import Stage
+from app.rag.answer.budget import BudgetReport
+from app.rag.search.degradation import Degradation, DegradationReason
+from app.rag.search.retrieval import RetrievalResult
+from app.rag.search.stages import Stage
 from app.services.chat.events import SourceRef
 from app.services.chat.store import Turn
 from app.services.chat.trace_model import (

@@ -3,9 +3,9 @@ the message (camelCase keys, the aliases below), read back through ``parse`` by 
 the CLI and the answer bench.
 
 Versions: 1 is the only shape so far; its ``answer`` and ``search`` entries came later, so older
-version-1 traces have none (they default to None), and its ``degraded`` entries were plain messages until they got a
-reason (read by app.rag.degradation.Degradation.of). A trace of an unknown version or one that does not validate is
-logged and read as None: a corrupt row costs its explanation, never the message.
+version-1 traces have none (they default to None), and its ``degraded`` entries were plain messages until
+they got a reason (read by app.rag.search.degradation.Degradation.of). A trace of an unknown version or one
+that does not validate is logged and read as None: a corrupt row costs its explanation, never the message.
 """
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from app.db.enums import ToolCallStatus
-from app.rag.answer_mode import AnswerMode
-from app.rag.candidates import CandidateFate, Location
-from app.rag.conversation_settings import Quality, RewriteMode
-from app.rag.degradation import Degradation
-from app.rag.fusion import Fusion
-from app.rag.guard import Decision
-from app.rag.retrieval_mode import RetrievalMode
-from app.rag.rewrite import RewriteOutcome
+from app.rag.answer.guard import Decision
+from app.rag.answer.mode import AnswerMode
+from app.rag.search.candidates import CandidateFate, Location
+from app.rag.search.conversation_settings import Quality, RewriteMode
+from app.rag.search.degradation import Degradation
+from app.rag.search.fusion import Fusion
+from app.rag.search.retrieval_mode import RetrievalMode
+from app.rag.search.rewrite import RewriteOutcome
+from app.rag.search.stages import Stage
+from app.rag.search.widen import Decision as PassDecision
+from app.rag.search.widen import Judge
 from app.rag.session_settings import RagSettings
-from app.rag.stages import Stage
-from app.rag.widen import Decision as PassDecision
-from app.rag.widen import Judge
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """What a chat turn searches, and how hard (issue 15, items 1 and 4): the one code path of a chat
 turn's retrieval and of ``retrievalPreview``, so the preview shows what the next turn would find.
 
-1. The query: the message in its conversation, model-free (app/rag/conversation.py); when the
-   session's ``rewrite`` asks for it, the chat model's standalone rewrite instead (app/rag/rewrite.py),
+1. The query: the message in its conversation, model-free (app/rag/search/conversation.py); when the
+   session's ``rewrite`` asks for it, the chat model's standalone rewrite instead (app/rag/search/rewrite.py),
    falling back to the model-free query when the rewrite fails or times out.
-2. Evaluate and widen (app/rag/widen.py): retrieve, judge the pass, and while it is not adequate
+2. Evaluate and widen (app/rag/search/widen.py): retrieve, judge the pass, and while it is not adequate
    and the session's ``quality`` allows, retrieve again wider; answer with the best pass.
 
 Synchronous, run in a worker thread: the chat model's calls (rewrite, judge) go to the event loop
@@ -22,8 +22,8 @@ import anyio.from_thread
 
 from app.db.database import Database
 from app.llm.base import ChatModel, ChatModels, Embedder
-from app.rag import conversation, rewrite, widen
-from app.rag.retrieval import RetrievalParams, RetrievalResult, retrieve
+from app.rag.search import conversation, rewrite, widen
+from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.session_settings import RagSettings
 from app.services.chat import gate as chat_gate
 from app.services.chat.trace_model import TraceCache, TracePass, TraceRewrite, TraceSearch

@@ -3,7 +3,7 @@
 A job is one upload batch, CLI call or fetched address; each of its files is an item that moves
 queued -> parsing -> embedding -> ready | failed | cancelled (or is skipped), each step in its own
 short transaction. ``ready``/``failed`` are stored by :func:`finish_in` inside the transaction that
-stores the document (app/rag/ingest.py's ``Finish``), so an item and its document commit together.
+stores the document (app/rag/ingest/pipeline.py's ``Finish``), so an item and its document commit together.
 The worker that moves items along is app/services/ingestion/worker.py; the files wait on disk (an upload
 spooled under :func:`spool_dir`, a CLI path where it is), never in memory.
 """
@@ -29,7 +29,7 @@ from app.db.engine import is_postgres, sqlite_path
 from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin
 from app.db.models import IngestionItem, IngestionJob, utcnow
 from app.errors import ConflictError, LimitExceededError, NotFoundError
-from app.rag.ingest import FileResult, FileStatus
+from app.rag.ingest.pipeline import FileResult, FileStatus
 from app.services import projects
 from app.services.pages import Order, Page, PageRequest, pages
 from app.settings import JobSettings, Settings

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from app.errors import IngestError, ValidationError
-from app.rag.parsing import detect_kind
+from app.rag.ingest.parsing import detect_kind
 from app.services.documents import clean_upload_name
 from app.services.ingestion.jobs import Intake
 

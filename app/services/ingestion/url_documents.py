@@ -15,9 +15,9 @@ from app.errors import ValidationError
 from app.llm.base import Embedder
 from app.net.addresses import AddressPolicy
 from app.net.fetch import Fetched, FetchPolicy, fetch
-from app.rag.ingest import IngestSummary, Source
-from app.rag.parsing import kind_by_name
-from app.rag.types import DocumentKind
+from app.rag.ingest.parsing import kind_by_name
+from app.rag.ingest.pipeline import IngestSummary, Source
+from app.rag.ingest.types import DocumentKind
 from app.services import documents, projects
 from app.services.ingestion import jobs
 from app.services.records import JobOrigin

@@ -26,9 +26,9 @@ from app.db.enums import ItemState
 from app.db.models import IngestionItem
 from app.errors import RagchatError
 from app.llm.base import Embedder
-from app.rag.ingest import Ingestor, Source
-from app.rag.parse_worker import ParseWorker
-from app.rag.parsing import ParseLimits
+from app.rag.ingest.parse_worker import ParseWorker
+from app.rag.ingest.parsing import ParseLimits
+from app.rag.ingest.pipeline import Ingestor, Source
 from app.services.ingestion import jobs
 from app.settings import IngestSettings, JobSettings
 

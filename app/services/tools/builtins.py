@@ -25,8 +25,8 @@ from app.db.database import Database
 from app.db.enums import DocumentStatus, ToolKind
 from app.db.models import Chunk, Document, Tool
 from app.errors import NotFoundError, ValidationError
-from app.rag.candidates import Location
-from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.search.candidates import Location
+from app.rag.search.retrieval import RetrievalParams, retrieve
 from app.services.tools.catalog import EmbedderFactory
 from app.services.tools.schema import check_arguments
 from app.settings import Settings

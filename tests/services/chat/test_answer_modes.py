@@ -8,8 +8,8 @@ import pytest
 
 from app.container import Container
 from app.llm.base import ModelCapabilities
-from app.rag.answer_mode import AnswerMode
-from app.rag.extractive import NO_ANSWER
+from app.rag.answer.extractive import NO_ANSWER
+from app.rag.answer.mode import AnswerMode
 from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.services.chat.test_service import DOCS, Rig
@@ -119,7 +119,7 @@ async def test_a_degenerate_answer_with_nothing_to_quote_fails_and_stays_out_of_
 @pytest.mark.parametrize("mode", [AnswerMode.GENERATIVE, AnswerMode.EXTRACTIVE])
 async def test_a_sentence_embedded_for_one_answer_is_not_embedded_again(rig: Rig, mode: AnswerMode) -> None:
     """The guard (generative) and the quoted answer (extractive) embed the sources' sentences; when
-    the same chunks come back, their vectors come from the embedder's cache (app/rag/query_cache.py)."""
+    the same chunks come back, their vectors come from the embedder's cache (app/rag/search/query_cache.py)."""
     question = "How do emperor penguins survive the Antarctic winter?"
     embedded: list[set[str]] = []
     for _ in range(2):

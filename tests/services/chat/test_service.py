@@ -11,8 +11,8 @@ from sqlalchemy import text
 
 from app.container import Container
 from app.errors import ProviderUnavailableError, ValidationError
-from app.rag.degradation import DegradationReason
-from app.rag.ingest import Ingestor, Source
+from app.rag.ingest.pipeline import Ingestor, Source
+from app.rag.search.degradation import DegradationReason
 from app.services import leases, projects, sessions
 from app.services.chat import store as chat_store
 from app.services.chat.events import (

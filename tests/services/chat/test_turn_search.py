@@ -10,10 +10,10 @@ import pytest
 from app.container import Container
 from app.errors import ProviderUnavailableError
 from app.llm.base import ModelCapabilities
-from app.rag import query_cache
-from app.rag.conversation_settings import Quality, RewriteMode
-from app.rag.ingest import Source
-from app.rag.retrieval import RetrievalParams, retrieve
+from app.rag.ingest.pipeline import Source
+from app.rag.search import query_cache
+from app.rag.search.conversation_settings import Quality, RewriteMode
+from app.rag.search.retrieval import RetrievalParams, retrieve
 from app.services import documents, search
 from app.services.chat.events import RetrievalEvent, SearchProgressEvent, TokenEvent
 from app.services.chat.trace_model import RetrievalTrace

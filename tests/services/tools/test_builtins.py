@@ -9,7 +9,7 @@ import pytest
 from app.container import Container
 from app.db.models import Chunk, Document
 from app.errors import NotFoundError, ValidationError
-from app.rag.ingest import Ingestor, Source
+from app.rag.ingest.pipeline import Ingestor, Source
 from app.services import projects
 from app.services.tools import catalog as tools
 from app.services.tools.builtins import EXECUTORS, READ_MAX_CHUNKS, ToolContext, check_arguments, run_builtin

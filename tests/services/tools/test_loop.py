@@ -13,7 +13,7 @@ import pytest
 from app.container import Container
 from app.llm.base import GenerationOptions, Message, ModelCapabilities
 from app.llm.tool_calling import ToolCall, ToolCalls
-from app.rag.ingest import Ingestor, Source
+from app.rag.ingest.pipeline import Ingestor, Source
 from app.services import projects
 from app.services.tools import catalog as tools
 from app.services.tools.builtins import ToolContext, ToolOutput

@@ -1,4 +1,0 @@
-"""One module per file format, each turning bytes or decoded text into a :class:`ParsedDocument`.
-
-The public entry point is :func:`app.rag.parsing.parse`; these modules are its workers.
-"""

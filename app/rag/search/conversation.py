@@ -1,0 +1,89 @@
+"""The question searched is the message in its conversation (issue 15, item 1).
+
+A follow-up such as "and how many parking spaces does it have?" names nothing; the earlier user
+turns do. Always on, needing no model: the query's vector is the normalised weighted sum of the
+current message's vector and the earlier user turns' (each earlier turn ``decay`` times the weight
+of the one after it, so the current message weighs most), and its keyword terms are the union of
+theirs with the same weights. With no earlier turns it is exactly the plain query. The weights are
+tuned on benchmarks/conversations (docs/BENCHMARKS.md, "Conversations").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.llm.base import Embedder, Vectors
+from app.rag.index import keyword_index
+from app.rag.search import query_cache
+
+
+@dataclass(frozen=True)
+class HistoryWeights:
+    """How much the earlier user turns count."""
+
+    turns: int = 2  # earlier user turns taken into account (the most recent ones)
+    decay: float = 0.8  # an earlier turn's weight relative to the turn after it (vector)
+    term_decay: float = 0.25  # the same for keyword terms: an earlier turn's words must not outvote the message's
+
+    @property
+    def off(self) -> bool:
+        return self.turns <= 0 or self.decay <= 0
+
+
+DEFAULT_WEIGHTS = HistoryWeights()
+
+
+@dataclass(frozen=True)
+class Query:
+    """What one retrieval searches: the text shown, its vector and its weighted keyword terms."""
+
+    text: str  # the current message (or the rewritten, standalone one)
+    earlier: tuple[str, ...]  # the earlier user turns taken into account, oldest first
+    vector: Vectors
+    terms: dict[int, float]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What identifies the query for the retrieval cache."""
+        return (self.text, self.earlier)
+
+
+def build(
+    embedder: Embedder,
+    message: str,
+    earlier: Sequence[str] = (),
+    weights: HistoryWeights = DEFAULT_WEIGHTS,
+    *,
+    cache_hits: list[bool] | None = None,
+) -> Query:
+    """The history-aware query for ``message`` after the user turns ``earlier`` (oldest first).
+    Embeddings come from the query-embedding cache when they can; each lookup's hit or miss is
+    appended to ``cache_hits``."""
+    taken = () if weights.off else tuple(t for t in earlier if t.strip())[-weights.turns :]
+    texts = [message, *reversed(taken)]  # current first, then back in time
+    vectors = query_cache.embed(embedder, texts, cache_hits)
+    combined = np.zeros(vectors.shape[1], dtype=np.float64)
+    terms: dict[int, float] = {}
+    tokenizer = keyword_index.tokenizer()
+    for age, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+        combined += (weights.decay**age) * vector.astype(np.float64)
+        term_weight = weights.term_decay**age
+        if term_weight <= 0:
+            continue
+        for term, count in tokenizer.question(text).items():
+            terms[term] = max(terms.get(term, 0.0), count * term_weight)
+    norm = float(np.linalg.norm(combined))
+    vector = (combined / norm if norm > 0 else combined).astype(np.float32)
+    return Query(message, taken, vector, terms)
+
+
+def user_turns(history: Sequence[object]) -> list[str]:
+    """The user messages of a turn's history (``Message``s, oldest first; not the data it carries)."""
+    return [
+        m.content  # type: ignore[attr-defined]
+        for m in history
+        if getattr(m, "role", None) == "user" and not getattr(m, "data", False)
+    ]
