@@ -34,7 +34,7 @@ def _type(name: str) -> str:
 
 
 def _before(folder: Path) -> list[tuple[str, Path]]:
-    """The selection before item 7 (app/cli_ingest.collect): not hidden, extension a parser knows."""
+    """The selection before item 7 (the ingest command's `collect` then): not hidden, extension a parser knows."""
     found = []
     for path in sorted(folder.rglob("*")):
         relative = path.relative_to(folder)

@@ -16,10 +16,10 @@ from typing import Any
 
 import uvicorn
 
-from app.cli import WEBSOCKET_OPTIONS
 from app.container import Container
 from app.llm.base import ChatModels, Embedder
 from app.main import create_app
+from app.serving import WEBSOCKET_OPTIONS
 from app.settings import Settings
 from tests.graphql.client import Api
 from tests.live import free_port

@@ -34,7 +34,7 @@ def package_of(module: str) -> str:
     """The box a module is drawn in."""
     if module in FOUNDATIONS:
         return "foundations"
-    if module in ("app.__main__", "app.cli", "app.serving") or module.startswith("app.cli_"):
+    if module in ("app.__main__", "app.serving"):
         return "cli"
     return module.split(".")[1]
 

@@ -15,7 +15,7 @@ def test_the_documented_diagram_is_the_generated_one() -> None:
 
 
 def test_every_module_lands_in_a_drawn_box() -> None:
-    assert graph.package_of("app.cli_chat") == graph.package_of("app.__main__") == "cli"
+    assert graph.package_of("app.cli.chat") == graph.package_of("app.__main__") == "cli"
     assert graph.package_of("app.services.chat.service") == "services"
     assert graph.package_of("app.errors") == "foundations"
     assert {p for edge in graph.package_edges() for p in edge} <= set(graph.ORDER)

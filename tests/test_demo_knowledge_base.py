@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import select
 
-from app.cli_ingest import DEMO_DIR, DEMO_PROJECT, ingest_paths
+from app.cli.ingest import DEMO_DIR, DEMO_PROJECT, ingest_paths
 from app.container import Container
 from app.db.models import ChatMessage, Citation
 from app.services import projects, sessions

@@ -12,7 +12,7 @@ import { after, before, describe, test } from "node:test";
 import { REPO_DIR, openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql } from "./helpers.mjs";
 
-const DEMO_PROJECT = "ragchat docs"; // app/cli_ingest.py
+const DEMO_PROJECT = "ragchat docs"; // app/cli/ingest.py
 const QUESTION = "Which embedding model does ragchat use?";
 const FACT = "all-MiniLM-L6-v2";
 const DOCUMENT = "models-and-providers.md";

@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { README_SCREENSHOT_DIR, REPO_DIR, VIEWPORTS, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
 import { gql } from "./helpers.mjs";
 
-const DEMO_PROJECT = "ragchat docs"; // app/cli_ingest.py
+const DEMO_PROJECT = "ragchat docs"; // app/cli/ingest.py
 const DEFAULT_MODEL = /local\s*\/\s*SmolLM2-135M-Instruct/;
 const { values: args } = parseArgs({
   options: {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli_ingest import ingest_paths
+from app.cli.ingest import ingest_paths
 from app.container import Container
 from app.services import documents
 from tests.graphql.client import Api

@@ -74,12 +74,12 @@ def export_schema() -> None:
 
 
 def main() -> None:
-    from app import cli_bench, cli_chat, cli_database, cli_ingest
+    from app.cli import bench, chat, database, ingest
 
-    cli_ingest.register(cli, settings_or_exit)
-    cli_chat.register(cli, settings_or_exit)
-    cli_bench.register(cli, settings_or_exit)
-    cli_database.register(cli, settings_or_exit)
+    ingest.register(cli, settings_or_exit)
+    chat.register(cli, settings_or_exit)
+    bench.register(cli, settings_or_exit)
+    database.register(cli, settings_or_exit)
     try:
         cli()
     except RagchatError as exc:  # expected failures are messages, not tracebacks
