@@ -1,5 +1,7 @@
-"""The `ragchat` command line (the console script is `app.cli:main`)."""
+"""The `ragchat` command line (the console script is `app.cli:main`), one Typer sub-app per family
+of commands: `main` (serve, migrate, export-schema) composes `ingest` (ingest, reindex, demo),
+`chat` (ask), `database` (copy-database) and `bench` (ragchat bench ...)."""
 
-from app.cli.main import WEBSOCKET_OPTIONS, cli, main, settings_or_exit
+from app.cli.main import cli, main
 
-__all__ = ["WEBSOCKET_OPTIONS", "cli", "main", "settings_or_exit"]
+__all__ = ["cli", "main"]

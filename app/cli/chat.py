@@ -8,6 +8,7 @@ import sys
 import typer
 from rich.console import Console
 
+from app.cli.settings import settings_or_exit
 from app.container import Container
 from app.db.models import Citation
 from app.errors import RagchatError
@@ -18,6 +19,7 @@ from app.services.chat import trace_model
 from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.sessions import SessionChanges
 
+commands = typer.Typer()
 console = Console(stderr=True)
 
 
@@ -74,43 +76,42 @@ def _citations(container: Container, message_id: int) -> list[Citation]:
     return batches.citations_by_message(container.store, [message_id])[0]
 
 
-def register(cli: typer.Typer, settings_or_exit: object) -> None:
-    @cli.command()
-    def ask(
-        question: str = typer.Argument(..., help="The question."),
-        chat: int | None = typer.Option(None, "--session", "-s", help="Ask in this chat session."),
-        project: str | None = typer.Option(None, "--project", "-p", help="Ask a knowledge base (new session)."),
-        top_k: int | None = typer.Option(None, help="top_k for a new session."),
-        threshold: float | None = typer.Option(None, help="threshold for a new session."),
-        mode: AnswerMode | None = typer.Option(
-            None,
-            "--mode",
-            case_sensitive=False,
-            help="How answers are written: generative, extractive or auto (with --session, saved to it).",
-        ),
-    ) -> None:
-        """Ask a question; prints the streamed answer and its sources."""
-        if (chat is None) == (project is None):
-            raise typer.BadParameter("give exactly one of --session or --project")
-        container = Container.build(settings_or_exit())  # type: ignore[operator]
-        try:
-            # The answer is this command's while it streams: a server leaves it alone, and fails it
-            # as interrupted if the command is killed (app/services/leases.py). Taken first: it
-            # refuses a database at another migration before anything is written.
-            with leases.command_lease(container.store):
-                if chat is None:
-                    found = projects.find(container.store, project or "")
-                    if found is None:
-                        raise typer.BadParameter(f"no knowledge base named {project!r}")
-                    changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
-                    settings = container.settings
-                    chat = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
-                elif mode is not None:
-                    sessions.update(container.store, container.chat_models, chat, SessionChanges(answer_mode=mode))
-                code = asyncio.run(_ask(container, chat, question))
-        except RagchatError as exc:
-            console.print(f"[red]{exc.message}[/]")
-            code = 2
-        finally:
-            container.close()
-        raise typer.Exit(code)
+@commands.command()
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    chat: int | None = typer.Option(None, "--session", "-s", help="Ask in this chat session."),
+    project: str | None = typer.Option(None, "--project", "-p", help="Ask a knowledge base (new session)."),
+    top_k: int | None = typer.Option(None, help="top_k for a new session."),
+    threshold: float | None = typer.Option(None, help="threshold for a new session."),
+    mode: AnswerMode | None = typer.Option(
+        None,
+        "--mode",
+        case_sensitive=False,
+        help="How answers are written: generative, extractive or auto (with --session, saved to it).",
+    ),
+) -> None:
+    """Ask a question; prints the streamed answer and its sources."""
+    if (chat is None) == (project is None):
+        raise typer.BadParameter("give exactly one of --session or --project")
+    container = Container.build(settings_or_exit())
+    try:
+        # The answer is this command's while it streams: a server leaves it alone, and fails it
+        # as interrupted if the command is killed (app/services/leases.py). Taken first: it
+        # refuses a database at another migration before anything is written.
+        with leases.command_lease(container.store):
+            if chat is None:
+                found = projects.find(container.store, project or "")
+                if found is None:
+                    raise typer.BadParameter(f"no knowledge base named {project!r}")
+                changes = SessionChanges(title=question[:80], top_k=top_k, threshold=threshold, answer_mode=mode)
+                settings = container.settings
+                chat = sessions.create(container.store, settings, container.chat_models, found.id, changes).id
+            elif mode is not None:
+                sessions.update(container.store, container.chat_models, chat, SessionChanges(answer_mode=mode))
+            code = asyncio.run(_ask(container, chat, question))
+    except RagchatError as exc:
+        console.print(f"[red]{exc.message}[/]")
+        code = 2
+    finally:
+        container.close()
+    raise typer.Exit(code)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from app.cli.settings import settings_or_exit
 from app.container import Container
 from app.errors import ConflictError, RagchatError
 from app.rag.ingest.folders import collect
@@ -24,6 +25,7 @@ from app.services.ingestion import jobs, url_documents
 from app.services.ingestion.worker import ItemRunner
 from app.services.records import IngestionItem, JobOrigin
 
+commands = typer.Typer()
 console = Console(stderr=True)
 DEMO_PROJECT = "ragchat docs"
 
@@ -135,73 +137,74 @@ def print_summary(summary: IngestSummary, by_name: list[Skipped] | None = None) 
                 console.print(f"  {entry.name}: {entry.detail}", highlight=False, markup=False)
 
 
-def register(cli: typer.Typer, settings_or_exit: object) -> None:
-    @cli.command()
-    def ingest(
-        paths: list[Path] = typer.Argument(None, exists=True, help="Files and folders (searched recursively)."),
-        project: str = typer.Option(..., "--project", "-p", help="Knowledge base name (created if missing)."),
-        url: list[str] = typer.Option(
-            None, "--url", help="A document to fetch over http(s) (repeatable); private addresses are refused."
-        ),
-        include: list[str] = typer.Option(
-            None, "--include", help='Only files matching one of these (gitignore syntax, e.g. "*.md"; repeatable).'
-        ),
-        exclude: list[str] = typer.Option(
-            None, "--exclude", help='Leave out files matching (gitignore syntax, e.g. "drafts/"; repeatable).'
-        ),
-        no_default_excludes: bool = typer.Option(
-            False,
-            "--no-default-excludes",
-            help="Also take lock files, source maps, minified bundles and search indexes.",
-        ),
-    ) -> None:
-        """Add or update documents in a knowledge base. In folders, a .ragchatignore (gitignore syntax)
-        leaves files out; every file left out is listed with its reason."""
-        if not paths and not url:
-            raise typer.BadParameter("give files, folders or --url")
-        container = Container.build(settings_or_exit())  # type: ignore[operator]
-        try:
-            with leases.command_lease(container.store):  # its files are its own (app/services/leases.py)
-                summary = ingest_paths(
-                    container,
-                    project,
-                    paths or [],
-                    url or [],
-                    include=include or [],
-                    exclude=exclude or [],
-                    defaults=not no_default_excludes,
-                )
-        finally:
-            container.close()
-        raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)
+@commands.command()
+def ingest(
+    paths: list[Path] = typer.Argument(None, exists=True, help="Files and folders (searched recursively)."),
+    project: str = typer.Option(..., "--project", "-p", help="Knowledge base name (created if missing)."),
+    url: list[str] = typer.Option(
+        None, "--url", help="A document to fetch over http(s) (repeatable); private addresses are refused."
+    ),
+    include: list[str] = typer.Option(
+        None, "--include", help='Only files matching one of these (gitignore syntax, e.g. "*.md"; repeatable).'
+    ),
+    exclude: list[str] = typer.Option(
+        None, "--exclude", help='Leave out files matching (gitignore syntax, e.g. "drafts/"; repeatable).'
+    ),
+    no_default_excludes: bool = typer.Option(
+        False,
+        "--no-default-excludes",
+        help="Also take lock files, source maps, minified bundles and search indexes.",
+    ),
+) -> None:
+    """Add or update documents in a knowledge base. In folders, a .ragchatignore (gitignore syntax)
+    leaves files out; every file left out is listed with its reason."""
+    if not paths and not url:
+        raise typer.BadParameter("give files, folders or --url")
+    container = Container.build(settings_or_exit())
+    try:
+        with leases.command_lease(container.store):  # its files are its own (app/services/leases.py)
+            summary = ingest_paths(
+                container,
+                project,
+                paths or [],
+                url or [],
+                include=include or [],
+                exclude=exclude or [],
+                defaults=not no_default_excludes,
+            )
+    finally:
+        container.close()
+    raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)
 
-    @cli.command()
-    def reindex(
-        project: str = typer.Option(..., "--project", "-p", help="Knowledge base name."),
-    ) -> None:
-        """Re-embed a knowledge base with the configured embedder; searches use the old vectors
-        until the new ones are complete."""
-        from app.rag.ingest.reindex import reindex as run_reindex
 
-        container = Container.build(settings_or_exit())  # type: ignore[operator]
-        try:
-            found = projects.find(container.store, project)
-            if found is None:
-                raise typer.BadParameter(f"no knowledge base named {project!r}")
-            with Progress(TextColumn("[bold]re-embedding"), MofNCompleteColumn(), console=console) as bar:
-                task = bar.add_task("chunks", total=projects.stats(container.store, [found.id])[found.id].chunks)
-                label = run_reindex(container.store, found.id, container.embedder, lambda n: bar.advance(task, n))
-            console.print(f"{found.name} now searches {label}")
-        finally:
-            container.close()
+@commands.command()
+def reindex(
+    project: str = typer.Option(..., "--project", "-p", help="Knowledge base name."),
+) -> None:
+    """Re-embed a knowledge base with the configured embedder; searches use the old vectors
+    until the new ones are complete."""
+    from app.rag.ingest.reindex import reindex as run_reindex
 
-    @cli.command()
-    def demo() -> None:
-        """Load the demo knowledge base (ragchat's own documentation) if it is not there yet."""
-        container = Container.build(settings_or_exit())  # type: ignore[operator]
-        try:
-            with leases.command_lease(container.store):
-                summary = ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
-        finally:
-            container.close()
-        raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)
+    container = Container.build(settings_or_exit())
+    try:
+        found = projects.find(container.store, project)
+        if found is None:
+            raise typer.BadParameter(f"no knowledge base named {project!r}")
+        with Progress(TextColumn("[bold]re-embedding"), MofNCompleteColumn(), console=console) as bar:
+            task = bar.add_task("chunks", total=projects.stats(container.store, [found.id])[found.id].chunks)
+            label = run_reindex(container.store, found.id, container.embedder, lambda n: bar.advance(task, n))
+        console.print(f"{found.name} now searches {label}")
+    finally:
+        container.close()
+
+
+@commands.command()
+def demo() -> None:
+    """Load the demo knowledge base (ragchat's own documentation) if it is not there yet."""
+    container = Container.build(settings_or_exit())
+    try:
+        with leases.command_lease(container.store):
+            summary = ingest_paths(container, DEMO_PROJECT, [DEMO_DIR])
+    finally:
+        container.close()
+    raise typer.Exit(1 if summary.count(FileStatus.FAILED) else 0)

@@ -1,4 +1,5 @@
-"""The `ragchat` command line."""
+"""The `ragchat` command: the server's own commands here, the others composed from the sub-apps
+beside this module (ingest, chat, database, bench)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ import sys
 import typer
 
 from app import logs
+from app.cli import bench, chat, database, ingest
+from app.cli.settings import settings_or_exit
 from app.errors import RagchatError
-from app.serving import WEBSOCKET_OPTIONS
-from app.settings import Settings, load_settings
-
-__all__ = ["WEBSOCKET_OPTIONS", "cli", "main", "settings_or_exit"]
 
 # No locals in tracebacks: they would print settings, API keys included.
 cli = typer.Typer(
@@ -20,19 +19,6 @@ cli = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-
-
-def settings_or_exit(**overrides: object) -> Settings:
-    """The settings, with logging configured from them (app/logs.py); exits on bad settings."""
-    try:
-        settings = load_settings(**overrides)
-    except RagchatError as exc:
-        typer.secho(exc.message, fg=typer.colors.RED, err=True)
-        raise typer.Exit(2) from exc
-    # A command prints its own results: its log shows warnings and worse unless a level is set.
-    chosen = "level" in settings.log.model_fields_set or settings.log_level is not None
-    logs.configure(settings, level=None if chosen else "warning")
-    return settings
 
 
 @cli.command()
@@ -73,13 +59,14 @@ def export_schema() -> None:
     sys.stdout.write(export_sdl())
 
 
-def main() -> None:
-    from app.cli import bench, chat, database, ingest
+# Nameless sub-apps put their commands at the top level; `--help` lists them in this order.
+cli.add_typer(ingest.commands)
+cli.add_typer(chat.commands)
+cli.add_typer(database.commands)
+cli.add_typer(bench.commands, name="bench")
 
-    ingest.register(cli, settings_or_exit)
-    chat.register(cli, settings_or_exit)
-    bench.register(cli, settings_or_exit)
-    database.register(cli, settings_or_exit)
+
+def main() -> None:
     try:
         cli()
     except RagchatError as exc:  # expected failures are messages, not tracebacks
