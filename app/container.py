@@ -17,6 +17,7 @@ from app.settings import Settings
 if TYPE_CHECKING:
     from app.llm.base import ChatModels
     from app.llm.rerankers.http import HttpReranker
+    from app.services.chat.live import LiveTurns
     from app.services.chat.service import ChatService
     from app.services.ingestion.worker import JobWorker
 
@@ -35,6 +36,7 @@ class Container:
         self._embedder = embedder
         self._chat_models = chat_models
         self._chat: ChatService | None = None
+        self._live: LiveTurns | None = None
         self._reranker: HttpReranker | None = None
         self._jobs: JobWorker | None = None
         self._lock = threading.RLock()
@@ -65,6 +67,17 @@ class Container:
                     self.store, self.settings, lambda: self.embedder, self.chat_models, reranker=self.reranker
                 )
             return self._chat
+
+    @property
+    def live(self) -> LiveTurns:
+        """The turns running for the API, which clients follow and re-attach to; one registry per
+        process, over the chat engine."""
+        with self._lock:
+            if self._live is None:
+                from app.services.chat.live import LiveTurns
+
+                self._live = LiveTurns(self.chat)
+            return self._live
 
     @property
     def reranker(self) -> Reranker | None:

@@ -325,7 +325,7 @@ class Subscription:
         content: Annotated[str, QUESTION],
         client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
     ) -> AsyncGenerator[ChatEventType, None]:
-        live = info.context.container.chat.live
+        live = info.context.container.live
 
         async def start(queued: Queued) -> Listener:
             sid = parse_id(session_id, "sessionId")
@@ -344,7 +344,7 @@ class Subscription:
         message_id: Annotated[strawberry.ID, strawberry.argument(description="The answer (an assistant message).")],
         client_message_id: Annotated[str | None, CLIENT_MESSAGE_ID] = None,
     ) -> AsyncGenerator[ChatEventType, None]:
-        live = info.context.container.chat.live
+        live = info.context.container.live
 
         async def start(queued: Queued) -> Listener:
             mid = parse_id(message_id, "messageId")

@@ -94,7 +94,7 @@ class ChatMutation:
         container = info.context.container
         try:
             sid = parse_id(session_id, "sessionId")
-            finished = await chat_turns.complete(container.chat.live, sid, content, client_message_id)
+            finished = await chat_turns.complete(container.live, sid, content, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
         return await _answer(info, finished)
@@ -111,7 +111,7 @@ class ChatMutation:
         container = info.context.container
         try:
             mid = parse_id(message_id, "messageId")
-            finished = await chat_turns.complete_regenerate(container.chat.live, mid, client_message_id)
+            finished = await chat_turns.complete_regenerate(container.live, mid, client_message_id)
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
         return await _answer(info, finished)

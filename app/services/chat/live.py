@@ -26,10 +26,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import anyio.to_thread
 
+from app.db.database import Database
 from app.db.enums import MessageStatus
 from app.errors import ConflictError, StorageError, ValidationError
 from app.services import sessions
@@ -38,9 +39,7 @@ from app.services.chat import store as chat_store
 from app.services.chat.events import ChatEvent, TokenEvent
 from app.services.chat.slots import Queued
 from app.services.chat.store import Turn
-
-if TYPE_CHECKING:
-    from app.services.chat.service import ChatService
+from app.settings import Settings
 
 KEY_FIELD = "clientMessageId"
 KEY_MAX = 100
@@ -142,7 +141,7 @@ class Follower(Listener):
 
     def __init__(self, turns: LiveTurns, answer_id: int, lost: Callable[[], bool]) -> None:
         super().__init__(turns, answer_id, None, lost, [])
-        self._store, self._settings = turns.service.store, turns.service.settings
+        self._store, self._settings = turns.engine.store, turns.engine.settings
         self._ended = False
 
     async def __anext__(self) -> ChatEvent:
@@ -152,11 +151,32 @@ class Follower(Listener):
         return await chat_follow.outcome(self._store, self._settings, self.answer_id)
 
 
-class LiveTurns:
-    """The turns running in this process, by answer id (one registry per ChatService)."""
+class Engine(Protocol):
+    """What the registry needs of the chat engine (``ChatService``): it starts the turns and runs
+    them; the registry only keeps track of who follows them. The container joins the two, so the
+    engine need not know the registry."""
 
-    def __init__(self, service: ChatService) -> None:
-        self.service = service
+    store: Database
+    settings: Settings
+
+    def question(self, content: str) -> str: ...
+
+    async def start(
+        self, session_id: int, content: str, client_key: str | None = None, queued: Queued | None = None
+    ) -> Turn: ...
+
+    async def start_regenerate(
+        self, message_id: int, client_key: str | None = None, queued: Queued | None = None
+    ) -> Turn: ...
+
+    def run(self, turn: Turn) -> AsyncIterator[ChatEvent]: ...
+
+
+class LiveTurns:
+    """The turns running in this process, by answer id (one registry per engine, built by the container)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
         self._live: dict[int, LiveTurn] = {}
         self._opening: dict[tuple[object, ...], tuple[asyncio.Lock, list[int]]] = {}
 
@@ -174,12 +194,12 @@ class LiveTurns:
         ``queued`` is told the place in line while the turn waits for a generation slot."""
         key = client_key(key)
         if key is None:
-            return self._listen(await self.service.start(session_id, content, None, queued), lost, keyed=False)
-        question = self.service.question(content)
+            return self._listen(await self.engine.start(session_id, content, None, queued), lost, keyed=False)
+        question = self.engine.question(content)
         async with self._exclusive("chat", session_id, key):
-            found = await anyio.to_thread.run_sync(chat_store.keyed, self.service.store, session_id, key)
+            found = await anyio.to_thread.run_sync(chat_store.keyed, self.engine.store, session_id, key)
             if found is None:
-                return self._listen(await self.service.start(session_id, question, key, queued), lost, keyed=True)
+                return self._listen(await self.engine.start(session_id, question, key, queued), lost, keyed=True)
         if found.question != question:
             what = "another question" if found.question is not None else "a regeneration"
             raise ConflictError(f"clientMessageId {key!r} was already sent with {what} in this session")
@@ -193,7 +213,7 @@ class LiveTurns:
         if key is None:
             return self._listen(await self._start_regenerate(message_id, None, queued), lost, keyed=False)
         async with self._exclusive("regenerate", message_id, key):
-            found = await anyio.to_thread.run_sync(chat_store.keyed_for_message, self.service.store, message_id, key)
+            found = await anyio.to_thread.run_sync(chat_store.keyed_for_message, self.engine.store, message_id, key)
             if found is None:
                 return self._listen(await self._start_regenerate(message_id, key, queued), lost, keyed=True)
         if found.question is not None or found.answer_id != message_id:
@@ -206,14 +226,14 @@ class LiveTurns:
             orphan.cancel()
             while not orphan.finished:
                 await orphan.changed()
-        return await self.service.start_regenerate(message_id, key, queued)
+        return await self.engine.start_regenerate(message_id, key, queued)
 
     async def _attach(self, answer_id: int, lost: Callable[[], bool]) -> Listener:
         live = self._live.get(answer_id)
         if live is not None:
             return Listener(self, answer_id, live, lost, [])
         # Not running here: finished (a live turn leaves the registry only once its answer is stored).
-        answer = await anyio.to_thread.run_sync(sessions.message, self.service.store, answer_id)
+        answer = await anyio.to_thread.run_sync(sessions.message, self.engine.store, answer_id)
         if answer.status is MessageStatus.STREAMING:  # another process writes it: follow it there
             return Follower(self, answer_id, lost)
         return Listener(self, answer_id, None, lost, [chat_follow.stored_outcome(answer)])
@@ -229,7 +249,7 @@ class LiveTurns:
         live.started = True
         if live.cancel_requested and live.task is not None:
             live.task.cancel()  # delivered at the turn's first await, where run() stores it as cancelled
-        events = self.service.run(live.turn)
+        events = self.engine.run(live.turn)
         try:
             async for event in events:
                 live.publish(event)
@@ -248,7 +268,7 @@ class LiveTurns:
         live.listeners -= 1
         if live.listeners or live.finished:
             return
-        grace = self.service.settings.chat.reattach_grace if lost and live.keyed else 0.0
+        grace = self.engine.settings.chat.reattach_grace if lost and live.keyed else 0.0
         if grace > 0:
             live.orphaned = asyncio.get_running_loop().call_later(grace, self._orphan_expired, live)
         elif live.keyed:  # a client in another process may follow it (app/services/chat/follow.py)
@@ -265,7 +285,7 @@ class LiveTurns:
         """Cancel the orphaned turn, unless a client follows it from another process: then look again
         when that client's hold runs out."""
         try:
-            ahead = await anyio.to_thread.run_sync(chat_follow.followed_for, self.service.store, live.turn.message_id)
+            ahead = await anyio.to_thread.run_sync(chat_follow.followed_for, self.engine.store, live.turn.message_id)
         except StorageError:
             ahead = 0.0  # nobody can follow it through a database that cannot be read
         finally:

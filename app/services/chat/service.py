@@ -70,7 +70,6 @@ from app.services.chat.events import (
     TokenEvent,
     ToolEvent,
 )
-from app.services.chat.live import LiveTurns
 from app.services.chat.log import TurnLog
 from app.services.chat.slots import Queued, Slot, SlotPools
 from app.services.chat.step_deadline import StepDeadline
@@ -105,7 +104,6 @@ class ChatService:
         # turn, often in another task: held here by answer id meanwhile. Event loop only.
         self.slots = SlotPools(settings.chat, models, shared=shared_slots.shared_folder())
         self._held: dict[int, Slot] = {}
-        self.live = LiveTurns(self)  # turns running for the API, which clients follow and re-attach to
 
     # -- admission ---------------------------------------------------------------------------
     @property

@@ -15,6 +15,7 @@ from app.errors import BusyError
 from app.llm.base import ModelCapabilities
 from app.services import sessions
 from app.services.chat.events import DoneEvent, RetrievalEvent, SearchProgressEvent, TokenEvent
+from app.services.chat.live import LiveTurns
 from app.services.chat.service import ChatService
 from app.services.chat.slots import PoolLoad, SlotPool
 from app.services.chat.store import Turn
@@ -166,7 +167,7 @@ async def test_a_regeneration_waits_in_line_too(rig: Rig) -> None:
 async def test_a_listener_that_fell_behind_takes_the_piled_up_tokens_at_once(rig: Rig) -> None:
     """What the chat subscription sends as one ChatToken when it is behind (fewer messages under load)."""
     rig.model.enqueue("one two three four")
-    listener = await rig.service.live.chat(rig.new_chat(), "penguins", None, lost=lambda: False)
+    listener = await LiveTurns(rig.service).chat(rig.new_chat(), "penguins", None, lost=lambda: False)
     first = await anext(listener)
     while isinstance(first, SearchProgressEvent):
         first = await anext(listener)
