@@ -27,6 +27,7 @@ from app.graphql.errors import (
     ValidationError,
     to_graphql,
 )
+from app.graphql.knowledge.document_types import Document
 from app.graphql.knowledge.job_types import IngestionJob
 from app.graphql.search.types import SearchResults
 
@@ -58,7 +59,7 @@ class ChatSessionDeleted:
 class FileOutcome:
     name: str = strawberry.field(description="The file's name, as stored (the document's name).")
     status: FileStatus = strawberry.field(description="Added, unchanged, updated, skipped or failed.")
-    document: types.Document | None = strawberry.field(
+    document: Document | None = strawberry.field(
         description="The stored document. For a failed file: the earlier version it leaves in place (READY), "
         "else a record of the failure (status FAILED); null when nothing could be stored (an unreadable file "
         "or name, a failed write)."
@@ -109,7 +110,7 @@ DeleteChatSessionResult = Annotated[
     strawberry.union("DeleteChatSessionResult", description="What was deleted, or why nothing was."),
 ]
 DocumentResult = Annotated[
-    types.Document | NotFoundError | ValidationError,
+    Document | NotFoundError | ValidationError,
     strawberry.union("DocumentResult", description="A document, or why not."),
 ]
 UploadResult = Annotated[

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import strawberry
 
@@ -11,11 +11,9 @@ from app.graphql.connections import PAGE_OR_MISTAKE, Connection, Cursor
 from app.graphql.context import Info
 from app.graphql.enums import FileStatus, ItemState, JobOrigin
 from app.graphql.errors import ValidationError
+from app.graphql.knowledge.document_types import Document
 from app.rag.ingest.pipeline import FileStatus as IngestFileStatus
 from app.services import records
-
-if TYPE_CHECKING:
-    from app.graphql.types import Document
 
 JOB_CURSOR = Cursor("IngestionJob", (int,))
 UNFINISHED = (ItemState.QUEUED, ItemState.PARSING, ItemState.EMBEDDING)
@@ -70,9 +68,7 @@ class IngestionItem:
         )
 
     @strawberry.field(description="The document it stored; null until then, or once deleted.")
-    async def document(self, info: Info) -> Annotated[Document, strawberry.lazy("app.graphql.types")] | None:
-        from app.graphql.types import Document
-
+    async def document(self, info: Info) -> Document | None:
         if self.document_id is None:
             return None
         row = await info.context.loaders.document.load(int(self.document_id))

@@ -13,6 +13,7 @@ from app.graphql.context import Info
 from app.graphql.errors import parse_id
 from app.graphql.inputs import CreateProjectInput, UpdateProjectInput
 from app.graphql.knowledge import jobs as job_resolvers
+from app.graphql.knowledge.document_types import Document
 from app.graphql.results import (
     DeleteDocumentResult,
     DeleteProjectResult,
@@ -31,7 +32,7 @@ from app.rag.ingest.pipeline import FileStatus, IngestSummary
 from app.services import documents, projects
 
 
-def _report(summary: IngestSummary, docs: dict[int, types.Document]) -> UploadReport:
+def _report(summary: IngestSummary, docs: dict[int, Document]) -> UploadReport:
     return UploadReport(
         files=[
             FileOutcome(
@@ -78,7 +79,7 @@ async def _reported(info: Info, ingest: Callable[[], IngestSummary]) -> Any:  # 
     def run() -> UploadReport:
         summary = ingest()
         ids = [f.document_id for f in summary.files if f.document_id]
-        docs = {d.id: types.Document.of(d) for d in documents.get_many(store, ids)}
+        docs = {d.id: Document.of(d) for d in documents.get_many(store, ids)}
         return _report(summary, docs)
 
     return await call(run)

@@ -13,6 +13,7 @@ from app.graphql.connections import After, Before, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.errors import NotFoundError, parse_id, to_graphql
 from app.graphql.knowledge import jobs as job_resolvers
+from app.graphql.knowledge.document_types import Document
 from app.graphql.results import (
     UNREADABLE,
     DocumentResult,
@@ -64,7 +65,7 @@ class KnowledgeQuery:
         self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The document.")]
     ) -> DocumentResult:
         store = info.context.container.store
-        return await call(lambda: types.Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
+        return await call(lambda: Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
 
     @strawberry.field(description="An ingestion job (uploadDocuments returns one), with its files' progress.")
     async def ingestion_job(
