@@ -8,7 +8,8 @@ from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import Chunk, Document
-from app.errors import IngestError, NotFoundError, ValidationError
+from app.db.rows import require
+from app.errors import IngestError, ValidationError
 from app.llm.base import Embedder
 from app.rag.ingest.parsing import detect_kind
 from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
@@ -20,10 +21,7 @@ from app.settings import IngestSettings
 
 def get(store: Database, document_id: int) -> Document:
     with store.read() as db:
-        doc = db.get(Document, document_id)
-    if doc is None:
-        raise NotFoundError("document", document_id)
-    return doc
+        return require(db, Document, document_id)
 
 
 def list_for(store: Database, project_id: int) -> list[Document]:
@@ -52,9 +50,7 @@ def delete(store: Database, document_id: int) -> Document:
     """Delete a document; its chunks, vectors and keyword index entries go with it (cascade + triggers).
     Returns the row as it was."""
     with store.write() as db:
-        doc = db.get(Document, document_id)
-        if doc is None:
-            raise NotFoundError("document", document_id)
+        doc = require(db, Document, document_id)
         db.delete(doc)
         return doc
 

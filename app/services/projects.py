@@ -11,7 +11,8 @@ from app.db import locks
 from app.db.database import Database
 from app.db.enums import SpaceStatus
 from app.db.models import Chunk, Document, EmbeddingSpace, Project
-from app.errors import ConflictError, NotFoundError, ValidationError
+from app.db.rows import require
+from app.errors import ConflictError, ValidationError
 from app.rag.index import spaces
 from app.services.pages import Order, Page, PageRequest, page
 
@@ -52,22 +53,13 @@ def _unique(db: Session, name: str, except_id: int | None = None) -> None:
         raise ConflictError(f"a knowledge base named {name!r} already exists")
 
 
-def require(db: Session, project_id: int) -> Project:
-    """The project, inside a transaction another service opened (it must still exist when that
-    transaction writes); raises :class:`NotFoundError`."""
-    project = db.get(Project, project_id)
-    if project is None:
-        raise NotFoundError("project", project_id)
-    return project
-
-
 def _by_name(db: Session, name: str) -> Project | None:
     return db.scalar(select(Project).where(func.lower(Project.name) == func.lower(" ".join(name.split()))))
 
 
 def get(store: Database, project_id: int) -> Project:
     with store.read() as db:
-        return require(db, project_id)
+        return require(db, Project, project_id)
 
 
 def find(store: Database, name: str) -> Project | None:
@@ -105,7 +97,7 @@ def update(store: Database, project_id: int, *, name: str | None = None, descrip
         (field, message), *more = problems
         raise ValidationError(field, message, more=more)
     with store.write() as db:
-        project = require(db, project_id)
+        project = require(db, Project, project_id)
         if name is not None:
             name = clean_name(name)
             _unique(db, name, except_id=project_id)
@@ -120,7 +112,7 @@ def delete(store: Database, project_id: int) -> Project:
     """Delete a knowledge base with its documents, chunks, vectors and chat sessions. Returns the row
     as it was."""
     with store.write() as db:
-        project = require(db, project_id)
+        project = require(db, Project, project_id)
         spaces.drop_project_spaces(db, project_id)
         db.delete(project)
         return project

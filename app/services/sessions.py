@@ -12,11 +12,11 @@ from pydantic.alias_generators import to_camel
 from sqlalchemy import select
 
 from app.db.database import Database
-from app.db.models import ChatMessage, ChatSession
-from app.errors import NotFoundError, ValidationError
+from app.db.models import ChatMessage, ChatSession, Project
+from app.db.rows import require
+from app.errors import ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
-from app.services import projects
 from app.services.pages import Order, Page, PageRequest, page, pages
 from app.services.tools import catalog as tools
 from app.settings import Settings
@@ -51,10 +51,7 @@ def validate_changes(changes: SessionChanges) -> None:
 
 def get(store: Database, session_id: int) -> ChatSession:
     with store.read() as db:
-        found = db.get(ChatSession, session_id)
-    if found is None:
-        raise NotFoundError("chat session", session_id)
-    return found
+        return require(db, ChatSession, session_id)
 
 
 def create(
@@ -66,7 +63,7 @@ def create(
     models.validate(provider, model)
     rag = changes.applied_to(RagSettings.of(settings.rag))
     with store.write() as db:
-        projects.require(db, project_id)
+        require(db, Project, project_id)
         row = ChatSession(
             project_id=project_id,
             title=(changes.title or "New chat").strip(),
@@ -83,9 +80,7 @@ def create(
 def update(store: Database, models: ChatModels, session_id: int, changes: SessionChanges) -> ChatSession:
     validate_changes(changes)
     with store.write() as db:
-        row = db.get(ChatSession, session_id)
-        if row is None:
-            raise NotFoundError("chat session", session_id)
+        row = require(db, ChatSession, session_id)
         if changes.provider is not None or changes.model is not None:
             models.validate(changes.provider or row.provider, changes.model or row.model)
             tools.check_model_change(db, models, row.id, changes.provider or row.provider, changes.model or row.model)
@@ -99,9 +94,7 @@ def update(store: Database, models: ChatModels, session_id: int, changes: Sessio
 def delete(store: Database, session_id: int) -> ChatSession:
     """Delete a chat session with its messages. Returns the row as it was."""
     with store.write() as db:
-        row = db.get(ChatSession, session_id)
-        if row is None:
-            raise NotFoundError("chat session", session_id)
+        row = require(db, ChatSession, session_id)
         db.delete(row)
         return row
 
@@ -138,7 +131,4 @@ def messages(store: Database, session_id: int, *, limit: int, before_id: int | N
 
 def message(store: Database, message_id: int) -> ChatMessage:
     with store.read() as db:
-        found = db.get(ChatMessage, message_id)
-    if found is None:
-        raise NotFoundError("message", message_id)
-    return found
+        return require(db, ChatMessage, message_id)

@@ -17,6 +17,7 @@ from app.db import locks
 from app.db.database import Database
 from app.db.enums import CitationKind, MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, StoredToolCall, utcnow
+from app.db.rows import require
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
 from app.rag.session_settings import RagSettings
@@ -128,9 +129,7 @@ def _key_in_use(db: Session, session_id: int, client_key: str | None, by: int | 
 def settings_of(store: Database, session_id: int) -> SessionSnapshot:
     """The session's settings now: what a turn about to start will need (its provider's slot)."""
     with store.read() as db:
-        row = db.get(ChatSession, session_id)
-        if row is None:
-            raise NotFoundError("chat session", session_id)
+        row = require(db, ChatSession, session_id)
         return _snapshot(row)
 
 
@@ -147,9 +146,7 @@ def settings_for_answer(store: Database, message_id: int) -> SessionSnapshot:
 def begin(store: Database, session_id: int, question: str, history_turns: int, client_key: str | None = None) -> Turn:
     """Store the user's message and a placeholder for the answer, before any model is called."""
     with store.write() as db:
-        row = db.get(ChatSession, session_id)
-        if row is None:
-            raise NotFoundError("chat session", session_id)
+        row = require(db, ChatSession, session_id)
         _key_in_use(db, session_id, client_key)
         # Core statements, not the ORM's unit of work (~1k Python calls a turn for two rows and a
         # timestamp; issue 16 item 3): nothing here is read back as an object.
@@ -186,9 +183,7 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
     """Reuse the question an assistant message answered; clear the old answer for the new one.
     The answer takes ``client_key``: it names this regeneration until the next one."""
     with store.write() as db:
-        answer = db.get(ChatMessage, message_id)
-        if answer is None:
-            raise NotFoundError("message", message_id)
+        answer = require(db, ChatMessage, message_id)
         if answer.role is not Role.ASSISTANT:
             raise ValidationError("messageId", "only an assistant message can be regenerated")
         if answer.status is MessageStatus.STREAMING:

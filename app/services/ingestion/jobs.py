@@ -27,10 +27,10 @@ from app.db import locks
 from app.db.database import Database
 from app.db.engine import is_postgres, sqlite_path
 from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin
-from app.db.models import IngestionItem, IngestionJob, utcnow
+from app.db.models import IngestionItem, IngestionJob, Project, utcnow
+from app.db.rows import require
 from app.errors import ConflictError, LimitExceededError, NotFoundError
 from app.rag.ingest.pipeline import FileResult, FileStatus
-from app.services import projects
 from app.services.pages import Order, Page, PageRequest, pages
 from app.settings import JobSettings, Settings
 
@@ -98,7 +98,7 @@ def create(
     worker is refused as a whole with :class:`LimitExceededError` when the project's queue would hold
     too many files or bytes (a CLI job runs in its caller's foreground, queueing nothing)."""
     with store.write() as db:
-        projects.require(db, project_id)
+        require(db, Project, project_id)
         if origin in SPOOLED:
             queued = [i for i in intakes if i.skipped is None]
             size = sum(i.size_bytes for i in queued)
@@ -170,10 +170,7 @@ def _check_limits(db: Session, limits: JobSettings, project_id: int, files: int,
 
 def get(store: Database, job_id: int) -> IngestionJob:
     with store.read() as db:
-        job = db.get(IngestionJob, job_id)
-    if job is None:
-        raise NotFoundError("ingestion job", job_id)
-    return job
+        return require(db, IngestionJob, job_id)
 
 
 def get_many(store: Database, ids: list[int]) -> list[IngestionJob]:
@@ -200,12 +197,11 @@ def unfinished_items(store: Database, project_id: int | None, job_id: int | None
     """A job's items (all of them), or every item of a project's jobs that still has unfinished ones."""
     with store.read() as db:
         if job_id is not None:
-            if db.get(IngestionJob, job_id) is None:
-                raise NotFoundError("ingestion job", job_id)
+            require(db, IngestionJob, job_id)
             query = select(IngestionItem).where(IngestionItem.job_id == job_id)
         else:
             assert project_id is not None
-            projects.require(db, project_id)
+            require(db, Project, project_id)
             open_jobs = select(IngestionItem.job_id).where(
                 IngestionItem.project_id == project_id, IngestionItem.state.in_(UNFINISHED_ITEM_STATES)
             )
@@ -224,8 +220,7 @@ def pages_for(store: Database, project_ids: list[int], request: PageRequest) -> 
 
 
 def _chosen(db: Session, job_id: int, item_ids: list[int] | None) -> list[IngestionItem]:
-    if db.get(IngestionJob, job_id) is None:
-        raise NotFoundError("ingestion job", job_id)
+    require(db, IngestionJob, job_id)
     rows = list(db.scalars(select(IngestionItem).where(IngestionItem.job_id == job_id).order_by(IngestionItem.id)))
     if item_ids is None:
         return rows

@@ -24,7 +24,8 @@ from sqlalchemy import delete, func, select, update
 from app.db.database import Database
 from app.db.enums import MessageStatus, Role, ToolCallStatus
 from app.db.models import ChatMessage, ChatSession, StoredToolCall, Tool, utcnow
-from app.errors import ConflictError, NotFoundError, ValidationError
+from app.db.rows import require
+from app.errors import ConflictError, ValidationError
 from app.llm.base import Message
 from app.services.tools.loop import fence
 
@@ -65,9 +66,7 @@ def by_messages(store: Database, message_ids: Sequence[int]) -> list[list[Stored
 
 def get(store: Database, call_id: int) -> StoredToolCall:
     with store.read() as db:
-        row = db.get(StoredToolCall, call_id)
-        if row is None:
-            raise NotFoundError("tool call", call_id)
+        row = require(db, StoredToolCall, call_id)
         return row
 
 
@@ -137,9 +136,7 @@ def claim(store: Database, call_id: int, verify: Verify) -> Claimed:
     (running or done) is returned unclaimed; a rejected one is a ConflictError; one that needed no
     approval is a ValidationError."""
     with store.write() as db:
-        row = db.get(StoredToolCall, call_id)
-        if row is None:
-            raise NotFoundError("tool call", call_id)
+        row = require(db, StoredToolCall, call_id)
         tool = db.get(Tool, row.tool_id) if row.tool_id is not None else None
         arguments = verify(row, tool) if row.status is ToolCallStatus.PREVIEW else None
         won = db.execute(
@@ -170,9 +167,8 @@ def settle(
     """Record the one run of an approved call and tell the conversation how it ended (a complete
     assistant message after the session's last one)."""
     with store.write() as db:
-        row = db.get(StoredToolCall, call_id)
-        if row is None:  # its session was deleted while it ran: nothing left to record it in
-            raise NotFoundError("tool call", call_id)
+        # Gone when its session was deleted while it ran: nothing left to record it in.
+        row = require(db, StoredToolCall, call_id)
         outcome = outcome_text(row.tool_name, row.arguments, result, error)
         message = ChatMessage(
             session_id=row.session_id,
@@ -227,9 +223,7 @@ def reject(store: Database, call_id: int) -> StoredToolCall:
             .where(StoredToolCall.id == call_id, StoredToolCall.status == ToolCallStatus.PREVIEW)
             .values(status=ToolCallStatus.REJECTED, decided_at=utcnow(), finished_at=utcnow())
         )
-        row = db.get(StoredToolCall, call_id)
-        if row is None:
-            raise NotFoundError("tool call", call_id)
+        row = require(db, StoredToolCall, call_id)
         if row.status is not ToolCallStatus.REJECTED:
             _decidable(row, ToolCallStatus.REJECTED)
         return row

@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.db.enums import HttpMethod, ToolKind
 from app.db.models import ChatSession, SessionToolGroup, Tool, ToolVector
-from app.errors import ConflictError, NotFoundError, ValidationError
+from app.db.rows import require
+from app.errors import ConflictError, ValidationError
 from app.llm.base import ChatModels, Embedder
 from app.services.tools.definitions import (
     DEFAULT_TIMEOUT,
@@ -96,10 +97,7 @@ def list_tools(store: Database, group: str | None = None) -> list[Tool]:
 
 def get(store: Database, tool_id: int) -> Tool:
     with store.read() as db:
-        found = db.get(Tool, tool_id)
-    if found is None:
-        raise NotFoundError("tool", tool_id)
-    return found
+        return require(db, Tool, tool_id)
 
 
 def indexed(store: Database, tool_ids: Sequence[int]) -> set[int]:
@@ -166,9 +164,7 @@ def update(
     text_changed = tool_text(changed) != tool_text(current)
     vector = _embed(embedder, changed) if text_changed else None
     with store.write() as db:
-        row = db.get(Tool, tool_id)
-        if row is None:
-            raise NotFoundError("tool", tool_id)
+        row = require(db, Tool, tool_id)
         if changed.name != row.name and db.scalar(select(Tool.id).where(Tool.name == changed.name)) is not None:
             raise ConflictError(f"a tool named {changed.name!r} already exists")
         _check_group(db, changed)
@@ -184,9 +180,7 @@ def update(
 def delete_tool(store: Database, tool_id: int) -> Tool:
     """Delete an HTTP tool (with its vector). Returns the row as it was."""
     with store.write() as db:
-        row = db.get(Tool, tool_id)
-        if row is None:
-            raise NotFoundError("tool", tool_id)
+        row = require(db, Tool, tool_id)
         if row.kind == ToolKind.BUILTIN:
             raise ValidationError("id", "built-in tools cannot be deleted: leave their group out of sessions instead")
         db.delete(row)
@@ -309,9 +303,7 @@ def set_session_groups(store: Database, models: ChatModels, session_id: int, gro
     if len(wanted) > MAX_SESSION_GROUPS:
         raise ValidationError("groups", f"at most {MAX_SESSION_GROUPS} groups")
     with store.write() as db:
-        chat = db.get(ChatSession, session_id)
-        if chat is None:
-            raise NotFoundError("chat session", session_id)
+        chat = require(db, ChatSession, session_id)
         if wanted:
             require_tool_calling(models, chat.provider, chat.model, "groups")
             known = set(db.scalars(select(Tool.tool_group).where(Tool.tool_group.in_(wanted))))
