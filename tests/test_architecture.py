@@ -11,9 +11,8 @@ Which module may import which:
   ``app.container``; it never touches the database (``app.db``: ORM models, engine, ``Database``) —
   reading and writing rows is the services' job.
 - **Below the entry points** — ``app.services``, ``app.rag``, ``app.llm``, ``app.db`` and the shared
-  foundations (``app``, ``app.settings``, ``app.errors``, ``app.resources``, ``app.security``, ``app.web``, ``app.logs``,
-  ``app.request_log``) — nothing
-  imports ``app.container``, and only the entry points import ``app.main``.
+  foundations (``FOUNDATIONS`` below: settings, errors, resources, security, web, body_limit, logs,
+  request_log) — nothing imports ``app.container``, and only the entry points import ``app.main``.
 - **app.rag, app.llm, app.db** (and the foundations) never import ``app.services`` or ``app.graphql``.
 
 Every import counts: at the top, inside a function (a lazy import hides a cycle, it does not
@@ -32,6 +31,7 @@ APP = Path(__file__).resolve().parent.parent / "app"
 
 ENTRY_POINTS = ("app.main", "app.__main__", "app.cli", "app.serving", "app.container", "app.bench")
 LOWEST = ("app.rag", "app.llm", "app.db", "app.net")
+# The shared foundations every layer may use (tests/architecture_diagram.py draws them as one box).
 FOUNDATIONS = (
     "app",
     "app.settings",
@@ -39,6 +39,7 @@ FOUNDATIONS = (
     "app.resources",
     "app.security",
     "app.web",
+    "app.body_limit",
     "app.logs",
     "app.request_log",
 )
@@ -154,6 +155,7 @@ def test_every_allowed_violation_still_exists() -> None:
         ("app.rag.ingest.pipeline", "from app.services import documents", {"app.services.documents"}),
         ("app.llm.base", "from app.graphql.errors import parse_id", {"app.graphql.errors"}),
         ("app.db.models", "from ..services import sessions", {"app.services.sessions"}),
+        ("app.body_limit", "from app.services import sessions", {"app.services.sessions"}),
         ("app.graphql.context", "from app.container import Container", set()),
         ("app.cli.chat", "from app.container import Container\nfrom app.db.models import Citation", set()),
         ("app.bench.answers", "from app.main import create_app", set()),
