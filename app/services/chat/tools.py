@@ -165,7 +165,7 @@ def _trace_entry(selection: Selection, calls: list[CallRecord], result: LoopResu
                 call_id=c.call_id,
                 name=c.name,
                 arguments=c.arguments,
-                status=ToolCallStatus(c.status),
+                status=c.status,
                 error=c.error,
                 result_chars=c.result_chars,
                 truncated=c.truncated,
@@ -264,7 +264,7 @@ async def run(
 
 
 def _store(store: Any, turn: Turn, position: int, record: CallRecord) -> int | None:
-    status = ToolCallStatus(record.status)
+    status = record.status
     new = tool_calls.NewCall(
         call_id=record.call_id,
         tool_id=record.tool_id,
@@ -282,7 +282,7 @@ def _store(store: Any, turn: Turn, position: int, record: CallRecord) -> int | N
 
 
 def _finished(turn: Turn, record: CallRecord, stored: int | None) -> ToolEvent:
-    if record.status == ToolCallStatus.PREVIEW.value:
+    if record.status is ToolCallStatus.PREVIEW:
         return ToolPreviewEvent(
             turn.message_id, record.call_id, stored, record.name, record.arguments, record.preview or ""
         )

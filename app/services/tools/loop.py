@@ -32,6 +32,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from app.db.enums import ToolCallStatus
 from app.db.models import Tool
 from app.errors import RagchatError
 from app.llm.base import GenerationOptions, TextDelta, Usage
@@ -72,7 +73,7 @@ class CallRecord:
     truncated: bool
     ms: float
     sources: tuple[ToolSource, ...] = ()
-    status: str = "executed"  # executed, failed or preview (app.db.enums.ToolCallStatus values)
+    status: ToolCallStatus = ToolCallStatus.EXECUTED  # EXECUTED, FAILED or PREVIEW
     text: str | None = None  # the result (or the error the model was told), control tokens stripped; None: a preview
     preview: str | None = None  # what a side-effecting call would do
     tool_id: int | None = None
@@ -161,7 +162,7 @@ async def run_tool_loop(
 
 
 def _why_stop(result: LoopResult, limits: LoopLimits, deadline: float) -> str | None:
-    if any(record.status == "preview" for record in result.calls):
+    if any(record.status is ToolCallStatus.PREVIEW for record in result.calls):
         return "a call waits for the user's approval"
     if len(result.calls) >= limits.max_calls:
         return f"the limit of {limits.max_calls} tool calls per answer was reached"
@@ -196,7 +197,9 @@ async def _run_one(
     ) -> tuple[CallRecord, str]:
         content, truncated = fence(call.name, text, limits.max_output_chars, ok=ok)
         ms = round((time.perf_counter() - started) * 1000, 2)
-        status = "preview" if previewed is not None else ("executed" if ok else "failed")
+        status = ToolCallStatus.EXECUTED if ok else ToolCallStatus.FAILED
+        if previewed is not None:
+            status = ToolCallStatus.PREVIEW
         kept = strip_control(text) if previewed is None else None  # a failure's: what the model was told
         record = CallRecord(
             call.id,

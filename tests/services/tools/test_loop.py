@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from app.container import Container
+from app.db.enums import ToolCallStatus
 from app.llm.base import GenerationOptions, Message, ModelCapabilities
 from app.llm.tool_calling import ToolCall, ToolCalls
 from app.rag.ingest.pipeline import Ingestor, Source
@@ -82,6 +83,8 @@ async def test_several_calls_then_an_answer(rig: tuple[ToolContext, list[Any]]) 
     assert isinstance(result, LoopResult)
     assert result.text == "They huddle together." and result.rounds == 3 and result.stopped is None
     assert [(r.name, r.ok) for r in result.calls] == [("list_documents", True), ("search_knowledge_base", True)]
+    assert [r.status for r in result.calls] == [ToolCallStatus.EXECUTED] * 2
+    assert all(r.status is ToolCallStatus.EXECUTED for r in result.calls)  # the enum, not its string
     assert result.calls[1].sources and result.calls[1].sources[0].document_name == "penguins.md"
     assert result.usage.completion_tokens > 0
     # Each round the model read the earlier results, fenced as data.
@@ -108,6 +111,7 @@ async def test_invalid_arguments_and_unknown_tools_go_back_to_the_model(rig: tup
         (False, "invalid arguments"),
         (False, "unknown tool"),
     ]
+    assert all(r.status is ToolCallStatus.FAILED for r in result.calls)
     results = [m.content for m in scripted.history[-1][-3:]]
     assert "not valid JSON" in results[0]
     assert "arguments.query" in results[1] and "arguments.top_k" in results[1]
@@ -170,6 +174,7 @@ async def test_a_side_effecting_tool_never_runs_in_the_loop(rig: tuple[ToolConte
     events = [e async for e in loop]
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert ran == [] and finished[0].record.error == "needs approval"
+    assert finished[0].record.status is ToolCallStatus.FAILED  # no previews here: refused
     assert isinstance(events[0], ToolCallStarted)
 
 
