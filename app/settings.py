@@ -256,7 +256,7 @@ class ChatSettings(BaseModel):
 
 
 class ToolSettings(BaseModel):
-    """Tools a chat model may call (issue 19): how many the selection offers, and the secrets HTTP
+    """Tools a chat model may call: how many the selection offers, and the secrets HTTP
     tools' headers name (``RAGCHAT_TOOLS__SECRETS__CRM_TOKEN=...`` is the secret ``crm_token``)."""
 
     # The selection offers a message's top_k allowed tools by similarity (plus its groups' core

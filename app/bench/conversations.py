@@ -1,4 +1,4 @@
-"""`ragchat bench conversations`: follow-up recall on a conversational set (issue 15, Must show).
+"""`ragchat bench conversations`: follow-up recall on a conversational set.
 
 benchmarks/conversations/conversations.jsonl holds two- and three-turn conversations over
 benchmarks/answers/documents (offices, products, travel policies by year, quarterly updates:
@@ -6,7 +6,7 @@ documents that share a structure, so a follow-up's "it" decides the document). E
 its expected document, a fact its chunk holds, and a standalone version of the same question. Each
 follow-up is searched four ways, through the real retrieval path on a scratch database:
 
-- ``raw``: the message alone, as a chat turn searched before issue 15;
+- ``raw``: the message alone, as a chat turn searched before it read the conversation;
 - ``history``: the model-free history-aware query (app/rag/search/conversation.py);
 - ``rewrite``: the chat model's standalone rewrite (app/rag/search/rewrite.py), falling back to
   ``history`` when it fails, as a chat turn does;

@@ -36,7 +36,7 @@ def cache_key(dataset: BeirDataset, embedder: Embedder, settings: Settings) -> s
     ingest = settings.ingest
     digest.update(f"{embedder.space.label}|{embedder.tokenizer.name}|{embedder.max_tokens}|".encode())
     # int8 and fp32 share a vector space (one SpaceId) but not their vectors: a cached fp32 ingest
-    # must not stand in for an int8 one (issue 16 item 4's comparison).
+    # must not stand in for an int8 one when the two are compared.
     precision = getattr(embedder, "precision", "fp32")
     if precision != "fp32":  # fp32 keys stay as they were, so existing caches are still found
         digest.update(f"{precision}|".encode())

@@ -370,7 +370,7 @@ class Tool(Timestamps, Base):
     timeout_seconds: Mapped[float] = mapped_column(Float)
     side_effects: Mapped[bool] = mapped_column(Boolean)
     # An HTTP tool with side effects may name a request that only shows what it would do:
-    # {"method": ..., "url_template": ...}, run instead of it when previewing (issue 19, item 5).
+    # {"method": ..., "url_template": ...}, run instead of it when previewing.
     dry_run: Mapped[dict[str, str] | None] = mapped_column(JSON)
 
 

@@ -188,7 +188,8 @@ class ChatMessage:
         description="When an answer was finished or failed; null while STREAMING, and for questions."
     )
     # The stored trace (JSON), validated on first use and turned into GraphQL types only when a
-    # query selects `trace`: most results need only its noContext, degraded and usage (issue 16 item 3).
+    # query selects `trace`: most results need only its noContext, degraded and usage, and parsing
+    # every stored trace of a page cost more than the rest of the query.
     stored_trace: strawberry.Private[object]
 
     @strawberry.field(description="Why this answer is what it is (assistant only).")

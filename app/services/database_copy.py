@@ -1,6 +1,6 @@
 """Copy a whole ragchat database into another, ids and vectors kept (`ragchat copy-database`).
 
-The way to move a SQLite knowledge base to PostgreSQL (issue 18) without re-embedding anything:
+The way to move a SQLite knowledge base to PostgreSQL without re-embedding anything:
 every table the models declare is copied in dependency order with its ids, each embedding space's
 vectors are copied as stored (no embedder is loaded), and what each backend derives by itself is
 left to it: FTS5 and the journals on SQLite (their triggers fire on the inserts), the generated

@@ -1,5 +1,5 @@
 """Several processes on one database: each registers, owns what it works on, and recovers what a
-stopped one left (issue 18).
+stopped one left.
 
 A server — or a CLI command that streams an answer or ingests files (:func:`command_lease`) —
 registers a ``servers`` row and holds a lock that ends with its process (app/db/server_locks.py);

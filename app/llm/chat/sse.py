@@ -1,4 +1,4 @@
-"""A lean reader of an OpenAI-compatible server's stream of server-sent events (issue 16 item 5).
+"""A lean reader of an OpenAI-compatible server's stream of server-sent events.
 
 The SDK still sends the request (retries, status errors, its timeouts); only reading the stream's
 body is done here. The SDK's reader decodes every line into a ``ServerSentEvent`` through three

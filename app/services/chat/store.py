@@ -149,7 +149,7 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
         row = require(db, ChatSession, session_id)
         _key_in_use(db, session_id, client_key)
         # Core statements, not the ORM's unit of work (~1k Python calls a turn for two rows and a
-        # timestamp; issue 16 item 3): nothing here is read back as an object.
+        # timestamp): nothing here is read back as an object.
         messages = cast(Table, ChatMessage.__table__)
         user_id = db.execute(
             insert(messages)

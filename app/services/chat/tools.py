@@ -1,4 +1,4 @@
-"""The tool part of a chat turn (issue 19, item 4): for a session with tool groups whose model can
+"""The tool part of a chat turn: for a session with tool groups whose model can
 call tools, select the tools (three stages, in the trace) and run the tool loop
 (app/services/tools/loop.py) in place of a plain generation. A session without tool groups never
 gets here: its turn is exactly as before.

@@ -139,5 +139,5 @@ class TraceBuilder:
 
     def build(self) -> dict[str, object]:
         """The stored (JSON) form of the trace. Dumped at once, so nothing needs the deep copy
-        (~4k Python calls per turn, issue 16 item 3)."""
+        (~4k Python calls per turn)."""
         return self.model(deep=False).stored()

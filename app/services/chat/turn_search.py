@@ -1,4 +1,4 @@
-"""What a chat turn searches, and how hard (issue 15, items 1 and 4): the one code path of a chat
+"""What a chat turn searches, and how hard: the one code path of a chat
 turn's retrieval and of ``retrievalPreview``, so the preview shows what the next turn would find.
 
 1. The query: the message in its conversation, model-free (app/rag/search/conversation.py); when the

@@ -398,7 +398,7 @@ def sweep_spool(store: Database, root: Path) -> int:
             )
         }
     removed = 0
-    # Servers sharing a spool (issue 18): a folder just made by another server's upload request
+    # Servers sharing a spool (several server processes): a folder just made by another server's upload request
     # has no item yet. Only folders older than any request are swept.
     settled = time.time() - SWEEP_AFTER_SECONDS
     for folder in root.iterdir():

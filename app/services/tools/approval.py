@@ -1,4 +1,4 @@
-"""Approve or reject a previewed tool call (issue 19, item 5), and test a tool (``testTool``).
+"""Approve or reject a previewed tool call, and test a tool (``testTool``).
 
 Approval runs exactly the request that was previewed, or nothing: the preview stored a fingerprint
 of it (app/services/tools/request.py), and a call whose tool would now send something else (another

@@ -1,4 +1,4 @@
-"""The tool loop (issue 19, item 4): a tool-calling model's calls run, their results go back to it,
+"""The tool loop: a tool-calling model's calls run, their results go back to it,
 until it answers — bounded, and every call recorded.
 
 :func:`run_tool_loop` streams :class:`~app.llm.base.TextDelta` s as the model writes, a
