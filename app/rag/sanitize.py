@@ -21,7 +21,7 @@ CONTROL_TOKENS = re.compile(
 # Zero-width and bidi controls can hide text from a reader; strip them, keep ordinary whitespace:
 # every code point of Unicode category Cc (control) or Cf (format) but "\n" and "\t". Spelled out
 # as ranges (Unicode 14, Python 3.11's unicodedata) so one regex pass removes them, rather than a
-# category lookup per character, which cost a chat turn milliseconds on its sources (issue 16 item 3);
+# category lookup per character, which cost a chat turn milliseconds on its sources;
 # tests/rag/test_sanitize.py checks the ranges against unicodedata.
 INVISIBLE_RANGES = (
     (0x0, 0x8), (0xB, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD),

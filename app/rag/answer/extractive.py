@@ -1,72 +1,11 @@
 """Extractive answers: the sources' own sentences that answer the question, each cited to its span.
 
-No chat model runs, so the answer can only say what the documents say. ``compose`` does:
-
-1. **Candidates.** Each source is split (:mod:`app.rag.answer.sentences`) into sentences (clauses when
-   over ``max_chars``), list items, "**Label:** value" fields and table rows ("Weight: 310 g";
-   a header row gives the columns their names). Headings, titles, code and rules are not
-   candidates, nor anything under ``min_words`` words, nor the first unit of a chunk that starts
-   in lower case (the tail of a sentence the chunk boundary cut). Overlapping chunks repeat text:
-   units whose document spans overlap, or whose texts are equal, are one candidate.
-2. **Scores**, each in [0, 1], blended by the ``ExtractiveOptions`` weights (a weighted mean):
-
-   - ``cosine``: question vs. the sentence prefixed with its heading path (so "Weight: 310 g"
-     says which product), from one batched ``embed`` call for the question and all candidates.
-   - ``overlap``: the share of the question's *focus* words the sentence has, each weighted by
-     its rarity among the candidates (idf). The focus leaves out the question's names and the
-     words the sentence's document name and headings already carry: being in the right document
-     is what ``subject``, ``rank`` and the name check measure, not which sentence answers.
-     Words match by light stem, or one a short extension of the other ("weigh"/"weight").
-   - ``subject``: the share of the question's names (capitalised words, codes, numbers: "Leeds",
-     "SM-40", "2023") that the sentence's document name and headings carry — for look-alike
-     documents (offices, policy editions) the title is what tells them apart.
-   - ``kind``: 1 when the sentence holds what the question asks for — a date for "when", a
-     duration for "how long", a time for "what time", a number for "how many/much", a name for
-     "who"; 0 otherwise (and for every sentence when the question asks for none of these).
-   - ``rank``: 1 / (1 + the source's position by retrieval rank).
-
-   A source whose document (all its given chunks, name and headings) never writes one of the
-   question's names has its scores multiplied by ``entity_penalty``: "the Manchester office" is
-   not answered from the Leeds office's page. So has a source whose document's title (its file
-   name and top heading) is another edition: for a year or code the question names ("2024",
-   "Q3"), the title has one of the same form ("2025", "Q2") and none of the question's — the 2025
-   travel policy does not answer for 2024, however often its "what changed" list says "2024".
-   Without an embedder the cosine is left out.
-3. **Selection.** The best score below ``min_score``: no answer. No answer either when at least
-   half of the question's focus words (names and words that only say what kind of answer is
-   wanted — "name of", "called" — left out) are in no source at all: sources that never say
-   "marketing" do not answer "who is the head of marketing", however well "Head office moves to
-   Leeds" scores on the other half. Otherwise up to ``max_sentences``,
-   greedily by score, each at least ``relative_floor`` x the best (weak sentences do not tag
-   along), never a near-duplicate of one taken (``duplicate_overlap`` of the shorter's content
-   words), a sentence right before or after a taken one helped by ``adjacency_bonus`` — it still
-   has to clear the floor on its own.
-4. **Composition**, ordered by (the document's best source rank, position in the document): each
-   sentence with whitespace collapsed and the document's own bracketed numbers removed (they would
-   read as citations), followed by its ``[n]``; list items as a list. A sentence that opens with a
-   pronoun or demonstrative ("This person will coordinate the fix") comes with the sentence before
-   it in its paragraph, and one that introduces a short code block ("run the following
-   command:") with the block, so that each reads alone; its span covers both.
-
-Calibration (benchmarks/answers: 89 questions over 23 look-alike documents, hybrid retrieval,
-top_k 5, all-MiniLM-L6-v2): the weights above and ``min_score`` 0.40 were chosen at retrieval
-threshold 0.37, where they answered 75 of the 84 answerable questions with the fact, citing its
-document (the facts of the other nine were in no kept chunk), and the landscape was flat: overlap
-0.25-0.45, kind 0.05-0.15 and rank 0.05-0.1 scored within one question of this. At threshold 0.30
-with the edition and missing-subject rules: 81 of 84, the other three facts in no kept chunk, and
-all 5 unanswerable questions get "no answer". Without embeddings (``min_score_without_embeddings``
-0.35): 78 facts, 84 citing the right document. On 20 new questions over the demo knowledge base
-(never used for tuning) the rules changed no answer: 11 of 20.
-
-Offsets: a chunk's text is an exact slice of its document's text (``ChunkSpec``: ``text ==
-document.text[char_start:char_end]``, stored unchanged by ingestion), so a sentence at ``[s, e)``
-in the chunk is at ``[char_start + s, char_start + e)`` in the document; its first line is the
-chunk's plus the newlines before it. Heading paths inside a chunk are inferred from the Markdown
-headings the chunk itself contains (best effort: the chunk's own path gives the depth of its
-first heading, deeper ones follow by level).
-
-Deterministic: ties break by source order, then position. Without the embed call, composing takes
-7 ms (median; 19 ms at most) for the 3-5 sources of the calibration set.
+No chat model runs, so the answer can only say what the documents say. ``compose`` takes the
+sources' sentences (and list items, fields, table rows) as candidates, scores each against the
+question (``ExtractiveOptions``: embedding similarity, the question's words and names, the kind of
+answer asked for, the source's rank), selects the best above ``min_score`` and quotes them in
+document order, each followed by its ``[n]``. Each step, the offsets and the calibration of the
+weights: docs/ANSWERS.md, "The extractive answer".
 """
 
 from __future__ import annotations

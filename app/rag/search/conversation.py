@@ -1,4 +1,4 @@
-"""The question searched is the message in its conversation (issue 15, item 1).
+"""The question searched is the message in its conversation.
 
 A follow-up such as "and how many parking spaces does it have?" names nothing; the earlier user
 turns do. Always on, needing no model: the query's vector is the normalised weighted sum of the

@@ -1,4 +1,4 @@
-"""The per-session settings of conversational retrieval (issue 15, items 1 and 4): their one
+"""The per-session settings of conversational retrieval (the rewrite, evaluate and widen): their one
 definition, which RagSettings (app/rag/session_settings.py), the CHECK constraints of migration
 0011, GraphQL and the trace use."""
 

@@ -1,4 +1,4 @@
-"""Context hygiene (issue 15, item 5): what a chat turn's sources should not waste the context on.
+"""Context hygiene: what a chat turn's sources should not waste the context on.
 
 - Near-duplicates: a chunk whose words are nearly all those of a better-ranked candidate (the same
   paragraph in two uploads, a template repeated across documents) is dropped before the cut to

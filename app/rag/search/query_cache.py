@@ -1,4 +1,4 @@
-"""Caches for retrieval (issue 15, item 6): embeddings and whole retrieval results.
+"""Caches for retrieval: embeddings and whole retrieval results.
 
 - Embeddings, LRU per embedder (instance) by text: a conversation re-embeds its earlier turns on
   every follow-up, and a preview the same message the turn then sends; the answer's checks (the

@@ -1,4 +1,4 @@
-"""An LLM rewrite of a follow-up into a standalone query (issue 15, item 1).
+"""An LLM rewrite of a follow-up into a standalone query.
 
 Used when the session asks for it (``RewriteMode``): ON always, AUTO when the chat model declares it
 can (``ModelCapabilities.query_rewriting``), OFF never. Bounded by a timeout; whatever goes wrong

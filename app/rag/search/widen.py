@@ -1,11 +1,11 @@
-"""Evaluate and widen (issue 15, item 4): is what a retrieval pass found good enough, and if not,
+"""Evaluate and widen: is what a retrieval pass found good enough, and if not,
 what does the next pass search.
 
 The evaluator is the chat model as a judge when it declares it can (``retrieval_judging``), else a
 model-free heuristic: the best source's score and how many of the question's key terms (content
 words, stemmed: app/rag/answer/sentences.py) the sources cover. A widened pass takes more candidates from
 each ranking, lowers the threshold by a step (never below a floor under the session's), and brings
-in the neighbouring chunks of its strongest hits; the expansions of issue 15 item 2 join through
+in the neighbouring chunks of its strongest hits; alternative phrasings (app/rag/search/expansion.py) would join through
 ``Widening.queries`` (a hook: none are made here).
 """
 
