@@ -10,7 +10,7 @@ from typing import Annotated
 import strawberry
 
 from app.errors import NotFoundError
-from app.graphql.chat.trace_types import SCORE, Degradation, Location, RetrievalTrace, tokens_of, trace_of
+from app.graphql.chat.trace_types import SCORE, Degradation, Location, RetrievalTrace
 from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import AnswerMode, CitationKind, MessageStatus, Role
@@ -187,17 +187,15 @@ class ChatMessage:
     completed_at: datetime | None = strawberry.field(
         description="When an answer was finished or failed; null while STREAMING, and for questions."
     )
-    # The stored trace (JSON), validated on first use and turned into GraphQL types only when a
-    # query selects `trace`: most results need only its noContext, degraded and usage, and parsing
-    # every stored trace of a page cost more than the rest of the query.
+    # The stored trace (JSON), validated on first use (most results need only its noContext, degraded
+    # and usage) and then handed to GraphQL as it was read.
     stored_trace: strawberry.Private[object]
 
     @strawberry.field(description="Why this answer is what it is (assistant only).")
     def trace(self) -> RetrievalTrace | None:
-        parsed = self._trace()
-        return trace_of(parsed) if parsed is not None else None
+        return self._trace()
 
-    def _trace(self) -> trace_model.RetrievalTrace | None:
+    def _trace(self) -> RetrievalTrace | None:
         parsed = self.__dict__.get("_parsed_trace", _UNPARSED)
         if parsed is _UNPARSED:
             parsed = self.__dict__["_parsed_trace"] = trace_model.parse(self.stored_trace)
@@ -253,8 +251,8 @@ class ChatMessage:
     )
     def usage(self) -> TokenUsage | None:
         trace = self._trace()
-        tokens = tokens_of(trace.tokens) if trace else None
-        if tokens is None:
+        tokens = trace.budgeted_tokens if trace else None
+        if tokens is None or tokens.context is None:
             return None
         return TokenUsage(prompt=tokens.prompt, completion=tokens.completion, context=tokens.context)
 

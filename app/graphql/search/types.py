@@ -14,15 +14,14 @@ from app.graphql.chat.trace_types import (
     Location,
     StageTiming,
     TraceRanking,
+    TraceSearch,
 )
 from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, Fusion, RetrievalMode
 from app.graphql.errors import ValidationError
-from app.graphql.search.trace_types import TraceSearch, search_of
 from app.rag.search.candidates import Candidate
 from app.rag.search.retrieval import RetrievalResult
-from app.services.chat import trace_model
 from app.services.pages import Page, PageRequest, page_of
 
 
@@ -136,13 +135,11 @@ def _hit(c: Candidate) -> SearchHit:
 
 
 def search_results(
-    result: RetrievalResult,
-    search: trace_model.TraceSearch | None = None,
-    ranking: trace_model.TraceRanking | None = None,
+    result: RetrievalResult, search: TraceSearch | None = None, ranking: TraceRanking | None = None
 ) -> SearchResults:
     return SearchResults(
-        search=search_of(search),
-        ranking=TraceRanking(**ranking.model_dump()) if ranking is not None else None,
+        search=search,
+        ranking=ranking,
         query=result.query,
         mode=RetrievalMode(result.params.mode),
         effective_mode=RetrievalMode(result.mode),

@@ -11,8 +11,7 @@ import strawberry
 
 from app.graphql.enums import expose
 from app.graphql.errors import ConflictError, NotFoundError, StorageError, ValidationError
-from app.graphql.tools.types import Reason  # exposed there as ToolSelectionReason
-from app.services.chat import trace_model
+from app.services.chat.trace_model import TOOL_ARGUMENTS
 from app.services.records import StoredToolCall, ToolCallStatus
 
 expose(
@@ -30,8 +29,6 @@ expose(
     },
 )
 
-_ARGUMENTS = "The arguments as the model wrote them (JSON text; it may be invalid, which the model is told)."
-
 
 @strawberry.type(description="A tool call a model made while writing an answer, as stored.")
 class ToolCall:
@@ -44,7 +41,7 @@ class ToolCall:
         description="The tool called; null when none has that name or it was deleted since."
     )
     tool_name: str = strawberry.field(description="The tool's name as the model called it.")
-    arguments: str = strawberry.field(description=_ARGUMENTS)
+    arguments: str = strawberry.field(description=TOOL_ARGUMENTS)
     status: ToolCallStatus = strawberry.field(description="Where it is in its life.")
     ok: bool = strawberry.field(description="It ran and returned a result (EXECUTED, or APPROVED without error).")
     result: str | None = strawberry.field(
@@ -97,7 +94,7 @@ class ChatToolCall:
     message_id: strawberry.ID = strawberry.field(description="The answer's message, being written.")
     call_id: str = strawberry.field(description="The model's id for the call (its ChatToolResult has the same).")
     name: str = strawberry.field(description="The tool's name as the model called it.")
-    arguments: str = strawberry.field(description=_ARGUMENTS)
+    arguments: str = strawberry.field(description=TOOL_ARGUMENTS)
 
 
 @strawberry.type(description="A tool call ended; its result went back to the model.")
@@ -129,80 +126,6 @@ class ChatToolPreview:
     name: str = strawberry.field(description="The tool's name.")
     arguments: str = strawberry.field(description="Its arguments (JSON text, valid against the tool's schema).")
     preview: str = strawberry.field(description="What would happen: its dry run's output, or the request described.")
-
-
-# -- the trace's tool entry -------------------------------------------------------------------------
-@strawberry.type(description="A tool selection considered for the message, with its similarity.")
-class TraceToolCandidate:
-    name: str = strawberry.field(description="The tool's name.")
-    score: float | None = strawberry.field(description="Cosine similarity to the message; null when degraded.")
-
-
-@strawberry.type(description="A tool the model was offered, and why.")
-class TraceSelectedTool:
-    name: str = strawberry.field(description="The tool's name.")
-    score: float | None = strawberry.field(description="Cosine similarity to the message; null when degraded.")
-    reason: Reason = strawberry.field(description="RANKED, CORE or ALL.")
-
-
-@strawberry.type(description="One tool call of the turn, as the trace keeps it.")
-class TraceToolCall:
-    call_id: str = strawberry.field(description="The model's id for the call.")
-    name: str = strawberry.field(description="The tool's name as the model called it.")
-    arguments: str = strawberry.field(description=_ARGUMENTS)
-    status: ToolCallStatus = strawberry.field(description="EXECUTED, FAILED or PREVIEW (as the turn left it).")
-    error: str | None = strawberry.field(description="Why it failed; null when it did not.")
-    result_size: int = strawberry.field(description="Its result's size in characters, before the cap.")
-    truncated: bool = strawberry.field(description="The model read it cut to the cap.")
-    ms: float = strawberry.field(description="How long it took, in milliseconds.")
-
-
-@strawberry.type(
-    description="Tools in this turn: selection's three stages (allowed groups, similarity ranking, core tools) and "
-    "every call the model made."
-)
-class TraceTools:
-    groups: list[str] = strawberry.field(description="Stage 1: the session's allowed tool groups.")
-    candidates: list[TraceToolCandidate] = strawberry.field(
-        description="Stage 2: every allowed tool by similarity to the message, best first."
-    )
-    selected: list[TraceSelectedTool] = strawberry.field(
-        description="What the model was offered: the ranked ones (top K), then core ones (stage 3)."
-    )
-    top_k: int = strawberry.field(description="Ranked tools kept at most.")
-    min_score: float | None = strawberry.field(description="The similarity a ranked tool needed; null: none.")
-    degraded: str | None = strawberry.field(description="Why every allowed tool was offered instead; else null.")
-    calls: list[TraceToolCall] = strawberry.field(description="The calls, in the order made.")
-    rounds: int = strawberry.field(description="The model's replies in the loop (the last one answered).")
-    stopped: str | None = strawberry.field(
-        description="Why tools were withdrawn before the model was done (a limit); null when it finished freely."
-    )
-
-    @classmethod
-    def of(cls, entry: trace_model.TraceTools) -> TraceTools:
-        return cls(
-            groups=list(entry.groups),
-            candidates=[TraceToolCandidate(name=c.name, score=c.score) for c in entry.candidates],
-            selected=[TraceSelectedTool(name=s.name, score=s.score, reason=Reason(s.reason)) for s in entry.selected],
-            top_k=entry.top_k,
-            min_score=entry.min_score,
-            degraded=entry.degraded,
-            calls=[
-                TraceToolCall(
-                    call_id=c.call_id,
-                    name=c.name,
-                    arguments=c.arguments,
-                    status=c.status,
-                    error=c.error,
-                    result_size=c.result_chars,
-                    truncated=c.truncated,
-                    ms=c.ms,
-                )
-                for c in entry.calls
-            ],
-            rounds=entry.rounds,
-            stopped=entry.stopped,
-        )
 
 
 # -- a test run -----------------------------------------------------------------------------------------

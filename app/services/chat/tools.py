@@ -154,8 +154,7 @@ def _trace_entry(selection: Selection, calls: list[CallRecord], result: LoopResu
         groups=list(selection.groups),
         candidates=[TraceToolCandidate(name=c.tool.name, score=_rounded(c.score)) for c in selection.candidates],
         selected=[
-            TraceSelectedTool(name=c.tool.name, score=_rounded(c.score), reason=c.reason.value)
-            for c in selection.chosen
+            TraceSelectedTool(name=c.tool.name, score=_rounded(c.score), reason=c.reason) for c in selection.chosen
         ],
         top_k=selection.top_k,
         min_score=selection.min_score,

@@ -6,9 +6,11 @@ budget), the settings used, stage timings in ms, token counts, provider/model, d
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import fields, replace
 
 from app.llm.base import Usage
 from app.rag.answer.budget import BudgetReport
@@ -33,6 +35,8 @@ from app.services.chat.trace_model import (
 from app.settings import Settings
 
 __all__ = ["TRACE_VERSION", "TraceBuilder"]
+
+_CANDIDATE_FIELDS = [f.name for f in fields(TraceCandidate)]
 
 
 class TraceBuilder:
@@ -129,13 +133,11 @@ class TraceBuilder:
     def model(self, *, deep: bool = True) -> RetrievalTrace:
         """The trace so far, as a new model (``deep=False``: sharing the builder's parts)."""
         candidates = [  # a retrieval Candidate's fields by name, but its text
-            TraceCandidate.model_validate(c, from_attributes=True)
+            TraceCandidate(**{name: getattr(c, name) for name in _CANDIDATE_FIELDS})
             for c in (self._retrieval.candidates if self._retrieval is not None else [])
         ]
-        return self._trace.model_copy(
-            deep=deep,
-            update={"degraded": list(self.degraded), "timings_ms": dict(self._timings), "candidates": candidates},
-        )
+        trace = copy.deepcopy(self._trace) if deep else self._trace
+        return replace(trace, degraded=list(self.degraded), timings_ms=dict(self._timings), candidates=candidates)
 
     def build(self) -> dict[str, object]:
         """The stored (JSON) form of the trace. Dumped at once, so nothing needs the deep copy

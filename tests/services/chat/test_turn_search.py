@@ -16,7 +16,7 @@ from app.rag.search.conversation_settings import Quality, RewriteMode
 from app.rag.search.retrieval import RetrievalParams, retrieve
 from app.services import documents, search
 from app.services.chat.events import RetrievalEvent, SearchProgressEvent, TokenEvent
-from app.services.chat.trace_model import RetrievalTrace
+from app.services.chat.trace_model import RetrievalTrace, parse
 from tests.fakes import FakeChatModel, FakeEmbedder
 from tests.services.chat.test_service import Rig
 
@@ -44,7 +44,9 @@ class OfficeRig(Rig):
 
     def trace(self, events: list) -> RetrievalTrace:  # type: ignore[type-arg]
         row, _ = self.message(events[-1].message_id)
-        return RetrievalTrace.model_validate(row.trace)
+        trace = parse(row.trace)
+        assert trace is not None
+        return trace
 
     async def conversation(self, sid: int, *answers: str | Exception) -> list:  # type: ignore[type-arg]
         """Ask FIRST, then FOLLOW_UP with ``answers`` scripted for the follow-up's model calls."""
