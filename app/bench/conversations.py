@@ -188,9 +188,9 @@ class _Searcher:
             update={"top_k": max(KS), "threshold": 0.0, "quality": quality, "rewrite": RewriteMode.OFF}
         )
         asker = turn_search.Asker(self.project_id, self.settings.llm.provider, self.settings.llm.model, rag)
-        found = turn_search.search(
+        steps = turn_search.search(
             self.container.store,
-            self.embedder,
+            lambda: self.embedder,
             self.settings,
             self.container.chat_models,
             asker,
@@ -198,6 +198,7 @@ class _Searcher:
             item.earlier,
             params=self.params(),
         )
+        found = anyio.from_thread.run(turn_search.last, steps)  # this runs in a worker thread of the bench's loop
         assert found.result is not None
         return found.result
 

@@ -196,7 +196,7 @@ async def _staged(
         alternative_weight=stages.expansion_weight,
     )
     if stages.reranker is not None:
-        await rerank.rerank(found, stages.reranker, window=stages.window, weight=stages.weight)
+        found, _ = await rerank.rerank(found, stages.reranker, window=stages.window, weight=stages.weight)
     return found
 
 
@@ -221,9 +221,8 @@ def _turns(
         empty = 0
         models = container.chat_models
         for qid, text in list(dataset.queries.items())[:first]:
-            found = await anyio.to_thread.run_sync(
-                turn_search.search, container.store, embedder, settings, models, asker, text, ()
-            )
+            steps = turn_search.search(container.store, lambda: embedder, settings, models, asker, text, ())
+            found = await turn_search.last(steps)
             kept = found.result.kept if found.result is not None else []
             run_[qid] = _pooled(kept)
             passes.append(len(found.passes))

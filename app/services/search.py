@@ -9,7 +9,7 @@ import anyio.to_thread
 
 from app.db.database import Database
 from app.errors import ValidationError
-from app.llm.base import ChatModel, ChatModels, Embedder, ModelCapabilities, Reranker
+from app.llm.base import ChatModel, ChatModels, Embedder, Reranker
 from app.rag.sanitize import clean_message
 from app.rag.search import conversation, rewrite
 from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
@@ -67,11 +67,11 @@ async def preview(
     slots: SlotPools | None = None,
 ) -> Preview:
     """What the chat session ``chat_id`` would retrieve for ``message`` as its next turn, under its
-    settings (or the overrides being tuned): the same stages a turn runs — expansion, the search
-    (app/services/chat/turn_search.py) after the session's recent user turns, reranking
-    (app/services/chat/ranking.py). The chat model is called only when the turn would call it (expansion,
-    a rewrite, a judgement the session's settings and model ask for), and then the preview takes a
-    generation slot of ``slots`` for its run, as a turn does."""
+    settings (or the overrides being tuned): the turn's own retrieval (app/services/chat/turn_search.py:
+    expansion, the search after the session's recent user turns, reranking). The chat model is called
+    only when the turn would call it (expansion, a rewrite, a judgement the session's settings and
+    model ask for), and then the preview takes a generation slot of ``slots`` for its run, as a turn
+    does."""
     text = _query(settings, message)
 
     def load() -> tuple[RagSettings, turn_search.Asker, list[str]]:
@@ -88,15 +88,14 @@ async def preview(
 
     rag, asker, earlier = await anyio.to_thread.run_sync(load)
     chosen = params(settings, top_k=rag.top_k, threshold=rag.threshold, mode=settings.rag.mode)
-    model, capabilities = ranking.helper_model(models, asker.provider, asker.model, rag)
+    model, _ = ranking.helper_model(models, asker.provider, asker.model, rag)
     # A preview that calls the chat model generates like a turn, so it waits for a slot like one
     # (BusyError when none comes free): otherwise previews would run past the generation cap.
     slot = None
     if slots is not None and _calls_model(models, asker, earlier, helper=model):
         slot = await slots.acquire(asker.provider, asker.model)
     try:
-        helper = (model, capabilities)
-        return await _preview(store, embedder, settings, reranker, text, rag, asker, earlier, chosen, helper, models)
+        return await _preview(store, embedder, settings, reranker, text, asker, earlier, chosen, models)
     finally:
         if slot is not None:
             slot.release()
@@ -117,35 +116,19 @@ async def _preview(
     settings: Settings,
     reranker: Reranker | None,
     text: str,
-    rag: RagSettings,
     asker: turn_search.Asker,
     earlier: list[str],
     chosen: RetrievalParams,
-    helper: tuple[ChatModel | None, ModelCapabilities],
     models: ChatModels,
 ) -> Preview:
-    model, capabilities = helper
-    stages = await ranking.expand(settings, rag, text, model=model, capabilities=capabilities)
-
-    def run() -> turn_search.TurnSearch:
-        return turn_search.search(
-            store,
-            embedder(),
-            settings,
-            models,
-            asker,
-            text,
-            earlier,
-            params=chosen,
-            alternatives=stages.phrasings,
-            alternative_weight=settings.expansion.weight,
-        )
-
-    found = await anyio.to_thread.run_sync(run)
-    if found.result is not None:
-        await ranking.rerank_found(found.result, settings, rag, stages, model=model, endpoint=reranker)
-    result = found.result or RetrievalResult(query=found.searched, mode=chosen.mode, params=chosen)
-    return Preview(result, turn_search.trace_entry(found, rag), stages.ranking if stages.on else None)
+    steps = turn_search.retrieval(store, embedder, settings, models, reranker, asker, text, earlier, params=chosen)
+    done = await turn_search.last(steps)
+    if done.error is not None:
+        raise done.error
+    assert done.found is not None  # a search that did not fail
+    result = done.result or RetrievalResult(query=done.found.searched, mode=chosen.mode, params=chosen)
+    shown = done.stages.ranking if done.stages.on else None
+    return Preview(result, turn_search.trace_entry(done.found, asker.rag), shown)
 
 
 def _query(settings: Settings, query: str) -> str:

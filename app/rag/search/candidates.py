@@ -41,8 +41,12 @@ class Location:
         return cls(**data)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Candidate:
+    """One chunk a retrieval found, with what became of it: a value (a stage that decides again —
+    reranking, the threshold after it — makes new candidates), so a cached result can be handed out
+    as it is."""
+
     chunk_id: int
     document_id: int
     document_name: str

@@ -13,8 +13,9 @@
   servers sharing the database. Either way it is read in the search's own snapshot: a changed
   project has a new revision and its old entries are never read again (they age out of the LRU).
 
-A result is kept as an immutable snapshot (app/rag/search/retrieval.py's ``_Snapshot``) and a hit builds a
-result of its own from it, since the chat turn marks candidates (over budget) on its own result.
+A result is kept as it was returned: its candidates are values (frozen; what decides again, the
+reranker, makes new ones, and over budget is the budget's fact), so a hit shares them and only
+copies the lists around them.
 """
 
 from __future__ import annotations

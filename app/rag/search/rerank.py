@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.errors import ProviderError
 from app.llm.base import Reranker
@@ -49,19 +49,20 @@ def blend(scores: Sequence[float], weight: float) -> list[float]:
 def reorder(candidates: list[Candidate], scores: Sequence[float], weight: float) -> list[Candidate]:
     """``candidates`` (fused order) with the first ``len(scores)`` sorted by their blend, each
     given its ``rerank_score``; ties keep the fused order."""
-    window = candidates[: len(scores)]
-    for candidate, score in zip(window, scores, strict=True):
-        candidate.rerank_score = score
+    window = [replace(c, rerank_score=score) for c, score in zip(candidates, scores, strict=False)]
     blended = blend(scores, weight)
     order = sorted(range(len(window)), key=lambda i: (-blended[i], i))
     return [window[i] for i in order] + candidates[len(window) :]
 
 
-async def rerank(result: RetrievalResult, reranker: Reranker, *, window: int, weight: float) -> RerankOutcome:
-    """Rerank ``result`` in place; never raises a provider's error (it is recorded instead)."""
+async def rerank(
+    result: RetrievalResult, reranker: Reranker, *, window: int, weight: float
+) -> tuple[RetrievalResult, RerankOutcome]:
+    """``result`` reranked, as a new result (``result`` is left as it is: it may be the result
+    cache's); never raises a provider's error (it is recorded instead)."""
     head = result.candidates[:window]
     if not head:
-        return RerankOutcome(reranker.name, 0)
+        return result, RerankOutcome(reranker.name, 0)
     started = time.perf_counter()
     try:
         scores = await reranker.rerank(result.query, [c.text for c in head])
@@ -69,14 +70,17 @@ async def rerank(result: RetrievalResult, reranker: Reranker, *, window: int, we
             raise ProviderError(f"{reranker.name} returned {len(scores)} scores for {len(head)} passages")
     except ProviderError as exc:
         log.warning("reranking failed, keeping the fused order: %s", exc)
-        result.degraded.append(
-            Degradation(DegradationReason.RERANK_FAILED, f"reranking failed ({exc.message}); kept the fused order")
-        )
-        return RerankOutcome(reranker.name, 0, failed=exc.message)
-    finally:
-        result.timings_ms[Stage.RERANK] = (
-            result.timings_ms.get(Stage.RERANK, 0.0) + (time.perf_counter() - started) * 1000
-        )
-    result.candidates = reorder(result.candidates, scores, weight)
-    apply_threshold_and_top_k(result.candidates, result.params)
-    return RerankOutcome(reranker.name, len(head))
+        failed = Degradation(DegradationReason.RERANK_FAILED, f"reranking failed ({exc.message}); kept the fused order")
+        kept = replace(result, degraded=[*result.degraded, failed], timings_ms=_timed(result, started))
+        return kept, RerankOutcome(reranker.name, 0, failed=exc.message)
+    candidates = reorder(result.candidates, scores, weight)
+    apply_threshold_and_top_k(candidates, result.params)
+    return replace(result, candidates=candidates, timings_ms=_timed(result, started)), RerankOutcome(
+        reranker.name, len(head)
+    )
+
+
+def _timed(result: RetrievalResult, started: float) -> dict[Stage, float]:
+    """``result``'s timings with the reranking since ``started`` added."""
+    ms = result.timings_ms.get(Stage.RERANK, 0.0) + (time.perf_counter() - started) * 1000
+    return {**result.timings_ms, Stage.RERANK: ms}

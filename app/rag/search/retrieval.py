@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy import bindparam, text
@@ -179,7 +179,7 @@ def retrieve(
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
             key += (tuple(alternatives), alternative_weight)
             cached = query_cache.results(store.engine).get(key)
-            if isinstance(cached, _Snapshot):
+            if isinstance(cached, RetrievalResult):
                 return _from_cache(cached, result)
             result.cache.result_hit = False
         vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result, terms)
@@ -207,72 +207,27 @@ def retrieve(
     with _timed(t, Stage.RETRIEVAL_RANK):
         apply_threshold_and_top_k(result.candidates, params)
     if key is not None and not result.degraded:  # a degraded search is worth trying again
-        query_cache.results(store.engine).put(key, _Snapshot.of(result))
+        query_cache.results(store.engine).put(key, _own(result))
     return result
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """A retrieval result as the result cache keeps it: immutable (tuples of each candidate's fields),
-    so nothing can change it once stored, and a hit builds fresh objects from it in C-level copies
-    of their fields. (A ``copy.deepcopy`` on the way in and out was ~6.5k Python calls a turn.)"""
-
-    query: str
-    mode: RetrievalMode
-    params: RetrievalParams
-    candidates: tuple[tuple[tuple[str, Any], ...], ...]  # each candidate's fields (all immutable values)
-    degraded: tuple[Degradation, ...]
-    timings_ms: tuple[tuple[Stage, float], ...]
-    space: str | None
-    alternatives: tuple[str, ...]
-    cache: tuple[tuple[str, Any], ...]
-    fusion: fusion.Fusion | None
-
-    @classmethod
-    def of(cls, result: RetrievalResult) -> _Snapshot:
-        return cls(
-            result.query,
-            result.mode,
-            result.params,
-            tuple(tuple(c.__dict__.items()) for c in result.candidates),
-            tuple(result.degraded),
-            tuple(result.timings_ms.items()),
-            result.space,
-            tuple(result.alternatives),
-            tuple(result.cache.__dict__.items()),
-            result.fusion,
-        )
-
-    def thaw(self) -> RetrievalResult:
-        """A result of its own, for the caller to mark (fates, ranks) as it pleases."""
-        candidates = []
-        for fields in self.candidates:
-            candidate = object.__new__(Candidate)
-            candidate.__dict__.update(fields)
-            candidates.append(candidate)
-        cache = object.__new__(CacheUse)
-        cache.__dict__.update(self.cache)
-        return RetrievalResult(
-            self.query,
-            self.mode,
-            self.params,
-            candidates,
-            list(self.degraded),
-            dict(self.timings_ms),
-            self.space,
-            list(self.alternatives),
-            cache,
-            self.fusion,
-        )
+def _own(result: RetrievalResult, **changes: object) -> RetrievalResult:
+    """``result`` in containers of its own (the candidates are values, shared), with ``changes``: what
+    the result cache stores and what a hit hands out, so neither sees what the other's holder does
+    to its lists."""
+    fields: dict[str, object] = {
+        "candidates": list(result.candidates),
+        "degraded": list(result.degraded),
+        "timings_ms": dict(result.timings_ms),
+        "alternatives": list(result.alternatives),
+    }
+    return replace(result, **(fields | changes))  # type: ignore[arg-type]
 
 
-def _from_cache(cached: _Snapshot, fresh: RetrievalResult) -> RetrievalResult:
-    """A cached result as this call's: its own copy, this call's embedding timing and cache use."""
-    result = cached.thaw()
-    result.query = fresh.query
-    result.timings_ms = dict(fresh.timings_ms)
-    result.cache = CacheUse(fresh.cache.embedding_hits, fresh.cache.embedding_misses, result_hit=True)
-    return result
+def _from_cache(cached: RetrievalResult, fresh: RetrievalResult) -> RetrievalResult:
+    """A cached result as this call's: its query text, embedding timing and cache use."""
+    cache = CacheUse(fresh.cache.embedding_hits, fresh.cache.embedding_misses, result_hit=True)
+    return _own(cached, query=fresh.query, timings_ms=dict(fresh.timings_ms), cache=cache)
 
 
 def _rankings(
@@ -466,8 +421,7 @@ def _add_neighbours(db: Session, project_id: int, table: str, query_vector: Vect
             for d in (-1, 1):
                 neighbour = by_anchor.pop((candidate.document_id, (candidate.ordinal or 0) + d), None)
                 if neighbour is not None:
-                    neighbour.fused_rank, neighbour.fused_score = candidate.fused_rank, candidate.fused_score
-                    out.append(neighbour)
+                    out.append(replace(neighbour, fused_rank=candidate.fused_rank, fused_score=candidate.fused_score))
     result.candidates = out
 
 
@@ -527,31 +481,34 @@ def _rank(
 
 
 def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
-    """Each candidate's fate, in its ranked order. Run again after a reranker reorders them: a
-    chunk merged into its neighbour stays merged (its text is in the merged source already)."""
+    """Each candidate's fate, in its ranked order: ``candidates`` (a list of the caller's own) gets a
+    new candidate wherever a fate changes. Run again after a reranker reorders them: a chunk merged
+    into its neighbour stays merged (its text is in the merged source already)."""
     duplicates = hygiene.near_duplicates(candidates) if params.dedupe else set()
     per_document: Counter[int] = Counter()
     kept = 0
-    for candidate in candidates:
+    for i, candidate in enumerate(candidates):
         if candidate.fate == CandidateFate.MERGED:
             continue
         if candidate.chunk_id in duplicates:
-            candidate.fate = CandidateFate.NEAR_DUPLICATE
+            fate = CandidateFate.NEAR_DUPLICATE
         elif candidate.score is not None and candidate.score < params.threshold:
-            candidate.fate = CandidateFate.BELOW_THRESHOLD
+            fate = CandidateFate.BELOW_THRESHOLD
         elif kept >= params.top_k:
-            candidate.fate = CandidateFate.BEYOND_TOP_K
+            fate = CandidateFate.BEYOND_TOP_K
         elif params.per_document and per_document[candidate.document_id] >= params.per_document:
-            candidate.fate = CandidateFate.OVER_DOCUMENT_CAP
+            fate = CandidateFate.OVER_DOCUMENT_CAP
         else:
-            candidate.fate = CandidateFate.KEPT
+            fate = CandidateFate.KEPT
             per_document[candidate.document_id] += 1
             kept += 1
+        if fate != candidate.fate:
+            candidates[i] = replace(candidate, fate=fate)
     if params.merge_adjacent:
         merged, gone = hygiene.merge_adjacent([c for c in candidates if c.fate == CandidateFate.KEPT])
         replacement = {c.chunk_id: c for c in merged}
         for i, candidate in enumerate(candidates):
             if candidate.chunk_id in gone:
-                candidate.fate = CandidateFate.MERGED
+                candidates[i] = replace(candidate, fate=CandidateFate.MERGED)
             elif candidate.chunk_id in replacement:
                 candidates[i] = replacement[candidate.chunk_id]

@@ -6,7 +6,7 @@ falls back to what it was given; the trace records what ran and why something di
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.llm.base import ChatModel, ChatModels, ModelCapabilities, Reranker
 from app.rag.search import expansion, rerank
@@ -65,22 +65,23 @@ async def rerank_found(
     *,
     model: ChatModel | None,
     endpoint: Reranker | None,
-) -> None:
-    """Record the expansion's time and failure on ``result``, then rerank its first candidates when
-    ``rag`` asks for it (the fused order stays when the reranker fails)."""
+) -> RetrievalResult:
+    """``result`` with the expansion's time and failure recorded, its first candidates reranked when
+    ``rag`` asks for it (the fused order stays when the reranker fails): a new result, ``result``
+    itself unchanged (it may be the result cache's)."""
     expanded = stages.expanded
     if expanded is not None:
-        result.timings_ms = {Stage.EXPANSION: expanded.ms, **result.timings_ms}
+        degraded = list(result.degraded)
         if expanded.failed is not None:
-            result.degraded.append(
-                Degradation(DegradationReason.EXPANSION_FAILED, f"expansion failed: {expanded.failed}")
-            )
+            degraded.append(Degradation(DegradationReason.EXPANSION_FAILED, f"expansion failed: {expanded.failed}"))
+        result = replace(result, timings_ms={Stage.EXPANSION: expanded.ms, **result.timings_ms}, degraded=degraded)
     reranker, window = _reranker(settings, rag, model, endpoint)
     if reranker is not None:
         stages.on = True
-        outcome = await rerank.rerank(result, reranker, window=window, weight=settings.rerank.weight)
+        result, outcome = await rerank.rerank(result, reranker, window=window, weight=settings.rerank.weight)
         ranking = stages.ranking
         ranking.reranker, ranking.reranked, ranking.rerank_failed = outcome.reranker, outcome.candidates, outcome.failed
+    return result
 
 
 def _reranker(

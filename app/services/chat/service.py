@@ -23,7 +23,6 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
-from sqlalchemy.exc import DBAPIError
 
 from app.db.database import Database
 from app.db.enums import CitationKind
@@ -50,13 +49,13 @@ from app.rag.answer import mode as answer_mode
 from app.rag.answer.mode import AnswerMode, ModeChoice
 from app.rag.sanitize import clean_message
 from app.rag.search import conversation
-from app.rag.search.candidates import Candidate, CandidateFate
+from app.rag.search.candidates import Candidate
 from app.rag.search.degradation import DegradationReason
 from app.rag.search.retrieval import RetrievalResult
 from app.rag.search.stages import Stage
 from app.services.chat import answer as chat_answer
 from app.services.chat import gate as chat_gate
-from app.services.chat import ranking, shared_slots, turn_search
+from app.services.chat import shared_slots, turn_search
 from app.services.chat import store as chat_store
 from app.services.chat import tools as chat_tools
 from app.services.chat.events import (
@@ -368,59 +367,36 @@ class ChatService:
     async def _retrieve(
         self, turn: Turn, trace: TraceBuilder, out: list[RetrievalResult]
     ) -> AsyncIterator[SearchProgressEvent]:
-        """Search in a worker thread (app/services/chat/turn_search.py), streaming a progress event per
-        pass; the pass answered with is appended to ``out``. A failed search is a degradation."""
+        """The turn's retrieval (app/services/chat/turn_search.py), streaming a progress event per
+        pass; the result answered with is appended to ``out``. A failed search is a degradation."""
         chat = turn.chat
         if not chat.rag.enable_rag:
             return
-        model, capabilities = ranking.helper_model(self.models, chat.provider, chat.model, chat.rag)
-        stages = await ranking.expand(self.settings, chat.rag, turn.question, model=model, capabilities=capabilities)
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[SearchProgressEvent | None] = asyncio.Queue()
         asker = turn_search.Asker(chat.project_id, chat.provider, chat.model, chat.rag)
         earlier = conversation.user_turns(turn.history)
-
-        def progress(step: turn_search.Pass) -> None:
-            loop.call_soon_threadsafe(events.put_nowait, _progress(turn, step))
-
-        def search() -> turn_search.TurnSearch:
-            return turn_search.search(
-                self.store,
-                self.embedder(),
-                self.settings,
-                self.models,
-                asker,
-                turn.question,
-                earlier,
-                progress=progress,
-                alternatives=stages.phrasings,
-                alternative_weight=self.settings.expansion.weight,
-            )
-
-        job = asyncio.ensure_future(anyio.to_thread.run_sync(_gated, search))
-        job.add_done_callback(lambda _: events.put_nowait(None))
-        job.add_done_callback(_quiet)
-        while (event := await events.get()) is not None:
-            yield event
-        try:
-            found = job.result()
-        except (RagchatError, DBAPIError) as exc:
-            reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
-            log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
-            trace.degrade(DegradationReason.RETRIEVAL_FAILED, f"no context: {reason}")
-            return
-        trace.set_search(turn_search.trace_entry(found, chat.rag))
-        if found.rewrite.ms:
-            trace.timing(Stage.REWRITE, found.rewrite.ms)
-        if found.result is not None:
-            await ranking.rerank_found(
-                found.result, self.settings, chat.rag, stages, model=model, endpoint=self.reranker
-            )
-            trace.timing(Stage.RETRIEVAL_EMBED, found.embed_ms)  # the query's, before the passes' stages
-            trace.set_retrieval(found.result)
-            if stages.on:
-                trace.set_ranking(stages.ranking)
-            out.append(found.result)
+        steps = turn_search.retrieval(
+            self.store, self.embedder, self.settings, self.models, self.reranker, asker, turn.question, earlier
+        )
+        async for step in steps:
+            if isinstance(step, turn_search.Pass):
+                yield _progress(turn, step)
+                continue
+            if (exc := step.error) is not None:
+                reason = exc.message if isinstance(exc, RagchatError) else f"search failed: {exc.orig}"
+                log.warning("retrieval failed for message %s, answering without context: %s", turn.message_id, reason)
+                trace.degrade(DegradationReason.RETRIEVAL_FAILED, f"no context: {reason}")
+                return
+            found = step.found
+            assert found is not None  # a search that did not fail
+            trace.set_search(turn_search.trace_entry(found, chat.rag))
+            if found.rewrite.ms:
+                trace.timing(Stage.REWRITE, found.rewrite.ms)
+            if step.result is not None:
+                trace.timing(Stage.RETRIEVAL_EMBED, found.embed_ms)  # the query's, before the passes' stages
+                trace.set_retrieval(step.result)
+                if step.stages.on:
+                    trace.set_ranking(step.stages.ranking)
+                out.append(step.result)
 
     def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:
         sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]
@@ -434,9 +410,7 @@ class ChatService:
             cite=turn.chat.rag.include_citations,
             answer_reserve=min(self.settings.llm.max_answer_tokens, model.context_window // 2),
         )
-        for number in prompt.report.chunks_over_budget:
-            kept[number - 1].fate = CandidateFate.OVER_BUDGET
-        trace.set_budget(prompt.report)
+        trace.set_budget(prompt.report)  # which sources it cut: the trace shows them as over budget
         return prompt
 
     async def _tokens(
@@ -542,12 +516,6 @@ def _progress(turn: Turn, step: turn_search.Pass) -> SearchProgressEvent:
         step.best_score,
         step.decision,
     )
-
-
-def _quiet(job: asyncio.Future[turn_search.TurnSearch]) -> None:
-    """Mark a job's exception retrieved when its turn has gone away without reading it."""
-    if not job.cancelled():
-        job.exception()
 
 
 def _free(slot: Slot | None) -> None:

@@ -14,6 +14,7 @@ from dataclasses import fields, replace
 
 from app.llm.base import Usage
 from app.rag.answer.budget import BudgetReport
+from app.rag.search.candidates import CandidateFate
 from app.rag.search.degradation import Degradation, DegradationReason
 from app.rag.search.retrieval import RetrievalResult
 from app.rag.search.stages import Stage
@@ -132,12 +133,26 @@ class TraceBuilder:
 
     def model(self, *, deep: bool = True) -> RetrievalTrace:
         """The trace so far, as a new model (``deep=False``: sharing the builder's parts)."""
+        found = self._retrieval.candidates if self._retrieval is not None else []
+        over = self._over_budget()
         candidates = [  # a retrieval Candidate's fields by name, but its text
-            TraceCandidate(**{name: getattr(c, name) for name in _CANDIDATE_FIELDS})
-            for c in (self._retrieval.candidates if self._retrieval is not None else [])
+            TraceCandidate(
+                **{name: getattr(c, name) for name in _CANDIDATE_FIELDS}
+                | ({"fate": CandidateFate.OVER_BUDGET} if c.chunk_id in over else {})
+            )
+            for c in found
         ]
         trace = copy.deepcopy(self._trace) if deep else self._trace
         return replace(trace, degraded=list(self.degraded), timings_ms=dict(self._timings), candidates=candidates)
+
+    def _over_budget(self) -> set[int]:
+        """The chunks the token budget cut (its report numbers the kept sources from 1): the budget's
+        fact, shown as their fate, while the retrieval's candidates stay as retrieval left them."""
+        budget = self._trace.budget
+        if budget is None or not budget.chunks_over_budget or self._retrieval is None:
+            return set()
+        kept = self._retrieval.kept
+        return {kept[n - 1].chunk_id for n in budget.chunks_over_budget if 0 < n <= len(kept)}
 
     def build(self) -> dict[str, object]:
         """The stored (JSON) form of the trace. Dumped at once, so nothing needs the deep copy

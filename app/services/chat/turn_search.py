@@ -1,35 +1,45 @@
-"""What a chat turn searches, and how hard: the one code path of a chat
-turn's retrieval and of ``retrievalPreview``, so the preview shows what the next turn would find.
+"""What a chat turn searches, and how hard: the one code path of a chat turn's retrieval and of
+``retrievalPreview`` (:func:`retrieval`), so the preview shows what the next turn would find.
 
-1. The query: the message in its conversation, model-free (app/rag/search/conversation.py); when the
+1. Expansion: the chat model's other phrasings of the message, when the session asks for them
+   (app/services/chat/ranking.py).
+2. The query: the message in its conversation, model-free (app/rag/search/conversation.py); when the
    session's ``rewrite`` asks for it, the chat model's standalone rewrite instead (app/rag/search/rewrite.py),
    falling back to the model-free query when the rewrite fails or times out.
-2. Evaluate and widen (app/rag/search/widen.py): retrieve, judge the pass, and while it is not adequate
+3. Evaluate and widen (app/rag/search/widen.py): retrieve, judge the pass, and while it is not adequate
    and the session's ``quality`` allows, retrieve again wider; answer with the best pass.
+4. Reranking of the pass answered with (app/services/chat/ranking.py): a new result.
 
-Synchronous, run in a worker thread: the chat model's calls (rewrite, judge) go to the event loop
-with ``anyio.from_thread``. ``progress`` hears each pass as it ends (the chat stream's progress event).
+On the event loop: every call of the chat model (expansion, rewrite, judge, rerank) is awaited
+there. Only embedding and the database search go to a worker thread, through the turn's gate
+(app/services/chat/gate.py), and nothing in the thread calls back to the loop. Each pass is yielded
+as it ends (the chat stream's progress event), then what was retrieved.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from functools import partial
+from typing import TypeVar
 
-import anyio.from_thread
+import anyio.to_thread
+from sqlalchemy.exc import DBAPIError
 
 from app.db.database import Database
-from app.llm.base import ChatModel, ChatModels, Embedder
+from app.errors import RagchatError
+from app.llm.base import ChatModel, ChatModels, Embedder, Reranker
 from app.rag.search import conversation, rewrite, widen
 from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.session_settings import RagSettings
 from app.services.chat import gate as chat_gate
+from app.services.chat import ranking
 from app.services.chat.trace_model import TraceCache, TracePass, TraceRewrite, TraceSearch
 from app.settings import Settings
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -77,9 +87,78 @@ class TurnSearch:
         return self.query.text
 
 
-def search(
+@dataclass(frozen=True)
+class Retrieved:
+    """What a turn retrieved: its search (None when it failed), the ranking stages, and the result it
+    answers with (the best pass, reranked; None when nothing was searched). A search that failed —
+    the embedder's or the database's error — is ``error``: the turn answers without context, the
+    preview raises it."""
+
+    found: TurnSearch | None
+    stages: ranking.Stages
+    result: RetrievalResult | None
+    error: RagchatError | DBAPIError | None = None
+
+
+async def retrieval(
     store: Database,
-    embedder: Embedder,
+    embedder: Callable[[], Embedder],
+    settings: Settings,
+    models: ChatModels,
+    reranker: Reranker | None,
+    asker: Asker,
+    message: str,
+    earlier: Sequence[str],
+    *,
+    params: RetrievalParams | None = None,
+) -> AsyncIterator[Pass | Retrieved]:
+    """A chat turn's retrieval for ``message`` after the user turns ``earlier`` (oldest first), as
+    ``asker``'s session runs it: each pass as it ends, then (last) what was retrieved. ``embedder``
+    is called in the worker thread (it may build the embedder on first use)."""
+    rag = asker.rag
+    model, capabilities = ranking.helper_model(models, asker.provider, asker.model, rag)
+    stages = await ranking.expand(settings, rag, message, model=model, capabilities=capabilities)
+    found: TurnSearch | None = None
+    passes = search(
+        store,
+        embedder,
+        settings,
+        models,
+        asker,
+        message,
+        earlier,
+        params=params,
+        alternatives=stages.phrasings,
+        alternative_weight=settings.expansion.weight,
+    )
+    try:
+        async for step in passes:
+            if isinstance(step, Pass):
+                yield step
+            else:
+                found = step
+    except (RagchatError, DBAPIError) as exc:
+        yield Retrieved(None, stages, None, exc)
+        return
+    assert found is not None  # the search's last item
+    result = found.result
+    if result is not None:
+        result = await ranking.rerank_found(result, settings, rag, stages, model=model, endpoint=reranker)
+    yield Retrieved(found, stages, result)
+
+
+async def last(steps: AsyncIterator[Pass | R]) -> R:
+    """The last item of :func:`retrieval`'s or :func:`search`'s ``steps``, the passes unheard."""
+    done: list[R] = []
+    async for step in steps:
+        if not isinstance(step, Pass):
+            done[:] = [step]
+    return done[0]
+
+
+async def search(
+    store: Database,
+    embedder: Callable[[], Embedder],
     settings: Settings,
     models: ChatModels,
     asker: Asker,
@@ -87,14 +166,12 @@ def search(
     earlier: Sequence[str],
     *,
     params: RetrievalParams | None = None,
-    progress: Callable[[Pass], None] | None = None,
     alternatives: Sequence[str] = (),
     alternative_weight: float = 0.5,
-) -> TurnSearch:
-    """Retrieve for ``message`` after the user turns ``earlier`` (oldest first), as a chat turn of
-    ``asker``'s session does; ``alternatives`` (multi-query expansion's phrasings, app/services/chat/ranking.py)
-    are searched beside the query in every pass. Errors of the embedder and the store propagate (the
-    caller degrades)."""
+) -> AsyncIterator[Pass | TurnSearch]:
+    """The query and evaluate-and-widen (steps 2 and 3 of the module docstring): each pass as it
+    ends, then the search. ``alternatives`` (multi-query expansion's phrasings) are searched beside
+    the query in every pass. Errors of the embedder and the store propagate (the caller degrades)."""
     capabilities = models.capabilities(asker.provider, asker.model)
     timeout = settings.chat.rewrite_timeout
 
@@ -105,45 +182,30 @@ def search(
     done = (
         rewrite.Rewrite(rewrite.RewriteOutcome.SKIPPED, None, skipped)
         if skipped is not None
-        else _awaited(rewrite.rewrite, model(), message, tuple(earlier), timeout)
+        else await rewrite.rewrite(model(), message, tuple(earlier), timeout)
     )
-    hits: list[bool] = []
-    started = time.perf_counter()
-    if done.query is not None:  # standalone: no history needed
-        query = conversation.build(embedder, done.query, (), cache_hits=hits)
-    else:
-        query = conversation.build(embedder, message, earlier, cache_hits=hits)
-    found = TurnSearch(query, done, embed_ms=round((time.perf_counter() - started) * 1000, 3))
-    found.embedding_hits, found.embedding_misses = sum(hits), len(hits) - sum(hits)
+    standalone = done.query is not None  # a rewrite needs no history
+    asked = (done.query, ()) if done.query is not None else (message, earlier)
+    built, found = await _in_thread(partial(_query, embedder, done, *asked))
     first = params or RetrievalParams.for_session(settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold)
     budget = asker.rag.quality.passes
     judge = capabilities.retrieval_judging
+    query = found.query
     best_value: float | None = None
     for number in range(1, budget + 1):
         wider = widen.widen(first, number, asker.rag.threshold)
         started = time.perf_counter()
-        result = retrieve(
-            store,
-            embedder,
-            asker.project_id,
-            query.text,
-            wider.params,
-            query_vector=query.vector,
-            terms=query.terms,
-            cache_key=query.key,
-            alternatives=alternatives,
-            alternative_weight=alternative_weight,
-        )
-        verdict = widen.heuristic(query.text, result)
+        step = partial(_retrieve, store, built, asker.project_id, query, wider.params, alternatives, alternative_weight)
+        result, verdict = await _in_thread(step)
         if judge and number < budget:  # the model's judgement is asked for only when it can change something
-            verdict = _awaited(widen.judged, model(), query.text, result, verdict, timeout)
+            verdict = await widen.judged(model(), query.text, result, verdict, timeout)
         decision = widen.decide(verdict, number, budget, best_value)
         kept = result.kept
-        step = Pass(
+        made = Pass(
             number=number,
             budget=budget,
             queries=(query.text, *query.earlier, *wider.queries),
-            rewritten=done.query is not None,
+            rewritten=standalone,
             candidates=wider.params.candidates,
             threshold=wider.params.threshold,
             kept=len(kept),
@@ -153,21 +215,61 @@ def search(
             ms=round((time.perf_counter() - started) * 1000, 3),
             cache_hit=result.cache.result_hit,
         )
-        found.passes.append(step)
-        if progress is not None:
-            progress(step)
+        found.passes.append(made)
+        yield made
         if best_value is None or verdict.value > best_value:
             best_value, found.result = verdict.value, result
         if decision is not widen.Decision.WIDEN:
             break
-    return found
+    yield found
 
 
-def _awaited(call: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-    """``call(*args)`` run on the event loop, this thread waiting for it outside the chat turn's gate
-    (app/services/chat/gate.py): a model's reply can take seconds, and waiting needs no GIL."""
-    with chat_gate.released():
-        return anyio.from_thread.run(call, *args)
+def _query(
+    embedder: Callable[[], Embedder], done: rewrite.Rewrite, text: str, earlier: Sequence[str]
+) -> tuple[Embedder, TurnSearch]:
+    """In the worker thread: the embedder (built on first use) and the search with its query embedded."""
+    built = embedder()
+    hits: list[bool] = []
+    started = time.perf_counter()
+    query = conversation.build(built, text, earlier, cache_hits=hits)
+    found = TurnSearch(query, done, embed_ms=round((time.perf_counter() - started) * 1000, 3))
+    found.embedding_hits, found.embedding_misses = sum(hits), len(hits) - sum(hits)
+    return built, found
+
+
+def _retrieve(
+    store: Database,
+    embedder: Embedder,
+    project_id: int,
+    query: conversation.Query,
+    params: RetrievalParams,
+    alternatives: Sequence[str],
+    alternative_weight: float,
+) -> tuple[RetrievalResult, widen.Verdict]:
+    """In the worker thread: one pass's search and the model-free verdict on it."""
+    result = retrieve(
+        store,
+        embedder,
+        project_id,
+        query.text,
+        params,
+        query_vector=query.vector,
+        terms=query.terms,
+        cache_key=query.key,
+        alternatives=alternatives,
+        alternative_weight=alternative_weight,
+    )
+    return result, widen.heuristic(query.text, result)
+
+
+async def _in_thread(step: Callable[[], T]) -> T:
+    """``step`` in a worker thread, through the chat turn's gate (app/services/chat/gate.py)."""
+    return await anyio.to_thread.run_sync(_gated, step)
+
+
+def _gated(step: Callable[[], T]) -> T:
+    with chat_gate.cpu():
+        return step()
 
 
 def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:

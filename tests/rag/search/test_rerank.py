@@ -59,9 +59,11 @@ async def test_the_reranker_reorders_its_window_and_top_k_follows(container: Con
     assert result.kept == result.candidates[:2]
     last = fused[2]  # the reranker loves the third: it moves to the top and is kept
     scripted = Scripted({c.text: (10.0 if c.document_name == last else 1.0) for c in result.candidates})
-    outcome = await rerank.rerank(result, scripted, window=3, weight=1.0)
+    given = list(result.candidates)
+    result, outcome = await rerank.rerank(result, scripted, window=3, weight=1.0)
 
     assert outcome == rerank.RerankOutcome("scripted", 3)
+    assert [c.document_name for c in given] == fused and all(c.rerank_score is None for c in given)  # a new result
     assert [c.document_name for c in result.candidates] == [last, fused[0], fused[1], *fused[3:]]
     assert [c.document_name for c in result.kept] == [last, fused[0]]
     assert [c.rerank_score for c in result.candidates[:3]] == [10.0, 1.0, 1.0]
@@ -73,7 +75,7 @@ async def test_a_light_weight_keeps_the_fused_order_against_a_small_preference(c
     result = _retrieved(container)
     fused = [c.document_name for c in result.candidates]
     scores = {c.text: float(i) for i, c in enumerate(result.candidates[:2])}  # prefers the second a little
-    await rerank.rerank(result, Scripted(scores), window=2, weight=0.3)
+    result, _ = await rerank.rerank(result, Scripted(scores), window=2, weight=0.3)
     # second: 0.3 * 1 + 0.7 * 0.5 = 0.65 < first: 0.7 * 1 = 0.7
     assert [c.document_name for c in result.candidates] == fused
 
@@ -81,7 +83,7 @@ async def test_a_light_weight_keeps_the_fused_order_against_a_small_preference(c
 async def test_a_failing_reranker_keeps_the_fused_order_and_says_so(container: Container) -> None:
     result = _retrieved(container)
     fused = [c.chunk_id for c in result.candidates]
-    outcome = await rerank.rerank(result, Scripted(ProviderTimeoutError("too slow")), window=3, weight=0.7)
+    result, outcome = await rerank.rerank(result, Scripted(ProviderTimeoutError("too slow")), window=3, weight=0.7)
     assert outcome.failed == "too slow"
     assert [c.chunk_id for c in result.candidates] == fused
     assert [d.reason for d in result.degraded] == [DegradationReason.RERANK_FAILED]

@@ -1,10 +1,13 @@
-"""The retrieval-result cache (app/rag/search/query_cache.py) keeps an immutable snapshot: a hit returns the
-same ranking as the search that filled it, as a result of its own, which the caller may mark (the
-chat turn marks candidates over its token budget) without changing what the next hit returns."""
+"""The retrieval-result cache (app/rag/search/query_cache.py) keeps the result as it was returned: a hit
+returns the same ranking as the search that filled it, in lists of its own. Its candidates are
+values — nothing (reranking, the token budget) marks them — so what a caller does to its result
+cannot change what the next hit returns."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import FrozenInstanceError, asdict, replace
+
+import pytest
 
 from app.container import Container
 from app.rag.ingest.pipeline import Ingestor, Source
@@ -36,14 +39,16 @@ def test_a_hit_is_the_stored_ranking_and_a_result_of_its_own(container: Containe
     first = search()
     assert first.cache.result_hit is False and len(first.kept) == 2
     stored = [asdict(c) for c in first.candidates]
-    first.candidates[0].fate = CandidateFate.OVER_BUDGET  # the caller's marks stay the caller's
-    first.candidates.pop()
+    with pytest.raises(FrozenInstanceError):  # a candidate is a value: nobody marks it
+        first.candidates[0].fate = CandidateFate.OVER_BUDGET  # type: ignore[misc]
+    first.candidates.pop()  # the caller's lists stay the caller's
 
     hit = search()
     assert hit.cache.result_hit is True
     assert [asdict(c) for c in hit.candidates] == stored
-    hit.candidates[0].fate = CandidateFate.OVER_BUDGET
-    hit.candidates[0].fused_rank = 99
+    with pytest.raises(FrozenInstanceError):
+        hit.candidates[0].fused_rank = 99  # type: ignore[misc]
+    hit.candidates[0] = replace(hit.candidates[0], fate=CandidateFate.OVER_BUDGET)
     hit.degraded.append(Degradation(DegradationReason.RETRIEVAL_FAILED, "marked by the caller"))
     hit.timings_ms.clear()
 
@@ -51,4 +56,4 @@ def test_a_hit_is_the_stored_ranking_and_a_result_of_its_own(container: Containe
     assert again.cache.result_hit is True
     assert [asdict(c) for c in again.candidates] == stored
     assert again.degraded == [] and again.timings_ms
-    assert again.candidates[0] is not hit.candidates[0]
+    assert again.candidates is not hit.candidates and again.candidates[0].fate == CandidateFate.KEPT

@@ -5,6 +5,11 @@ Real migrated database, the real chat service; fake providers implementing the r
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio.from_thread
 import pytest
 
 from app.container import Container
@@ -15,6 +20,7 @@ from app.rag.search import query_cache
 from app.rag.search.conversation_settings import Quality, RewriteMode
 from app.rag.search.retrieval import RetrievalParams, retrieve
 from app.services import documents, search
+from app.services.chat import turn_search
 from app.services.chat.events import RetrievalEvent, SearchProgressEvent, TokenEvent
 from app.services.chat.trace_model import RetrievalTrace, parse
 from tests.fakes import FakeChatModel, FakeEmbedder
@@ -222,3 +228,48 @@ async def test_results_are_cached_until_the_knowledge_base_changes(plain: Office
     documents.delete(store, porto.id)
     hit, _, _, kept = await preview()
     assert hit is False and "porto.md" not in kept
+
+
+async def test_a_turn_s_retrieval_never_calls_back_from_a_thread_to_the_loop(
+    container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite and the judge are awaited on the loop; only embedding and the search go to a
+    worker thread, which never waits on the loop (no ``anyio.from_thread``)."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker thread called back to the event loop")
+
+    monkeypatch.setattr(anyio.from_thread, "run", refused)
+    monkeypatch.setattr(anyio.from_thread, "run_sync", refused)
+    able = ModelCapabilities(query_rewriting=True, retrieval_judging=True)
+    rig = OfficeRig(container, FakeChatModel(capabilities=able))
+    sid = rig.new_chat(top_k=1, threshold=0.0, quality=Quality.THOROUGH)
+    events = await rig.conversation(sid, STANDALONE, "YES", ANSWER)
+    progress = [e for e in events if isinstance(e, SearchProgressEvent)]
+    assert progress and progress[0].rewritten and progress[0].query == STANDALONE
+    trace = rig.trace(events)
+    assert trace.search is not None and trace.search.rewrite.outcome == "used"
+    assert [(p.judge, p.decision) for p in trace.search.passes] == [("model", "adequate")]
+    assert _kept(trace) == ["leeds.md"] and events[-1].answer.message.content == ANSWER
+    source = inspect.getsource(turn_search)
+    assert "from_thread" not in source and "_awaited" not in source
+
+
+async def test_the_preview_runs_the_turn_s_own_retrieval(plain: OfficeRig, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    own = turn_search.retrieval
+
+    def recorded(*args: Any, **kwargs: Any) -> AsyncIterator[turn_search.Pass | turn_search.Retrieved]:
+        calls.append(args[6])  # the message
+        return own(*args, **kwargs)
+
+    monkeypatch.setattr(turn_search, "retrieval", recorded)
+    sid = plain.new_chat(top_k=1, threshold=0.0)
+    shown = await search.preview(
+        plain.container.store, lambda: plain.embedder, plain.container.settings, plain.models, None, sid, FIRST,
+        top_k=None, threshold=None,
+    )  # fmt: skip
+    plain.model.enqueue("The Leeds office has 142 desks [1].")
+    trace = plain.trace(await plain.ask(sid, FIRST))
+    assert calls == [FIRST, FIRST]
+    assert [c.document_name for c in shown.result.kept] == _kept(trace) == ["leeds.md"]
