@@ -252,6 +252,10 @@ def _score(
     weight = {t: math.log(1 + n / (1 + sum(bool(meets[t] & c.terms) for c in candidates))) for t in asked}
     wanted = _answer_kind(question)
     names = sentences.names(question)
+    # A part the question gives nothing to measure (no name for ``subject``, no kind of answer for
+    # ``kind``) is left out of the blend, as the cosine is without embeddings: a zero every sentence
+    # shares would only lower every score against the bar.
+    asks = {"subject": bool(names), "kind": wanted is not None}
     named = set(sentences.terms(" ".join(names.values())))
     mentions: dict[int, set[str]] = {}  # per document: what all its given chunks name
     editions: dict[int, bool] = {}  # per source: whether its title is another edition's
@@ -270,13 +274,13 @@ def _score(
         c.overlap = sum(weight[t] for t in focus if meets[t] & c.terms) / total if total else 1.0
         c.fit = 1.0 if wanted is not None and wanted.search(c.text) else 0.0
     if embed is not None:
-        embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False))[: opts.embed_limit]
+        embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False, **asks))[: opts.embed_limit]
         vectors = embed([question, *(c.embed_text for c in embedded)])
         for c, vector, cosine in zip(embedded, vectors[1:], np.clip(vectors[1:] @ vectors[0], 0.0, 1.0), strict=True):
             c.cosine, c.vector = float(cosine), vector
     for c in candidates:
         off = c.missing_entity or c.other_edition
-        c.score = _blend(c, opts, cosine=embed is not None) * (opts.entity_penalty if off else 1.0)
+        c.score = _blend(c, opts, cosine=embed is not None, **asks) * (opts.entity_penalty if off else 1.0)
     return vectors[0] if embed is not None else None
 
 
@@ -345,13 +349,12 @@ def _form(code: str) -> str:
     return re.sub(r"\d", "9", re.sub(r"[^\W\d]", "a", code))
 
 
-def _blend(c: _Candidate, opts: ExtractiveOptions, *, cosine: bool) -> float:
-    parts = [
-        (opts.overlap_weight, c.overlap),
-        (opts.rank_weight, 1 / (1 + c.order)),
-        (opts.kind_weight, c.fit),
-        (opts.subject_weight, c.subject),
-    ]
+def _blend(c: _Candidate, opts: ExtractiveOptions, *, cosine: bool, subject: bool = True, kind: bool = True) -> float:
+    parts = [(opts.overlap_weight, c.overlap), (opts.rank_weight, 1 / (1 + c.order))]
+    if kind:
+        parts.append((opts.kind_weight, c.fit))
+    if subject:
+        parts.append((opts.subject_weight, c.subject))
     if cosine:
         parts.append((opts.cosine_weight, c.cosine or 0.0))
     return sum(w * v for w, v in parts) / sum(w for w, _ in parts)
