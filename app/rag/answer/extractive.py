@@ -27,6 +27,11 @@ __all__ = ["CLOSEST", "NO_ANSWER", "Evidence", "ExtractiveAnswer", "ExtractiveOp
 NO_ANSWER = "The documents do not answer this question."
 CLOSEST = "The closest passage is in"  # how a no-answer reply points at the best candidate
 _OWN_MARKERS = re.compile(r"\s*\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\]")
+# Markup a reader does not see: HTML comments and anchors, heading attributes ("{#id}"), template
+# shortcodes ("{% page ... %}"); links and images read as their text (a relative link quoted into an
+# answer would lead out of the app).
+_INVISIBLE = re.compile(r"<!--.*?-->|</?a\b[^>]*>|\{#[^}\s]*\}|\{%.*?%\}|\{\{.*?\}\}", re.S)
+_LINK = re.compile(r"!?\[([^\]\n]*)\](?:\([^)\s]*(?:\s+\"[^\"]*\")?\)|\[[^\]\n]*\])")
 
 
 class Passage(Protocol):
@@ -66,6 +71,8 @@ class ExtractiveOptions:
     max_chars: int = 300  # longer sentences are cut into clauses
     max_code_lines: int = 6  # a code block a chosen sentence introduces joins it up to this size
     max_code_chars: int = 400
+    max_list_items: int = 8  # a list a chosen sentence introduces ("… the following:") joins it up to this size
+    max_list_chars: int = 600
     embed_limit: int = 64  # more candidates than this: only the best by words and rank are embedded
 
 
@@ -126,6 +133,7 @@ class _Candidate:
     index: int = 0  # its unit's position in ``units``
     units: list[sentences.Unit] = field(default_factory=list, compare=False, repr=False)  # its source's
     code: str | None = None  # the code block it introduces, when composed with it
+    items: tuple[str, ...] = ()  # the list it introduces, when composed with it
 
     @property
     def embed_text(self) -> str:
@@ -159,6 +167,7 @@ def compose(
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
     chosen = [_in_context(c, chosen, opts) for c in chosen]
+    chosen = [c for c in chosen if not any(k is not c and _inside(c, k) for k in chosen)]  # an item of a quoted list
     evidence = tuple(_evidence(c) for c in chosen)
     used = tuple(dict.fromkeys(e.number for e in evidence))
     return ExtractiveAnswer(_compose_text(chosen, evidence), False, evidence, used, _evidence(best))
@@ -180,10 +189,10 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
             if unit.kind == "table":
-                text = _row(_cells(unit.text), header)
+                text = _row(_cells(readable(unit.text)), header)
                 enough = len(sentences.words(text)) >= 2
             elif unit.kind in sentences.PROSE:
-                text = _OWN_MARKERS.sub("", unit.normalised).strip()
+                text = readable(_OWN_MARKERS.sub("", unit.normalised))
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
@@ -203,6 +212,11 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
             )
             out[-1].units = units
     return out
+
+
+def readable(text: str) -> str:
+    """``text`` as it reads rendered: see ``_INVISIBLE`` and ``_LINK``."""
+    return " ".join(_LINK.sub(r"\1", _INVISIBLE.sub("", text)).split())
 
 
 def _cells(row: str) -> list[str]:
@@ -456,15 +470,50 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
         gap = source.text[prev.end : unit.start]
         taken = any(k.source is source and k.index == n - 1 for k in chosen)
         if prev.kind in sentences.PROSE and "\n\n" not in gap and not taken and len(prev.text) <= opts.max_chars:
-            before = _OWN_MARKERS.sub("", prev.normalised).strip()
+            before = readable(_OWN_MARKERS.sub("", prev.normalised))
             unit = sentences.Unit(prev.start, unit.end, source.text[prev.start : unit.end], prev.kind)
             c = replace(c, unit=unit, text=f"{before} {text}", doc_start=c.doc_start - (c.unit.start - prev.start))
-    if text.endswith(":") and n + 1 < len(units) and units[n + 1].kind == "code":
+    if _LEAD_IN.search(text) and n + 1 < len(units) and units[n + 1].kind == "item":
+        c = _with_list(c, opts)
+    elif text.endswith(":") and n + 1 < len(units) and units[n + 1].kind == "code":
         block = units[n + 1]
         if block.text.count("\n") <= opts.max_code_lines + 1 and len(block.text) <= opts.max_code_chars:
             unit = sentences.Unit(c.unit.start, block.end, source.text[c.unit.start : block.end], c.unit.kind)
             c = replace(c, unit=unit, code=block.text, doc_end=c.doc_end + (block.end - c.unit.end))
     return c
+
+
+# A sentence that introduces the list right after it: it ends with a colon, or speaks of "the following".
+_LEAD_IN = re.compile(r":$|\bthe following\b|\bas follows\b", re.I)
+
+
+def _inside(c: _Candidate, k: _Candidate) -> bool:
+    same = c.source.document_id == k.source.document_id
+    return same and bool(k.items) and k.doc_start <= c.doc_start and c.doc_end <= k.doc_end
+
+
+def _with_list(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
+    """``c`` with the items of the list it introduces (each item's first sentence), when the list is
+    short enough to quote: "submit the following paperwork" is answered by the paperwork."""
+    units, source = c.units, c.source
+    items: list[str] = []
+    end = c.unit.end
+    previous = c.unit
+    for unit in units[c.index + 1 :]:
+        gap = source.text[previous.end : unit.start]
+        if unit.kind == "sentence" and "\n\n" not in gap and items:
+            previous = unit  # the rest of an item's text: the item's first sentence stands for it
+            continue
+        if unit.kind != "item":
+            break
+        items.append(readable(_OWN_MARKERS.sub("", unit.normalised)))
+        previous, end = unit, unit.end
+        if len(items) > opts.max_list_items:
+            return c
+    if not items or sum(map(len, items)) > opts.max_list_chars:
+        return c
+    unit = sentences.Unit(c.unit.start, end, source.text[c.unit.start : end], c.unit.kind)
+    return replace(c, unit=unit, items=tuple(items), doc_end=c.doc_end + (end - c.unit.end))
 
 
 def _evidence(c: _Candidate) -> Evidence:
@@ -483,7 +532,7 @@ def _evidence(c: _Candidate) -> Evidence:
         source.number,
         source.document_id,
         source.document_name,
-        c.text if c.code is None else f"{c.text}\n{c.code}",
+        _shown(c),
         unit.start,
         unit.end,
         where,
@@ -491,6 +540,14 @@ def _evidence(c: _Candidate) -> Evidence:
         None if c.cosine is None else round(c.cosine, 4),
         round(c.overlap, 4),
     )
+
+
+def _shown(c: _Candidate) -> str:
+    if c.code is not None:
+        return f"{c.text}\n{c.code}"
+    if c.items:
+        return "\n".join([c.text, *(f"- {item}" for item in c.items)])
+    return c.text
 
 
 def _heading_paths(source: Passage, units: list[sentences.Unit]) -> list[str]:
@@ -524,6 +581,10 @@ def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> s
         if c.code is not None:  # the sentence, its citation, then the block it introduces, on its own
             blocks.append(f"{c.text} [{e.number}]\n\n{c.code}")
             blocks.append("")  # what follows starts a paragraph of its own
+            continue
+        if c.items:  # the lead-in and its citation, then its list
+            blocks.append(f"{c.text} [{e.number}]\n" + "\n".join(f"- {item}" for item in c.items))
+            blocks.append("")
             continue
         text = re.sub(r"[,;:]$", "…", e.text)
         cited = f"{text} [{e.number}]"

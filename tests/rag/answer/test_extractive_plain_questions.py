@@ -32,3 +32,44 @@ def test_a_question_naming_nothing_is_not_held_to_a_bar_its_missing_name_lowers(
     answer = compose(question, list(sources({"home.md": HOME})), FakeEmbedder().embed)
     assert not answer.no_answer
     assert "monthly allowance for their home broadband bill" in answer.text
+
+
+REPOSITORIES = """# Repositories
+
+## New repositories
+
+Every public repository should contain the following files:
+
+- LICENSE
+- README.md
+- CONTRIBUTING.md
+
+Private repositories are reviewed by the platform team every quarter.
+"""
+
+
+def test_a_lead_in_comes_with_the_short_list_it_introduces() -> None:
+    kept = list(sources({"repositories.md": REPOSITORIES}))
+    answer = compose("Which files should a new public repository contain?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer
+    assert "the following files: [1]\n- LICENSE\n- README.md\n- CONTRIBUTING.md" in answer.text
+    (evidence,) = [e for e in answer.evidence if "following files" in e.text]
+    assert evidence.text.endswith("- CONTRIBUTING.md")
+    assert REPOSITORIES[evidence.location.char_start : evidence.location.char_end].endswith("CONTRIBUTING.md")
+
+
+LINKS = """# Expenses
+
+<a id="claims"></a>
+## Claims {#claims}
+
+Claims are filed with the [expenses form](../forms/expenses.md) within 30 days of the purchase.
+{% include "footer" %} Receipts go to [the finance team][finance] by post. <!-- check the address -->
+"""
+
+
+def test_quoted_sentences_read_as_rendered_without_links_or_hidden_markup() -> None:
+    kept = list(sources({"expenses.md": LINKS}))
+    answer = compose("Within how many days must a claim be filed?", kept, FakeEmbedder().embed)
+    assert "Claims are filed with the expenses form within 30 days of the purchase. [1]" in answer.text
+    assert "](" not in answer.text and "{%" not in answer.text and "<!--" not in answer.text
