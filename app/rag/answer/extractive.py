@@ -55,7 +55,9 @@ class Passage(Protocol):
 
 @dataclass(frozen=True)
 class ExtractiveOptions:
-    max_sentences: int = 3
+    # Four, not three: on docs-qa the answering sentence is often fourth among close scores (+4 facts
+    # of 107, answers 41 -> 49 words at the median); benchmarks/answers unchanged.
+    max_sentences: int = 4
     min_score: float = 0.40  # with embeddings; see the calibration in the module docstring
     min_score_without_embeddings: float = 0.35
     relative_floor: float = 0.75
