@@ -420,7 +420,26 @@ _KINDS = (  # what kind of answer a question asks for, and how a sentence shows 
 )
 
 
+# "What is X?", "What does X mean?": a definition is asked for; the sentence that defines X answers
+# it ("X is …", "**X**: …", "X means …"), not one that merely mentions X.
+_DEFINE = re.compile(
+    r"^\s*(?:what(?:'s|\u2019s| is| are)|what does|define)\s+(?:an?\s+|the\s+)?[\"'\u201c\u2018`*]*"
+    r"(?P<term>[^\"'\u201d\u2019`*?]{2,60}?)[\"'\u201d\u2019`*]*(?:\s+(?:mean|stand for))?\s*\??\s*$",
+    re.I,
+)
+
+
+def _definition(term: str) -> re.Pattern[str]:
+    words = r"[\s\-_*`\"'\u201c\u201d]+".join(re.escape(w) for w in term.split())
+    return re.compile(
+        rf"^\W*(?:an?\s+|the\s+)?{words}\W*(?:\([^)]*\)\s*)?(?:is|are|means|refers to|stands for|:|\u2014|\u2013|-)\s",
+        re.I,
+    )
+
+
 def _answer_kind(question: str) -> re.Pattern[str] | None:
+    if (asked := _DEFINE.match(question)) and len(asked["term"].split()) <= 5:
+        return _definition(asked["term"].strip())
     return next((shows for asks, shows in _KINDS if asks.search(question)), None)
 
 

@@ -73,3 +73,23 @@ def test_quoted_sentences_read_as_rendered_without_links_or_hidden_markup() -> N
     answer = compose("Within how many days must a claim be filed?", kept, FakeEmbedder().embed)
     assert "Claims are filed with the expenses form within 30 days of the purchase. [1]" in answer.text
     assert "](" not in answer.text and "{%" not in answer.text and "<!--" not in answer.text
+
+
+GLOSSARY = """# Release process
+
+## Code freeze
+
+What a code freeze is depends on the release.
+Every code freeze is announced in the team channel.
+
+A code freeze is a two-day window in which only fixes for the coming release are merged by the
+release captain.
+"""
+
+
+def test_a_definition_question_prefers_the_sentence_that_defines_the_term() -> None:
+    kept = list(sources({"release.md": GLOSSARY}))
+    answer = compose("What is a code freeze?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer
+    best = max(answer.evidence, key=lambda e: e.score)
+    assert best.text.startswith("A code freeze is a two-day window")
