@@ -277,7 +277,7 @@ def _score(
     editions: dict[int, bool] = {}  # per source: whether its title is another edition's
     for source in {id(c.source): c.source for c in candidates}.values():
         about = _about(source, source.location.heading_path, source.text)
-        mentions.setdefault(source.document_id, set()).update(sentences.runs(about))
+        mentions.setdefault(source.document_id, set()).update(sentences.runs(about), sentences.initials(about))
         editions[id(source)] = _other_edition(names, _title(source))
     for c in candidates:
         c.missing_entity = bool(names.keys() - mentions[c.source.document_id])

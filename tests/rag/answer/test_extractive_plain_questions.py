@@ -93,3 +93,20 @@ def test_a_definition_question_prefers_the_sentence_that_defines_the_term() -> N
     assert not answer.no_answer
     best = max(answer.evidence, key=lambda e: e.score)
     assert best.text.startswith("A code freeze is a two-day window")
+
+
+RELIABILITY = """# Reliability
+
+## Targets
+
+Our Service Level Objective for the public API is 99.9% availability in each calendar month.
+Incidents that breach it are reviewed within five working days.
+"""
+
+
+def test_an_acronym_in_the_question_finds_the_words_it_stands_for() -> None:
+    # "SLO" is never written: the document spells it out, and is not a document about something else.
+    kept = list(sources({"reliability.md": RELIABILITY}))
+    answer = compose("What SLO does the public API have?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer
+    assert "99.9% availability" in answer.text
