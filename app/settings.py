@@ -70,6 +70,12 @@ class RagDefaults(RagSettings):
     # (1 - convex_alpha) x BM25, each min-max normalised over the candidates). docs/BENCHMARKS.md.
     fusion: Literal["rrf", "convex"] = "convex"
     convex_alpha: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False)
+    # A message after earlier turns is first searched alone: when its best passage scores at least
+    # this (cosine, the embedder's scale like the threshold), it stands on its own (a new topic)
+    # and is searched without the earlier turns; below it, it is a follow-up and the history-aware
+    # query is searched. 1.0: always history-aware. Tuned with `ragchat bench conversations` and
+    # the topic changes of `ragchat bench answers --dataset` (docs/BENCHMARKS.md, "Topic changes").
+    standalone_score: float = Field(0.45, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class EmbedderSettings(BaseModel):

@@ -14,7 +14,11 @@ is two turns of one chat. Judged as the dataset says:
   (``first``: the citation whose marker comes first in the text);
 - **declined**: a question no document answers is declined in the product's own refusal wording
   (the extractive reply, or the generative no-context prompt's "do not cover");
-- **follow-up fact**: the fact of a conversation's second answer (only the follow-up is scored).
+- **follow-up fact**: the fact of a conversation's second answer (only the follow-up is scored);
+- **topic changes**: each answerable question asked again as the second turn of a chat whose first
+  question is the nearest one before it in the file about other documents — a standalone question
+  on a new topic. Scored by its fact and by whether the first source the turn kept is one of its own
+  documents (``retrieved first``): the earlier turn must not pull its document ahead.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +41,7 @@ from app.db.models import ChatMessage, Citation
 from app.errors import ValidationError
 from app.rag.answer.extractive import NO_ANSWER
 from app.rag.ingest.pipeline import Ingestor, Source
+from app.rag.search.candidates import CandidateFate
 from app.services import projects, sessions
 from app.services.chat import trace_model
 from app.services.chat.events import DoneEvent, ErrorEvent
@@ -58,6 +63,7 @@ class Item:
     facts: tuple[str, ...]  # empty: the documents do not answer it
     documents: tuple[str, ...]  # document names without ".md"; empty for NONE
     earlier: str | None = None  # the conversation's first question
+    topic_change: bool = False  # ``earlier`` is about other documents; this question stands alone
 
     @property
     def answerable(self) -> bool:
@@ -76,6 +82,7 @@ class Scored:
     no_context: bool
     answer_ms: float
     words: int
+    retrieved_first: bool = False  # the first source the turn kept is an expected document
 
 
 def _fields(path: Path) -> list[tuple[int, list[str]]]:
@@ -112,6 +119,19 @@ def load_corpus(folder: Path) -> tuple[list[Item], list[Item]]:
         facts = tuple(f.strip() for f in parts[2].split(";") if f.strip())
         follow_ups.append(Item(corpus, parts[1], facts, _names(parts[3]), earlier=parts[0]))
     return questions, follow_ups
+
+
+def topic_changes(questions: Sequence[Item]) -> list[Item]:
+    """Each answerable question after the nearest question before it (cyclically) that names none of
+    its documents: a chat that changes topic. Built from the file's order, so nothing is chosen."""
+    answerable = [q for q in questions if q.answerable]
+    found = []
+    for i, item in enumerate(answerable):
+        before = (answerable[(i - j) % len(answerable)] for j in range(1, len(answerable)))
+        other = next((q for q in before if not set(q.documents) & set(item.documents)), None)
+        if other is not None:
+            found.append(replace(item, earlier=other.question, topic_change=True))
+    return found
 
 
 def corpora(dataset: Path, only: Sequence[str] = ()) -> list[Path]:
@@ -173,7 +193,9 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def summarise(singles: Sequence[Scored], follow_ups: Sequence[Scored]) -> dict[str, object]:
+def summarise(
+    singles: Sequence[Scored], follow_ups: Sequence[Scored], topics: Sequence[Scored] = ()
+) -> dict[str, object]:
     answerable = [s for s in singles if s.item.answerable]
     none = [s for s in singles if not s.item.answerable]
     times = [s.answer_ms for s in (*singles, *follow_ups)]
@@ -197,6 +219,9 @@ def summarise(singles: Sequence[Scored], follow_ups: Sequence[Scored]) -> dict[s
         "follow_ups": len(follow_ups),
         "follow_up_fact": sum(s.fact for s in follow_ups),
         "follow_up_cited": sum(s.cited_any for s in follow_ups),
+        "topic_changes": len(topics),
+        "topic_retrieved_first": sum(s.retrieved_first for s in topics),
+        "topic_fact": sum(s.fact for s in topics),
         "median_ms": statistics.median(times) if times else None,
         "p95_ms": _percentile(times, 0.95),
         "median_words": statistics.median(lengths) if lengths else None,
@@ -211,9 +236,10 @@ class CorpusRun:
     chunks: int
     singles: list[Scored] = field(default_factory=list)
     follow_ups: list[Scored] = field(default_factory=list)
+    topics: list[Scored] = field(default_factory=list)
 
     def summary(self) -> dict[str, object]:
-        return summarise(self.singles, self.follow_ups)
+        return summarise(self.singles, self.follow_ups, self.topics)
 
 
 @dataclass
@@ -223,7 +249,11 @@ class DatasetReport:
     runs: list[CorpusRun] = field(default_factory=list)
 
     def total(self) -> dict[str, object]:
-        return summarise([s for r in self.runs for s in r.singles], [s for r in self.runs for s in r.follow_ups])
+        return summarise(
+            [s for r in self.runs for s in r.singles],
+            [s for r in self.runs for s in r.follow_ups],
+            [s for r in self.runs for s in r.topics],
+        )
 
     def as_json(self) -> dict[str, object]:
         def row(s: Scored) -> dict[str, object]:
@@ -243,6 +273,7 @@ class DatasetReport:
                     **r.summary(),
                     "questions": [row(s) for s in r.singles],
                     "conversations": [row(s) for s in r.follow_ups],
+                    "topic_changes": [row(s) for s in r.topics],
                 }
                 for r in self.runs
             },
@@ -263,7 +294,9 @@ def run(
     report = DatasetReport(str(dataset), {"top_k": settings.rag.top_k, "threshold": settings.rag.threshold})
     for folder in corpora(dataset, only):
         questions, follow_ups = load_corpus(folder)
-        report.runs.append(_run_corpus(settings, folder, questions[:limit], follow_ups[:limit], progress))
+        asked = questions[:limit]
+        conversations = [*follow_ups[:limit], *topic_changes(asked)]
+        report.runs.append(_run_corpus(settings, folder, asked, conversations, progress))
     return report
 
 
@@ -271,7 +304,7 @@ def planned(dataset: Path, only: Sequence[str] = (), limit: int | None = None) -
     total = 0
     for folder in corpora(dataset, only):
         questions, follow_ups = load_corpus(folder)
-        total += len(questions[:limit]) + len(follow_ups[:limit])
+        total += len(questions[:limit]) + len(follow_ups[:limit]) + len(topic_changes(questions[:limit]))
     return total
 
 
@@ -329,7 +362,10 @@ async def _ask(
             await _turn(container, chat.id, item.earlier)
         message_id, elapsed = await _turn(container, chat.id, item.question)
         scored = _read(container, item, message_id, elapsed)
-        (result.follow_ups if item.earlier is not None else result.singles).append(scored)
+        if item.topic_change:
+            result.topics.append(scored)
+        else:
+            (result.follow_ups if item.earlier is not None else result.singles).append(scored)
         if progress is not None:
             progress(scored)
 
@@ -353,4 +389,7 @@ def _read(container: Container, item: Item, message_id: int, elapsed: float) -> 
         trace = trace_model.parse(message.trace)
         content = message.content
     no_context = trace is not None and trace.no_context
-    return judge(item, content, cited_in_order(content, markers), no_context, elapsed)
+    scored = judge(item, content, cited_in_order(content, markers), no_context, elapsed)
+    kept = [c for c in trace.candidates if c.fate == CandidateFate.KEPT] if trace is not None else []
+    scored.retrieved_first = bool(kept) and re.sub(r"\.md$", "", kept[0].document_name) in item.documents
+    return scored

@@ -250,6 +250,7 @@ def _docs_qa(
         return
     for scored in misses:
         what = "follow-up" if scored.item.earlier else ("NONE" if not scored.item.answerable else "single")
+        what = "topic change" if scored.item.topic_change else what
         console.print(
             f"[bold]miss[/bold] {scored.item.corpus} {what}: {scored.item.question}\n"
             f"  expected {'; '.join(scored.item.facts) or 'a refusal'} in {'/'.join(scored.item.documents) or '-'}\n"
@@ -260,7 +261,18 @@ def _docs_qa(
 
 def _docs_qa_table(report: docs_qa.DatasetReport) -> Table:
     table = Table(title=f"docs-qa: {report.dataset} (default session settings)")
-    heads = ("corpus", "fact", "doc any", "doc first", "NONE declined", "follow-up fact", "median s", "p95 s", "words")
+    heads = (
+        "corpus",
+        "fact",
+        "doc any",
+        "doc first",
+        "NONE declined",
+        "follow-up fact",
+        "new topic first",
+        "median s",
+        "p95 s",
+        "words",
+    )
     for column in heads:
         table.add_column(column, justify="right")
 
@@ -276,6 +288,7 @@ def _docs_qa_table(report: docs_qa.DatasetReport) -> Table:
             pct(s["cited_first"], s["answerable"]),
             pct(s["none_declined"], s["none_questions"]),
             pct(s["follow_up_fact"], s["follow_ups"]),
+            pct(s["topic_retrieved_first"], s["topic_changes"]),
             "-" if s["median_ms"] is None else f"{float(s['median_ms']) / 1000:.2f}",  # type: ignore[arg-type]
             "-" if s["p95_ms"] is None else f"{float(s['p95_ms']) / 1000:.2f}",  # type: ignore[arg-type]
             f"{s['median_words']}/{s['p90_words']}",

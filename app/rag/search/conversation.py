@@ -10,6 +10,7 @@ tuned on benchmarks/conversations (docs/BENCHMARKS.md, "Conversations").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -78,6 +79,18 @@ def build(
     norm = float(np.linalg.norm(combined))
     vector = (combined / norm if norm > 0 else combined).astype(np.float32)
     return Query(message, taken, vector, terms)
+
+
+# A message that opens with a connective ("and ...", "what about ...") or is short and points back
+# with a pronoun ("does that apply to str?") continues the conversation whatever it finds alone.
+_CONNECTIVE = re.compile(r"^\W*(and|but|or|also|so|then|what about|how about|what if)\b", re.IGNORECASE)
+_POINTER = re.compile(r"\b(it|its|they|them|their|that|this|those|these|there|he|she|his|her)\b", re.IGNORECASE)
+SHORT_WORDS = 10
+
+
+def leans_back(message: str) -> bool:
+    """Whether ``message`` reads as a continuation of the conversation (English cues)."""
+    return bool(_CONNECTIVE.match(message)) or (len(message.split()) <= SHORT_WORDS and bool(_POINTER.search(message)))
 
 
 def user_turns(history: Sequence[object]) -> list[str]:

@@ -286,6 +286,15 @@ class TraceSearch(_Camel):
         metadata=api("The earlier user turns the history-aware query took into account, oldest first.")
     )
     rewrite: TraceRewrite = field(metadata=api("The rewrite, or why there was none."))
+    standalone_score: float | None = field(
+        default=None,
+        metadata=api(
+            "The best passage's score for the message searched alone, when it followed earlier turns, was not "
+            "rewritten and did not read as a continuation; at or above the server's standalone score the "
+            "message stood on its own (a new topic) and was searched without the earlier turns (then "
+            "`earlier` is empty)."
+        ),
+    )
     passes: list[TracePass] = field(default_factory=list, metadata=api("Every retrieval pass, in order."))
     cache: TraceCache = field(default_factory=TraceCache, metadata=api("Cache hits and misses."))
 

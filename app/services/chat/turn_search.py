@@ -5,7 +5,10 @@
    (app/services/chat/ranking.py).
 2. The query: the message in its conversation, model-free (app/rag/search/conversation.py); when the
    session's ``rewrite`` asks for it, the chat model's standalone rewrite instead (app/rag/search/rewrite.py),
-   falling back to the model-free query when the rewrite fails or times out.
+   falling back to the model-free query when the rewrite fails or times out. A message that follows
+   earlier turns and is not rewritten, and does not read as a continuation ("and ...", or short with
+   a pronoun pointing back), is first searched alone: when it finds a passage by itself
+   (``RAGCHAT_RAG__STANDALONE_SCORE``) it is a new topic and is searched without the earlier turns.
 3. Evaluate and widen (app/rag/search/widen.py): retrieve, judge the pass, and while it is not adequate
    and the session's ``quality`` allows, retrieve again wider; answer with the best pass.
 4. Reranking of the pass answered with (app/services/chat/ranking.py): a new result.
@@ -81,6 +84,8 @@ class TurnSearch:
     embed_ms: float = 0.0
     embedding_hits: int = 0
     embedding_misses: int = 0
+    # The message's best score searched alone, when earlier turns could have joined the query.
+    standalone_score: float | None = None
 
     @property
     def searched(self) -> str:
@@ -188,6 +193,11 @@ async def search(
     asked = (done.query, ()) if done.query is not None else (message, earlier)
     built, found = await _in_thread(partial(_query, embedder, done, *asked))
     first = params or RetrievalParams.for_session(settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold)
+    if found.query.earlier and not conversation.leans_back(message):
+        probe = partial(_standalone, store, built, asker.project_id, message, first, settings.rag.standalone_score)
+        found.standalone_score, alone = await _in_thread(probe)
+        if alone is not None:
+            found.query = alone
     budget = asker.rag.quality.passes
     judge = capabilities.retrieval_judging
     query = found.query
@@ -237,6 +247,28 @@ def _query(
     return built, found
 
 
+def _standalone(
+    store: Database, embedder: Embedder, project_id: int, message: str, params: RetrievalParams, bar: float
+) -> tuple[float | None, conversation.Query | None]:
+    """In the worker thread: the message searched alone, with the turn's first parameters (so the
+    first pass reads this result from the cache when it stands alone); its best score, and its own
+    query when that score reaches ``bar`` — a question that finds its passage by itself is a new
+    topic, and blending the earlier turns in would pull their documents ahead of it."""
+    alone = conversation.build(embedder, message)
+    result = retrieve(
+        store,
+        embedder,
+        project_id,
+        alone.text,
+        params,
+        query_vector=alone.vector,
+        terms=alone.terms,
+        cache_key=alone.key,
+    )
+    best = max((c.score for c in result.candidates if c.score is not None), default=None)
+    return best, (alone if best is not None and best >= bar else None)
+
+
 def _retrieve(
     store: Database,
     embedder: Embedder,
@@ -282,6 +314,7 @@ def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:
         searched=found.searched,
         earlier=list(found.query.earlier),
         rewrite=TraceRewrite(outcome=done.outcome, query=done.query, reason=done.reason, ms=done.ms),
+        standalone_score=found.standalone_score,
         passes=[
             TracePass(
                 number=p.number,

@@ -46,3 +46,20 @@ def test_history_off_is_the_plain_query() -> None:
     embedder = FakeEmbedder()
     query = conversation.build(embedder, "parking?", ["Lisbon"], HistoryWeights(turns=0))
     assert query.earlier == () and np.allclose(query.vector, embedder.embed(["parking?"])[0])
+
+
+@pytest.mark.parametrize(
+    ("message", "continues"),
+    [
+        ("And how many can carry over?", True),
+        ("what about contractors?", True),
+        ("Does that apply to str as well?", True),
+        ("How long does it take?", True),
+        ("Who do I report a stolen laptop to?", False),
+        ("How many days of annual leave does everyone get?", False),
+        # Long questions name their subject even when a pronoun appears in them.
+        ("I think something is running on my work laptop; should I shut it down right away?", False),
+    ],
+)
+def test_a_message_that_reads_as_a_continuation(message: str, continues: bool) -> None:
+    assert conversation.leans_back(message) is continues
