@@ -153,3 +153,14 @@ def test_the_command_asks_a_tiny_dataset_through_a_chat(tmp_path: Path) -> None:
     assert tiny["conversations"][0]["earlier"] == "Who waters the plants?"
     assert report["total"]["answerable"] == 2 and report["total"]["median_ms"] > 0
     assert not (tmp_path / "data").exists()  # the knowledge base lived in a temporary directory
+
+
+def test_topic_changes_pair_each_question_with_the_nearest_one_before_it_about_other_documents() -> None:
+    def item(question: str, *documents: str) -> docs_qa.Item:
+        return docs_qa.Item("c", question, ("fact",) if documents else (), documents)
+
+    questions = [item("a?", "one"), item("b?", "one", "two"), item("c?", "three"), item("none?")]
+    pairs = {t.question: t.earlier for t in docs_qa.topic_changes(questions)}
+    # c? after b? (the nearest before it); a? wraps round to c?; b? skips a? (a shared document).
+    assert pairs == {"a?": "c?", "b?": "c?", "c?": "b?"}
+    assert all(t.topic_change for t in docs_qa.topic_changes(questions))
