@@ -35,6 +35,7 @@ from app.errors import RagchatError
 from app.llm.base import ChatModel, ChatModels, Embedder, Reranker
 from app.rag.search import conversation, rewrite, widen
 from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
+from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 from app.services.chat import gate as chat_gate
 from app.services.chat import ranking
@@ -191,13 +192,12 @@ async def search(
     )
     standalone = done.query is not None  # a rewrite needs no history
     asked = (done.query, ()) if done.query is not None else (message, earlier)
-    built, found = await _in_thread(partial(_query, embedder, done, *asked))
+    # A message that follows earlier turns, is not rewritten and does not read as a continuation
+    # is probed alone first (one nearest-neighbour lookup): a new topic leaves the earlier turns out.
+    probe = asked[1] and not conversation.leans_back(message)
+    bar = settings.rag.standalone_score if probe else None
+    built, found = await _in_thread(partial(_query, embedder, store, asker.project_id, done, *asked, bar=bar))
     first = params or RetrievalParams.for_session(settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold)
-    if found.query.earlier and not conversation.leans_back(message):
-        probe = partial(_standalone, store, built, asker.project_id, message, first, settings.rag.standalone_score)
-        found.standalone_score, alone = await _in_thread(probe)
-        if alone is not None:
-            found.query = alone
     budget = asker.rag.quality.passes
     judge = capabilities.retrieval_judging
     query = found.query
@@ -235,38 +235,42 @@ async def search(
 
 
 def _query(
-    embedder: Callable[[], Embedder], done: rewrite.Rewrite, text: str, earlier: Sequence[str]
+    embedder: Callable[[], Embedder],
+    store: Database,
+    project_id: int,
+    done: rewrite.Rewrite,
+    text: str,
+    earlier: Sequence[str],
+    *,
+    bar: float | None,
 ) -> tuple[Embedder, TurnSearch]:
-    """In the worker thread: the embedder (built on first use) and the search with its query embedded."""
+    """In the worker thread: the embedder (built on first use) and the search with its query
+    embedded. With a ``bar``, the message is first looked up alone: when its nearest passage scores
+    at least ``bar`` it is a new topic, and its query leaves ``earlier`` out."""
     built = embedder()
     hits: list[bool] = []
     started = time.perf_counter()
+    standalone_score = None
+    if bar is not None:
+        alone = conversation.build(built, text, cache_hits=hits)
+        standalone_score = _nearest_score(store, built, project_id, alone)
+        if standalone_score is not None and standalone_score >= bar:
+            earlier = ()
     query = conversation.build(built, text, earlier, cache_hits=hits)
     found = TurnSearch(query, done, embed_ms=round((time.perf_counter() - started) * 1000, 3))
     found.embedding_hits, found.embedding_misses = sum(hits), len(hits) - sum(hits)
+    found.standalone_score = standalone_score
     return built, found
 
 
-def _standalone(
-    store: Database, embedder: Embedder, project_id: int, message: str, params: RetrievalParams, bar: float
-) -> tuple[float | None, conversation.Query | None]:
-    """In the worker thread: the message searched alone, with the turn's first parameters (so the
-    first pass reads this result from the cache when it stands alone); its best score, and its own
-    query when that score reaches ``bar`` — a question that finds its passage by itself is a new
-    topic, and blending the earlier turns in would pull their documents ahead of it."""
-    alone = conversation.build(embedder, message)
-    result = retrieve(
-        store,
-        embedder,
-        project_id,
-        alone.text,
-        params,
-        query_vector=alone.vector,
-        terms=alone.terms,
-        cache_key=alone.key,
-    )
-    best = max((c.score for c in result.candidates if c.score is not None), default=None)
-    return best, (alone if best is not None and best >= bar else None)
+# The nearest passage alone: one vector lookup, no keyword ranking, hygiene or neighbours.
+_NEAREST = RetrievalParams(mode=RetrievalMode.VECTOR, top_k=1, threshold=0.0, candidates=1)
+
+
+def _nearest_score(store: Database, embedder: Embedder, project_id: int, query: conversation.Query) -> float | None:
+    """The cosine of ``query``'s nearest passage in the knowledge base (None: it has none)."""
+    result = retrieve(store, embedder, project_id, query.text, _NEAREST, query_vector=query.vector, cache_key=query.key)
+    return max((c.score for c in result.candidates if c.score is not None), default=None)
 
 
 def _retrieve(
