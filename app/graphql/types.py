@@ -241,6 +241,15 @@ class ChatMessage:
         trace = self._trace()
         return bool(trace and trace.no_context)
 
+    @strawberry.field(
+        description="True when an extractive answer found no sentence in its kept sources that answers the "
+        "question and says so; the trace's answer.considered says why each candidate fell short. Unlike "
+        "noContext, sources were kept: lowering the threshold does not help."
+    )
+    def no_answer(self) -> bool:
+        trace = self._trace()
+        return bool(trace and trace.answer and trace.answer.no_answer)
+
     @strawberry.field(description="Why the answer had less to work with than usual (empty when all went well).")
     def degraded(self) -> list[Degradation]:
         trace = self._trace()

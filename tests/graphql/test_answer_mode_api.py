@@ -67,3 +67,27 @@ def test_a_generated_answer_carries_the_guards_verdict(api: Api, model: FakeChat
     assert guard["original"] == "The source for the answer is [1]."
     assert sent["status"] == "COMPLETE" and "sea ice" in sent["content"]
     assert {c["kind"] for c in sent["citations"]} == {"EXTRACTED"}
+
+
+def test_no_context_means_nothing_was_kept_and_no_answer_means_no_sentence_answered(api: Api) -> None:
+    pid = _project(api)
+    ask = """mutation($s: ID!, $c: String!) { sendMessage(sessionId: $s, content: $c) { __typename
+      ... on ChatMessage { content noContext noAnswer
+        trace { noContext answer { noAnswer bar considered { source score quoted reason } } } } } }"""
+    base = {"provider": "fake", "model": "scripted", "answerMode": "EXTRACTIVE"}
+    kept = api.run(SESSION, p=pid, input={**base, "threshold": 0.0})["createChatSession"]["id"]
+    answer = api.run(ask, s=kept, c="What is the capital of Mongolia?")["sendMessage"]
+    # A source was kept (threshold 0): not "no context", but no sentence of it answers.
+    assert answer["content"].startswith(NO_ANSWER)
+    assert (answer["noContext"], answer["noAnswer"], answer["trace"]["noContext"]) == (False, True, False)
+    considered = answer["trace"]["answer"]["considered"]
+    assert considered and all(not c["quoted"] and c["source"] == 1 for c in considered)
+    assert all(c["score"] < answer["trace"]["answer"]["bar"] for c in considered)
+    assert considered[0]["reason"].startswith("below the bar")
+    nothing = api.run(SESSION, p=pid, input={**base, "threshold": 0.99})["createChatSession"]["id"]
+    empty = api.run(ask, s=nothing, c="What is the capital of Mongolia?")["sendMessage"]
+    assert (empty["noContext"], empty["noAnswer"]) == (True, True)
+    assert empty["trace"]["answer"]["considered"] == []
+    answered = api.run(ask, s=kept, c="Where do emperor penguins breed?")["sendMessage"]
+    assert (answered["noContext"], answered["noAnswer"]) == (False, False)
+    assert any(c["quoted"] and c["reason"] == "quoted" for c in answered["trace"]["answer"]["considered"])

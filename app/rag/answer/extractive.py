@@ -22,7 +22,17 @@ from app.llm.base import Vectors
 from app.rag.answer import sentences
 from app.rag.search.candidates import Location
 
-__all__ = ["CLOSEST", "NO_ANSWER", "Evidence", "ExtractiveAnswer", "ExtractiveOptions", "Passage", "compose", "pieces"]
+__all__ = [
+    "CLOSEST",
+    "NO_ANSWER",
+    "Considered",
+    "Evidence",
+    "ExtractiveAnswer",
+    "ExtractiveOptions",
+    "Passage",
+    "compose",
+    "pieces",
+]
 
 NO_ANSWER = "The documents do not answer this question."
 CLOSEST = "The closest passage is in"  # how a no-answer reply points at the best candidate
@@ -95,12 +105,29 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Considered:
+    """A candidate sentence, and why it was or was not quoted (the trace shows the best few)."""
+
+    number: int  # the source's [n]
+    text: str  # as it would read, cut to CONSIDERED_CHARS
+    score: float
+    quoted: bool
+    reason: str  # in words: "quoted", or the rule that left it out
+
+
+CONSIDERED = 8  # candidate sentences the trace shows, best first
+CONSIDERED_CHARS = 200
+
+
+@dataclass(frozen=True)
 class ExtractiveAnswer:
     text: str
-    no_answer: bool  # nothing scored well enough: the text says so (the chat service's noContext path)
+    no_answer: bool  # no sentence of the kept sources answers the question: the text says so
     evidence: tuple[Evidence, ...]  # in answer order; empty when no_answer
     used: tuple[int, ...]  # source numbers cited, in order of first use
     closest: Evidence | None  # the best candidate, also when it fell short of the bar
+    bar: float | None = None  # the score a sentence needed (None: there was no sentence at all)
+    considered: tuple[Considered, ...] = ()  # the best candidates, with why each was (not) quoted
 
     def pieces(self) -> Iterator[str]:
         """The text in word-sized pieces, to stream like a model's tokens."""
@@ -160,10 +187,17 @@ def compose(
     asked = _score(question, candidates, embed, opts)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
-    if best.score < bar or _beyond_sources(question, ordered, best, asked, embed):
+    beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed)
+    if best.score < bar or beyond:
         closest = _evidence(best)
-        return ExtractiveAnswer(f"{NO_ANSWER} {_closest(closest)}", True, (), (), closest)
-    chosen = _select(candidates, max(bar, opts.relative_floor * best.score), opts)
+        why = _Why(bar, bar, opts, beyond=beyond)
+        return ExtractiveAnswer(
+            f"{NO_ANSWER} {_closest(closest)}", True, (), (), closest, bar, why.considered(candidates, [])
+        )
+    floor = max(bar, opts.relative_floor * best.score)
+    chosen = _select(candidates, floor, opts)
+    why = _Why(bar, floor, opts)
+    considered = why.considered(candidates, chosen)
     first_rank: dict[int, int] = {}
     for c in chosen:
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
@@ -172,7 +206,53 @@ def compose(
     chosen = [c for c in chosen if not any(k is not c and _inside(c, k) for k in chosen)]  # an item of a quoted list
     evidence = tuple(_evidence(c) for c in chosen)
     used = tuple(dict.fromkeys(e.number for e in evidence))
-    return ExtractiveAnswer(_compose_text(chosen, evidence), False, evidence, used, _evidence(best))
+    return ExtractiveAnswer(_compose_text(chosen, evidence), False, evidence, used, _evidence(best), floor, considered)
+
+
+@dataclass(frozen=True)
+class _Why:
+    """Why a candidate sentence was or was not quoted, in the order the rules decide it."""
+
+    bar: float  # the fixed bar
+    floor: float  # the bar for this answer: the fixed one, or a share of the best sentence's score
+    opts: ExtractiveOptions
+    beyond: bool = False  # the question is about something no source mentions
+
+    def considered(self, candidates: list[_Candidate], chosen: list[_Candidate]) -> tuple[Considered, ...]:
+        best = sorted(candidates, key=_preference, reverse=True)[:CONSIDERED]
+        return tuple(
+            Considered(
+                c.source.number,
+                _cut(_shown(c)),
+                round(c.score, 4),
+                any(c is k for k in chosen),
+                self.reason(c, chosen),
+            )
+            for c in best
+        )
+
+    def reason(self, c: _Candidate, chosen: list[_Candidate]) -> str:
+        penalised = (
+            "; scored at half: its source lacks a name or code the question has" if c.missing_entity
+            else "; scored at half: its document is another edition than the one asked about" if c.other_edition
+            else ""
+        )  # fmt: skip
+        if any(c is k for k in chosen):
+            return "quoted" + penalised
+        if self.beyond:
+            return "not quoted: the question is about something no kept source mentions" + penalised
+        if c.score < self.bar:
+            return f"below the bar: {c.score:.2f} < {self.bar:.2f}" + penalised
+        if c.score < self.floor:
+            share = f"{self.opts.relative_floor:.0%}"
+            return f"below {share} of the best sentence's score: {c.score:.2f} < {self.floor:.2f}" + penalised
+        if any(_near_duplicate(c, k, self.opts) for k in chosen):
+            return "repeats a quoted sentence" + penalised
+        return f"beyond the {self.opts.max_sentences} sentences an answer quotes" + penalised
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CONSIDERED_CHARS else text[: CONSIDERED_CHARS - 1].rstrip() + "…"
 
 
 def _preference(c: _Candidate) -> tuple[float, int, int]:

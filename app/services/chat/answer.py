@@ -22,7 +22,7 @@ from app.rag.answer import citations, extractive, guard
 from app.rag.answer.mode import ModeChoice
 from app.rag.search import query_cache
 from app.services.chat.events import SourceRef
-from app.services.chat.trace_model import TraceAnswer, TraceGuard
+from app.services.chat.trace_model import TraceAnswer, TraceGuard, TraceSentence
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +100,22 @@ def trace_entry(
     decision: guard.Decision | None = None,
     original: str | None = None,
     sentences: int | None = None,
+    extracted: extractive.ExtractiveAnswer | None = None,
 ) -> TraceAnswer:
     """The trace's ``answer`` entry (app.services.chat.trace_model.TraceAnswer)."""
     return TraceAnswer(
         requested_mode=choice.requested,
         mode=choice.used,
         reason=choice.reason,
-        sentences=sentences,
+        sentences=sentences if extracted is None else len(extracted.evidence),
+        no_answer=extracted is not None and extracted.no_answer,
+        bar=None if extracted is None else extracted.bar,
+        considered=[]
+        if extracted is None
+        else [
+            TraceSentence(source=c.number, text=c.text, score=c.score, quoted=c.quoted, reason=c.reason)
+            for c in extracted.considered
+        ],
         guard=None
         if verdict is None
         else TraceGuard(

@@ -285,11 +285,12 @@ class ChatService:
         ]
         answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
         written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
-        trace.set_sources(sources, answer.no_answer)
-        trace.set_answer(chat_answer.trace_entry(choice, sentences=len(answer.evidence)))
+        no_context = not sources  # nothing passed the threshold: not the same as no sentence answering
+        trace.set_sources(sources, no_context)
+        trace.set_answer(chat_answer.trace_entry(choice, extracted=answer))
         if turn.chat.rag.include_citations:
             trace.set_citations(len(answer.used), 0, attributed=False)
-        return _Extracted(sources, answer.no_answer, written)
+        return _Extracted(sources, no_context, written)
 
     def _finish(
         self, turn: Turn, settle: Callable[[], Settled], trace: TraceBuilder
@@ -534,7 +535,7 @@ async def _outcome(job: asyncio.Future[T]) -> T | None:
 @dataclass(frozen=True)
 class _Extracted:
     sources: list[SourceRef]
-    no_context: bool  # nothing in the sources answers the question (the noContext path)
+    no_context: bool  # RAG was on and no source was kept
     answer: chat_answer.Written
 
 

@@ -215,6 +215,19 @@ class TraceGuard(_Camel):
 
 # Built by app.services.chat.answer.trace_entry.
 @dataclass(kw_only=True)
+class TraceSentence(_Camel):
+    """A candidate sentence of an extractive answer."""
+
+    source: int = field(metadata=api("The [n] of the source it is from."))
+    text: str = field(metadata=api("The sentence as it would read (cut at 200 characters)."))
+    score: float = field(
+        metadata=api("Its score (cosine, shared words, rank and what the question asks for, blended).")
+    )
+    quoted: bool = field(metadata=api("Whether the answer quotes it."))
+    reason: str = field(metadata=api("Why it was or was not quoted, in words: the rule that decided."))
+
+
+@dataclass(kw_only=True)
 class TraceAnswer(_Camel):
     """How the answer was written."""
 
@@ -226,6 +239,23 @@ class TraceAnswer(_Camel):
     )
     sentences: int | None = field(
         default=None, metadata=api("Sentences quoted, for an extractive answer; null for a generated one.")
+    )
+    no_answer: bool = field(
+        default=False,
+        metadata=api(
+            "An extractive answer found no sentence in the kept sources that answers the question, and says "
+            "so (sources were kept: that is not noContext)."
+        ),
+    )
+    bar: float | None = field(
+        default=None,
+        metadata=api("The score a sentence needed to be quoted, for an extractive answer; null for a generated one."),
+    )
+    considered: list[TraceSentence] = field(
+        default_factory=list,
+        metadata=api(
+            "The best candidate sentences of an extractive answer, best first, and why each was or was not quoted."
+        ),
     )
 
 

@@ -17,6 +17,7 @@ function message(overrides: Partial<MessageFieldsFragment> = {}): MessageFieldsF
     createdAt: "2025-01-01T10:00:00",
     completedAt: "2025-01-01T10:00:02",
     noContext: false,
+    noAnswer: false,
     degraded: [],
     citations: [
       { id: "9", marker: 1, kind: "MODEL", score: 0.71, rank: 1, documentId: "4", chunkId: "40", documentName: "guide.md", snippet: "Run the installer.", location },

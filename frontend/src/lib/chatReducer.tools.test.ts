@@ -37,6 +37,7 @@ function message(overrides: Partial<MessageFieldsFragment> = {}): MessageFieldsF
     createdAt: "2026-01-01T10:00:00",
     completedAt: "2026-01-01T10:00:02",
     noContext: false,
+    noAnswer: false,
     degraded: [],
     citations: [],
     toolCalls: [],

@@ -87,6 +87,8 @@ export interface ChatItem {
   /** True once the sources are the answer's stored citations rather than retrieval's list. */
   cited: boolean;
   noContext: boolean;
+  /** An extractive answer found no sentence in its kept sources that answers the question. */
+  noAnswer: boolean;
   degraded: readonly DegradationFieldsFragment[];
   /** What the chat shows of the answer's trace (MessageTrace loads the whole of it on request). */
   trace: TraceSummaryFieldsFragment | null;
@@ -148,6 +150,7 @@ export function fromMessage(message: MessageFieldsFragment, key = `m${message.id
     sources: sourcesOf(message.citations),
     cited: true,
     noContext: message.noContext,
+    noAnswer: message.noAnswer,
     degraded: message.degraded,
     trace: message.trace,
     createdAt: message.createdAt,
@@ -247,6 +250,7 @@ function blank(key: string, role: Role, content: string): ChatItem {
     sources: [],
     cited: false,
     noContext: false,
+    noAnswer: false,
     degraded: [],
     trace: null,
     createdAt: null,

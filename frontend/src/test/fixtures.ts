@@ -41,6 +41,9 @@ export const loopedAnswer: Answer = {
   mode: "GENERATIVE",
   reason: "the session asks for generated answers",
   sentences: 2,
+  noAnswer: false,
+  bar: null,
+  considered: [],
   guard: guard({ decision: "FALLBACK", reasons: ["the text “the source of” repeats 4+ times in a row"], stoppedEarly: true }),
 };
 
@@ -50,5 +53,11 @@ export const extractiveAnswer: Answer = {
   mode: "EXTRACTIVE",
   reason: "AUTO: local/SmolLM2-135M-Instruct is not a reliable writer (declared by its provider), so the answer is quoted from the sources",
   sentences: 2,
+  noAnswer: false,
+  bar: 0.4,
+  considered: [
+    { source: 1, text: "Run the installer.", score: 0.62, quoted: true, reason: "quoted" },
+    { source: 2, text: "The installer is signed.", score: 0.31, quoted: false, reason: "below the bar: 0.31 < 0.40" },
+  ],
   guard: null,
 };

@@ -67,12 +67,40 @@ async def test_a_session_can_ask_for_extractive_answers_from_any_model(rig: Rig)
     assert stored.trace["answer"]["reason"] == "the session asks for extractive answers"
 
 
-async def test_an_extractive_answer_with_nothing_relevant_takes_the_no_context_path(weak: Rig) -> None:
+async def test_an_extractive_answer_that_finds_no_sentence_says_so_and_why_but_is_not_no_context(weak: Rig) -> None:
+    # Sources were kept (threshold 0): "nothing passed the threshold" would send the reader to lower
+    # a threshold that is already 0. The answer step's own finding is noAnswer, with its reasons.
     events = await weak.ask(weak.new_chat(top_k=3, threshold=0.0), "What is the capital of Mongolia?")
-    assert isinstance(events[0], RetrievalEvent) and events[0].no_context
+    assert isinstance(events[0], RetrievalEvent) and events[0].sources and not events[0].no_context
     stored, cites = weak.message(events[-1].message_id)
     assert stored.content.startswith(NO_ANSWER) and cites == []
-    assert stored.trace["noContext"] is True
+    assert stored.trace["noContext"] is False
+    answer = stored.trace["answer"]
+    assert answer["noAnswer"] is True and answer["sentences"] == 0 and answer["bar"] > 0
+    assert answer["considered"] and not any(c["quoted"] for c in answer["considered"])
+    assert all(c["reason"].startswith(("below the bar", "not quoted")) for c in answer["considered"])
+    scores = [c["score"] for c in answer["considered"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_with_nothing_kept_an_extractive_answer_is_no_context(weak: Rig) -> None:
+    events = await weak.ask(weak.new_chat(top_k=3, threshold=0.99), "What is the capital of Mongolia?")
+    assert isinstance(events[0], RetrievalEvent) and events[0].sources == [] and events[0].no_context
+    stored, _ = weak.message(events[-1].message_id)
+    assert stored.content.startswith(NO_ANSWER) and stored.trace["noContext"] is True
+
+
+async def test_an_extractive_answer_says_why_each_candidate_was_or_was_not_quoted(rig: Rig) -> None:
+    events = await rig.ask(
+        rig.new_chat(top_k=3, answer_mode=AnswerMode.EXTRACTIVE), "Which owls hunt at night by sound?"
+    )
+    stored, _ = rig.message(events[-1].message_id)
+    answer = stored.trace["answer"]
+    assert answer["noAnswer"] is False and answer["sentences"] >= 1
+    quoted = [c for c in answer["considered"] if c["quoted"]]
+    assert quoted and all(c["reason"].startswith("quoted") for c in quoted)
+    assert any("Barn owls hunt at night" in c["text"] for c in quoted)
+    assert all(c["score"] >= answer["bar"] for c in quoted)
 
 
 async def test_a_looping_answer_is_stopped_early_and_replaced_by_the_quoted_one(rig: Rig) -> None:

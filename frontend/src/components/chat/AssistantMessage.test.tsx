@@ -24,6 +24,7 @@ function item(overrides: Partial<ChatItem> = {}): ChatItem {
     ],
     cited: true,
     noContext: false,
+    noAnswer: false,
     degraded: [],
     trace: null,
     createdAt: null,
@@ -94,6 +95,13 @@ describe("AssistantMessage", () => {
     expect(screen.getByTestId("degraded")).toHaveTextContent("vector search failed; used keyword search only");
     await user.click(screen.getByRole("button", { name: "Adjust retrieval" }));
     expect(onOpenSettings).toHaveBeenCalled();
+  });
+
+  it("tells an answer step that found no sentence apart from a retrieval that kept nothing", () => {
+    setup({ noAnswer: true, noContext: false });
+    expect(screen.getByTestId("no-answer")).toHaveTextContent("No sentence in the sources answers this");
+    expect(screen.queryByTestId("no-context")).toBeNull();
+    expect(screen.queryByText(/similarity threshold/)).toBeNull();
   });
 
   it("shows a failure with its partial text and a Retry button", async () => {

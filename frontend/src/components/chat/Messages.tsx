@@ -100,6 +100,13 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
             <LinkButton onClick={onOpenSettings}>Adjust retrieval</LinkButton>
           </Notice>
         )}
+        {item.noAnswer && !item.noContext && (
+          <Notice tone="info" icon={<InfoIcon width={16} height={16} />} role="note" data-testid="no-answer">
+            <strong>No sentence in the sources answers this.</strong> Sources were found, but none of their sentences
+            scored high enough to quote{item.trace?.answer?.bar != null ? ` (${item.trace.answer.bar.toFixed(2)} needed)` : ""}.
+            &ldquo;Why this answer&rdquo; lists the closest ones; rephrasing the question often helps.
+          </Notice>
+        )}
         {item.degraded.length > 0 && (
           <Notice tone="warning" icon={<AlertIcon width={16} height={16} />} role="note" data-testid="degraded">
             <strong>Answered with reduced retrieval.</strong>

@@ -72,7 +72,7 @@ describe("ToolCallCard", () => {
 describe("AssistantMessage with tool calls", () => {
   const answer = {
     key: "t1", id: "2", role: "ASSISTANT" as const, content: "Let me look. It rains.", status: "COMPLETE" as const, error: null, sources: [], cited: false,
-    noContext: false, degraded: [], trace: null, createdAt: null, unsent: false, previous: null,
+    noContext: false, noAnswer: false, degraded: [], trace: null, createdAt: null, unsent: false, previous: null,
     toolCalls: [call({ status: "EXECUTED", preview: null, result: "rain", name: "weather", offset: 13 })],
   };
   const props = { busy: false, onRetry: vi.fn(), onOpenTrace: vi.fn(), onOpenSettings: vi.fn() };

@@ -151,9 +151,14 @@ describe("TracePanel", () => {
     const facts = within(screen.getByRole("region", { name: "Answer" })).getByTestId("trace-answer");
     expect(facts).toHaveTextContent("Modeauto → extractive");
     expect(facts).toHaveTextContent("is not a reliable writer");
-    expect(facts).toHaveTextContent("Sentences quoted2");
+    expect(facts).toHaveTextContent("Sentences quoted2 (a sentence needs 0.40)");
     expect(facts).not.toHaveTextContent("Answer guard");
     expect(screen.queryByRole("button", { name: "Show the model's text" })).toBeNull();
+    const considered = screen.getByTestId("trace-considered");
+    const rows = within(considered).getAllByRole("row").slice(1);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toHaveTextContent("[1]0.62Run the installer.quoted");
+    expect(rows[1]).toHaveTextContent("below the bar: 0.31 < 0.40");
   });
 
   it("shows what was searched, the rewrite and every retrieval pass with its verdict", () => {

@@ -250,10 +250,36 @@ function AnswerSection({ answer, messageId }: { answer: Answer; messageId: strin
         {answer.sentences != null && (
           <>
             <dt>Sentences quoted</dt>
-            <dd className="mono">{answer.sentences}</dd>
+            <dd className="mono">
+              {answer.sentences}
+              {answer.bar != null && ` (a sentence needs ${answer.bar.toFixed(2)})`}
+            </dd>
           </>
         )}
       </dl>
+      {answer.considered.length > 0 && (
+        <table className={styles.considered} data-testid="trace-considered">
+          <caption>The best candidate sentences, and why each was or was not quoted</caption>
+          <thead>
+            <tr>
+              <th scope="col">Source</th>
+              <th scope="col">Score</th>
+              <th scope="col">Sentence</th>
+              <th scope="col">Decision</th>
+            </tr>
+          </thead>
+          <tbody>
+            {answer.considered.map((c, i) => (
+              <tr key={i} data-quoted={c.quoted}>
+                <td className="mono">[{c.source}]</td>
+                <td className="mono">{c.score.toFixed(2)}</td>
+                <td>{c.text}</td>
+                <td>{c.reason}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
       {guard && guard.reasons.length > 0 && (
         <ul className={styles.reasons} aria-label="What the answer guard found">
           {guard.reasons.map((reason) => (
