@@ -20,6 +20,7 @@ import numpy as np
 
 from app.llm.base import Vectors
 from app.rag.answer import sentences
+from app.rag.ingest.parsers.markdown import rendered
 from app.rag.search.candidates import Location
 
 __all__ = [
@@ -37,11 +38,6 @@ __all__ = [
 NO_ANSWER = "The documents do not answer this question."
 CLOSEST = "The closest passage is in"  # how a no-answer reply points at the best candidate
 _OWN_MARKERS = re.compile(r"\s*\[\d{1,3}(?:\s*[,\u2013-]\s*\d{1,3})*\]")
-# Markup a reader does not see: HTML comments and anchors, heading attributes ("{#id}"), template
-# shortcodes ("{% page ... %}"); links and images read as their text (a relative link quoted into an
-# answer would lead out of the app).
-_INVISIBLE = re.compile(r"<!--.*?-->|</?a\b[^>]*>|\{#[^}\s]*\}|\{%.*?%\}|\{\{.*?\}\}", re.S)
-_LINK = re.compile(r"!?\[([^\]\n]*)\](?:\([^)\s]*(?:\s+\"[^\"]*\")?\)|\[[^\]\n]*\])")
 
 
 class Passage(Protocol):
@@ -271,10 +267,10 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
             if unit.kind == "table":
-                text = _row(_cells(readable(unit.text)), header)
+                text = _row(_cells(rendered(unit.text)), header)
                 enough = len(sentences.words(text)) >= 2
             elif unit.kind in sentences.PROSE:
-                text = readable(_OWN_MARKERS.sub("", unit.normalised))
+                text = rendered(_OWN_MARKERS.sub("", unit.normalised))
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
@@ -294,11 +290,6 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
             )
             out[-1].units = units
     return out
-
-
-def readable(text: str) -> str:
-    """``text`` as it reads rendered: see ``_INVISIBLE`` and ``_LINK``."""
-    return " ".join(_LINK.sub(r"\1", _INVISIBLE.sub("", text)).split())
 
 
 def _cells(row: str) -> list[str]:
@@ -571,7 +562,7 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
         gap = source.text[prev.end : unit.start]
         taken = any(k.source is source and k.index == n - 1 for k in chosen)
         if prev.kind in sentences.PROSE and "\n\n" not in gap and not taken and len(prev.text) <= opts.max_chars:
-            before = readable(_OWN_MARKERS.sub("", prev.normalised))
+            before = rendered(_OWN_MARKERS.sub("", prev.normalised))
             unit = sentences.Unit(prev.start, unit.end, source.text[prev.start : unit.end], prev.kind)
             c = replace(c, unit=unit, text=f"{before} {text}", doc_start=c.doc_start - (c.unit.start - prev.start))
     if _LEAD_IN.search(text) and n + 1 < len(units) and units[n + 1].kind == "item":
@@ -607,7 +598,7 @@ def _with_list(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
             continue
         if unit.kind != "item":
             break
-        items.append(readable(_OWN_MARKERS.sub("", unit.normalised)))
+        items.append(rendered(_OWN_MARKERS.sub("", unit.normalised)))
         previous, end = unit, unit.end
         if len(items) > opts.max_list_items:
             return c

@@ -12,6 +12,7 @@ from pypdf import PdfReader, PdfWriter
 from app.errors import IngestError
 from app.llm.tokenizers import MINILM_TOKENIZER, HFTokenizer
 from app.rag.ingest.chunking import chunk
+from app.rag.ingest.parsers.markdown import parse_markdown
 from app.rag.ingest.parsing import detect_kind, parse
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -301,3 +302,23 @@ def test_pdf_with_an_empty_user_password_opens() -> None:
 def test_unreadable_pdfs_fail_with_a_reason(data: bytes, reason: str) -> None:
     with pytest.raises(IngestError, match=reason):
         parse(data, "broken.pdf")
+
+
+def test_heading_titles_read_as_rendered_while_the_text_stays_byte_for_byte() -> None:
+    text = (
+        "# Travel **policy** {#travel}\n\nBook early.\n\n"
+        '## <a id="per-diem"></a>Per diem <!-- check rates -->\n\nRates vary.\n\n'
+        "## The `Result` type and [errors](errors.md)\n\nUse it.\n\n"
+        "## `__init__` methods\n\nKeep them short.\n\n"
+        "Setext **heading** {#setext}\n---\n\nBody.\n"
+    )
+    parsed = parse_markdown(text)
+    assert [h.title for h in parsed.headings] == [
+        "Travel policy",
+        "Per diem",
+        "The Result type and errors",
+        "__init__ methods",
+        "Setext heading",
+    ]
+    assert parsed.title == "Travel policy"
+    assert parsed.text == text  # citations point into the stored text: it is never rewritten

@@ -19,6 +19,20 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _FRONT_MATTER_END = re.compile(r"^(---|\.\.\.)[ \t]*$")
 # Lines that cannot be the text of a setext heading (they start another block).
 _NOT_PARAGRAPH = re.compile(r"^ {0,3}(?:[-*+>]|\d{1,9}[.)])(?:[ \t]|$)|^ {4}")
+# Markup a reader does not see: HTML comments and anchors, heading attributes ("{#id}"), template
+# shortcodes ("{% page ... %}"); links and images read as their text (a relative link quoted into an
+# answer would lead out of the app).
+_INVISIBLE = re.compile(r"<!--.*?-->|</?a\b[^>]*>|\{#[^}\s]*\}|\{%.*?%\}|\{\{.*?\}\}", re.S)
+_LINK = re.compile(r"!?\[([^\]\n]*)\](?:\([^)\s]*(?:\s+\"[^\"]*\")?\)|\[[^\]\n]*\])")
+# Emphasis and code marks around a heading's words ("## **Resources**", "## The `Result` type").
+# Underscores stay: they are part of identifiers ("__init__") more often than emphasis in headings.
+_MARKS = re.compile(r"\*{1,3}|`+")
+
+
+def rendered(text: str) -> str:
+    """``text`` as it reads rendered, whitespace collapsed: see ``_INVISIBLE`` and ``_LINK``. The
+    stored text stays byte for byte (citations point into it); quotes and titles read this way."""
+    return " ".join(_LINK.sub(r"\1", _INVISIBLE.sub("", text)).split())
 
 
 def parse_markdown(text: str) -> ParsedDocument:
@@ -76,12 +90,17 @@ def _front_matter_end(lines: list[tuple[int, str]]) -> int:
 
 
 def _atx_title(rest: str) -> str:
-    """An ATX heading's text without its closing sequence (hashes after a space or tab)."""
+    """An ATX heading's text without its closing sequence (hashes after a space or tab), as it reads."""
     title = rest.rstrip(" \t")
     unclosed = title.rstrip("#")
     if unclosed != title and unclosed[-1:] in (" ", "\t"):
         title = unclosed
-    return title.strip()
+    return _title(title)
+
+
+def _title(text: str) -> str:
+    """A heading as it reads rendered: no attributes, anchors, links or emphasis marks."""
+    return " ".join(_MARKS.sub("", rendered(text)).split())
 
 
 def find_headings(text: str) -> list[Heading]:
@@ -107,7 +126,7 @@ def find_headings(text: str) -> list[Heading]:
         elif setext:
             # Without a paragraph above, ``---`` is a thematic break: never heading text itself.
             if paragraph:
-                title = " ".join(part.strip() for _, part in paragraph)
+                title = _title(" ".join(part.strip() for _, part in paragraph))
                 level = 1 if setext.group(1)[0] == "=" else 2
                 headings.append(Heading(start=paragraph[0][0], level=level, title=title))
             paragraph = []
