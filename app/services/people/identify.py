@@ -1,0 +1,69 @@
+"""Who a request is: the :class:`Caller` its credentials name.
+
+- ``Authorization: Bearer <key>``: a server key (``RAGCHAT_API__API_KEYS``, ``__OPERATOR_KEYS``,
+  compared in constant time) is the server; an ``rck_`` key is its person, scoped. A bearer key
+  that is neither is refused (``None``): a wrong key is an error, never a quiet anonymous call.
+- Else the session cookie: its person while the session is valid; a stale cookie is anonymous (the
+  browser is shown the sign-in page, not an error).
+- Else nobody: the server is **open** when it has no people and no keys (the single-user default,
+  on loopback only — ``security.check_exposure``), **anonymous** otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.db.database import Database
+from app.security import key_matches
+from app.services.people import keys, sessions, users
+from app.services.people.access import Caller, CallerKind
+
+
+@dataclass(frozen=True)
+class Credentials:
+    bearer: str = ""  # the key of "Authorization: Bearer <key>" (or of a websocket's connection_init)
+    cookie: str = ""  # the session cookie's token
+
+
+class Identifier:
+    def __init__(self, store: Database, server_keys: list[str], lifetimes: sessions.Lifetimes) -> None:
+        self.store = store
+        self.server_keys = server_keys
+        self.lifetimes = lifetimes
+        self._people_exist = False  # once true, stays true: people are disabled, never deleted
+
+    def people_exist(self) -> bool:
+        if not self._people_exist:
+            with self.store.read() as db:
+                self._people_exist = users.count(db) > 0
+        return self._people_exist
+
+    def identify(self, given: Credentials) -> Caller | None:
+        """The caller, or None when a bearer key was given and is not valid. Blocking: call from a
+        worker thread."""
+        if given.bearer:
+            if key_matches(given.bearer, self.server_keys):
+                return Caller.server()
+            if not keys.is_personal(given.bearer):
+                return None
+            with self.store.read() as db:
+                found = keys.resolve(db, given.bearer)
+            if found is None:
+                return None
+            user, scope, due = found
+            if due:
+                with self.store.write() as db:
+                    keys.touch(db, scope.key_id)
+            return Caller(CallerKind.PERSON, user_id=user.id, is_admin=user.is_admin, key=scope)
+        if given.cookie:
+            with self.store.read() as db:
+                signed_in = sessions.person(db, given.cookie, self.lifetimes)
+            if signed_in is not None:
+                user, due_session = signed_in
+                if due_session is not None:
+                    with self.store.write() as db:
+                        sessions.touch(db, due_session)
+                return Caller(CallerKind.PERSON, user_id=user.id, is_admin=user.is_admin)
+        if not self.server_keys and not self.people_exist():
+            return Caller.open()
+        return Caller.anonymous()
