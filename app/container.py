@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from app.services.chat.live import LiveTurns
     from app.services.chat.service import ChatService
     from app.services.ingestion.worker import JobWorker
+    from app.services.people.identify import Identifier
 
 
 class Container:
@@ -39,6 +40,7 @@ class Container:
         self._live: LiveTurns | None = None
         self._reranker: HttpReranker | None = None
         self._jobs: JobWorker | None = None
+        self._identifier: Identifier | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -46,6 +48,28 @@ class Container:
         cls, settings: Settings, *, embedder: Embedder | None = None, chat_models: ChatModels | None = None
     ) -> Container:
         return cls(settings, Database.from_url(settings.database_url), embedder=embedder, chat_models=chat_models)
+
+    @property
+    def identifier(self) -> Identifier:
+        """Who a request is (app/services/people/identify.py)."""
+        with self._lock:
+            if self._identifier is None:
+                from datetime import timedelta
+
+                from app.services.people.identify import Identifier
+                from app.services.people.sessions import Lifetimes
+
+                api, people = self.settings.api, self.settings.people
+                self._identifier = Identifier(
+                    self.store,
+                    [k.get_secret_value() for k in api.api_keys],
+                    [k.get_secret_value() for k in api.operator_keys],
+                    Lifetimes(
+                        idle=timedelta(minutes=people.session_idle_minutes),
+                        absolute=timedelta(hours=people.session_absolute_hours),
+                    ),
+                )
+            return self._identifier
 
     @property
     def chat_models(self) -> ChatModels:

@@ -56,14 +56,16 @@ class Caller:
     user_id: int | None = None
     is_admin: bool = False
     key: KeyScope | None = None  # set when a person calls with a personal key
+    # The server key is an operator's (RAGCHAT_API__OPERATOR_KEYS): it may also manage tools.
+    operator_key: bool = False
 
     @classmethod
     def open(cls) -> Caller:
         return cls(CallerKind.OPEN)
 
     @classmethod
-    def server(cls) -> Caller:
-        return cls(CallerKind.SERVER)
+    def server(cls, *, operator: bool = False) -> Caller:
+        return cls(CallerKind.SERVER, operator_key=operator)
 
     @classmethod
     def anonymous(cls) -> Caller:
@@ -79,6 +81,16 @@ class Caller:
         if self.unlimited:
             return True
         return self.is_admin and (self.key is None or self.key.manage_users)
+
+    @property
+    def operator(self) -> bool:
+        """May manage what the server itself trusts (tools, where their secrets go): an open server,
+        an operator key, or an administrator (through a key only if it may manage people)."""
+        if self.kind == CallerKind.OPEN:
+            return True
+        if self.kind == CallerKind.SERVER:
+            return self.operator_key
+        return self.manages_people
 
     @property
     def signed_in(self) -> bool:

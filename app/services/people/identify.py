@@ -3,6 +3,8 @@
 - ``Authorization: Bearer <key>``: a server key (``RAGCHAT_API__API_KEYS``, ``__OPERATOR_KEYS``,
   compared in constant time) is the server; an ``rck_`` key is its person, scoped. A bearer key
   that is neither is refused (``None``): a wrong key is an error, never a quiet anonymous call.
+  Neither is a key when the server has server keys and no people: refused too, as before people
+  existed (nobody could sign in, so nothing would answer an anonymous caller).
 - Else the session cookie: its person while the session is valid; a stale cookie is anonymous (the
   browser is shown the sign-in page, not an error).
 - Else nobody: the server is **open** when it has no people and no keys (the single-user default,
@@ -11,12 +13,16 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.db.database import Database
 from app.security import key_matches
 from app.services.people import keys, sessions, users
 from app.services.people.access import Caller, CallerKind
+
+PEOPLE_RECHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -26,24 +32,50 @@ class Credentials:
 
 
 class Identifier:
-    def __init__(self, store: Database, server_keys: list[str], lifetimes: sessions.Lifetimes) -> None:
+    def __init__(
+        self,
+        store: Database,
+        api_keys: list[str],
+        operator_keys: list[str],
+        lifetimes: sessions.Lifetimes,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.store = store
-        self.server_keys = server_keys
+        self.api_keys = api_keys
+        self.operator_keys = operator_keys
+        self.server_keys = [*api_keys, *operator_keys]
         self.lifetimes = lifetimes
+        self.clock = clock
         self._people_exist = False  # once true, stays true: people are disabled, never deleted
+        self._checked_at: float | None = None
 
     def people_exist(self) -> bool:
-        if not self._people_exist:
+        """Whether the server has people. A "no" is asked again after a second: another server on
+        the same database may create the first person."""
+        if self._recheck_due():
             with self.store.read() as db:
                 self._people_exist = users.count(db) > 0
+            self._checked_at = self.clock()
         return self._people_exist
+
+    def _recheck_due(self) -> bool:
+        if self._people_exist:
+            return False
+        return self._checked_at is None or self.clock() - self._checked_at >= PEOPLE_RECHECK_SECONDS
+
+    def needs_database(self, given: Credentials) -> bool:
+        """Whether :meth:`identify` would read the database (else it is cheap enough for the loop)."""
+        if given.bearer:
+            return keys.is_personal(given.bearer)
+        return bool(given.cookie) or self._recheck_due()
 
     def identify(self, given: Credentials) -> Caller | None:
         """The caller, or None when a bearer key was given and is not valid. Blocking: call from a
         worker thread."""
         if given.bearer:
             if key_matches(given.bearer, self.server_keys):
-                return Caller.server()
+                return Caller.server(operator=key_matches(given.bearer, self.operator_keys))
             if not keys.is_personal(given.bearer):
                 return None
             with self.store.read() as db:
@@ -64,6 +96,6 @@ class Identifier:
                     with self.store.write() as db:
                         sessions.touch(db, due_session)
                 return Caller(CallerKind.PERSON, user_id=user.id, is_admin=user.is_admin)
-        if not self.server_keys and not self.people_exist():
-            return Caller.open()
+        if not self.people_exist():
+            return None if self.server_keys else Caller.open()
         return Caller.anonymous()

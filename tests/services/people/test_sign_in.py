@@ -12,7 +12,7 @@ from app.db.database import Database
 from app.db.models import User, utcnow
 from app.errors import ConflictError, ValidationError
 from app.services.people import passwords, sessions, users
-from app.services.people.access import CallerKind
+from app.services.people.access import Caller, CallerKind
 from app.services.people.identify import Credentials, Identifier
 from app.services.people.throttle import Throttle
 from app.settings import Settings
@@ -93,15 +93,21 @@ def test_sessions_end_when_revoked_idle_too_old_or_the_password_changes(store: D
 
 
 def test_who_a_request_is(store: Database) -> None:
-    open_server = Identifier(store, [], LIFETIMES)
-    assert open_server.identify(Credentials()).kind == CallerKind.OPEN
-    keyed = Identifier(store, ["server-key"], LIFETIMES)
-    assert keyed.identify(Credentials()).kind == CallerKind.ANONYMOUS
-    assert keyed.identify(Credentials(bearer="server-key")).kind == CallerKind.SERVER
+    now = [0.0]
+    open_server = Identifier(store, [], [], LIFETIMES, clock=lambda: now[0])
+    assert open_server.identify(Credentials()) == Caller.open()
+    keyed = Identifier(store, ["server-key"], ["operator-key"], LIFETIMES, clock=lambda: now[0])
+    assert keyed.identify(Credentials()) is None  # server keys and nobody to sign in: a key is required
+    assert keyed.identify(Credentials(bearer="server-key")) == Caller.server()
+    assert keyed.identify(Credentials(bearer="operator-key")) == Caller.server(operator=True)
     assert keyed.identify(Credentials(bearer="wrong")) is None  # a wrong key is refused, not anonymous
     uid = _person(store, admin=True)
-    # The first person makes an open server one that needs signing in.
-    assert Identifier(store, [], LIFETIMES).identify(Credentials()).kind == CallerKind.ANONYMOUS
+    # The first person makes an open server one that needs signing in: within a second for a
+    # server that had looked before (another server may have created them).
+    assert open_server.identify(Credentials()) == Caller.open()
+    now[0] += 1
+    assert open_server.identify(Credentials()) == Caller.anonymous()
+    assert keyed.identify(Credentials()) == Caller.anonymous()
     with store.write() as db:
         token = sessions.start(db, users.require(db, uid))
     caller = open_server.identify(Credentials(cookie=token))
