@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -12,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from app.bench import answers as answers_bench
-from app.bench import beir
+from app.bench import beir, docs_qa
 from app.bench import conversations as conversations_bench
 from app.bench import retrieval as retrieval_bench
 from app.cli.settings import settings_or_exit
@@ -169,9 +170,24 @@ def answers(
         answers_bench.DEFAULT_QUESTIONS, exists=True, dir_okay=False, help="A questions.jsonl beside documents/."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (every answer too) instead."),
+    dataset: Path | None = typer.Option(
+        None,
+        exists=True,
+        file_okay=False,
+        help="A docs-qa folder (<corpus>/docs, questions.txt, conversations.txt): ask it with the default "
+        "session settings instead of --questions (--mode, --provider, --model and --max-tokens do not apply).",
+    ),
+    corpus: list[str] = typer.Option([], help="With --dataset: only this corpus; repeat for several."),
+    out: Path | None = typer.Option(
+        None,
+        help="With --dataset: where to write the JSON (default, for a whole run: docs/benchmarks/docs-qa-<date>.json).",
+    ),
 ) -> None:
     """Ask a question set with known answers; score facts, citations, loops, echoes and speed."""
     base = settings_or_exit()
+    if dataset is not None:
+        _docs_qa(base, dataset, corpus, limit, out, as_json)
+        return
     settings = base.model_copy(update={"llm": base.llm.model_copy(update={"max_answer_tokens": max_tokens})})
     asked = answers_bench.load_questions(questions)[:limit]
     targets = [
@@ -204,6 +220,67 @@ def answers(
         "document; unsupported: sentences no cited source supports, in N answers; medians of time to first token "
         "and to the whole answer"
     )
+
+
+def _docs_qa(
+    settings: Settings, dataset: Path, corpus: list[str], limit: int | None, out: Path | None, as_json: bool
+) -> None:
+    total = docs_qa.planned(dataset, corpus, limit)
+    misses: list[docs_qa.Scored] = []
+
+    def seen(scored: docs_qa.Scored) -> None:
+        bar.advance(task)
+        if scored.item.answerable != (scored.fact and scored.cited_any) or (
+            not scored.item.answerable and not scored.declined
+        ):
+            misses.append(scored)
+
+    columns = (TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task("questions", total=total)
+        report = docs_qa.run(settings, dataset, only=corpus, limit=limit, progress=seen)
+    data = report.as_json()
+    if out is None and not corpus and limit is None:
+        out = Path(__file__).resolve().parents[2] / "docs" / "benchmarks" / f"docs-qa-{datetime.now(UTC):%Y-%m-%d}.json"
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        console.print(f"wrote {out}")
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return
+    for scored in misses:
+        what = "follow-up" if scored.item.earlier else ("NONE" if not scored.item.answerable else "single")
+        console.print(
+            f"[bold]miss[/bold] {scored.item.corpus} {what}: {scored.item.question}\n"
+            f"  expected {'; '.join(scored.item.facts) or 'a refusal'} in {'/'.join(scored.item.documents) or '-'}\n"
+            f"  cited {scored.cited}; answer: {' '.join(scored.answer.split())[:300]}"
+        )
+    Console().print(_docs_qa_table(report))
+
+
+def _docs_qa_table(report: docs_qa.DatasetReport) -> Table:
+    table = Table(title=f"docs-qa: {report.dataset} (default session settings)")
+    heads = ("corpus", "fact", "doc any", "doc first", "NONE declined", "follow-up fact", "median s", "p95 s", "words")
+    for column in heads:
+        table.add_column(column, justify="right")
+
+    def pct(n: object, d: object) -> str:
+        return f"{n}/{d} ({int(n) / int(d):.0%})" if d else "-"  # type: ignore[call-overload]
+
+    rows = [(r.corpus, r.summary()) for r in report.runs] + [("total", report.total())]
+    for name, s in rows:
+        table.add_row(
+            name,
+            pct(s["fact"], s["answerable"]),
+            pct(s["cited_any"], s["answerable"]),
+            pct(s["cited_first"], s["answerable"]),
+            pct(s["none_declined"], s["none_questions"]),
+            pct(s["follow_up_fact"], s["follow_ups"]),
+            "-" if s["median_ms"] is None else f"{float(s['median_ms']) / 1000:.2f}",  # type: ignore[arg-type]
+            "-" if s["p95_ms"] is None else f"{float(s['p95_ms']) / 1000:.2f}",  # type: ignore[arg-type]
+            f"{s['median_words']}/{s['p90_words']}",
+        )
+    return table
 
 
 def _stages(

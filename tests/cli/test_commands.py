@@ -27,7 +27,18 @@ COMMANDS = {
         *("--rerank", "--provider", "--model", "--quality"),
     ],
     "bench conversations": ["--variant", "--conversations", "--documents", "--json"],
-    "bench answers": ["--mode", "--provider", "--model", "--limit", "--max-tokens", "--questions", "--json"],
+    "bench answers": [
+        "--mode",
+        "--provider",
+        "--model",
+        "--limit",
+        "--max-tokens",
+        "--questions",
+        "--json",
+        "--dataset",
+        "--corpus",
+        "--out",
+    ],
 }
 
 

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["PROSE", "STOP_WORDS", "Unit", "names", "numbers", "runs", "split", "stem", "terms", "words"]
+__all__ = ["PROSE", "STOP_WORDS", "Unit", "initials", "names", "numbers", "runs", "split", "stem", "terms", "words"]
 
 Kind = Literal["sentence", "item", "title", "heading", "code", "table", "rule"]
 PROSE: frozenset[str] = frozenset({"sentence", "item"})
@@ -341,4 +341,25 @@ def runs(text: str) -> set[str]:
     out = set(parts)
     out.update(map(operator.add, parts, parts[1:]))  # pairs run together (map: no Python frame per pair)
     out.update(map("".join, zip(parts, parts[1:], parts[2:], strict=False)))
+    return out
+
+
+_CAPITALISED = re.compile(r"[A-Z][\w']*")
+
+
+def initials(text: str) -> set[str]:
+    """The acronyms a text spells out: the lower-cased initials of every two to five consecutive
+    capitalised words ("Backus-Naur Form" -> "bn", "nf", "bnf"), so a question's "BNF" finds the
+    document that writes the words."""
+    out: set[str] = set()
+    run: list[str] = []
+    for word in [*re.split(r"[\s\-/]+", text), ""]:
+        token = word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d")
+        if _CAPITALISED.fullmatch(token):
+            run.append(token[0].lower())
+            if not word.endswith((".", ",", ";", ":", "!", "?", ")")):
+                continue  # punctuation ends the run: "… Objective. The API" is two
+        for size in range(2, min(len(run), 5) + 1):
+            out.update("".join(run[i : i + size]) for i in range(len(run) - size + 1))
+        run = []
     return out
