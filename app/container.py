@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from app.services.chat.service import ChatService
     from app.services.ingestion.worker import JobWorker
     from app.services.people.identify import Identifier
+    from app.services.people.throttle import SignInLimits
 
 
 class Container:
@@ -41,6 +42,7 @@ class Container:
         self._reranker: HttpReranker | None = None
         self._jobs: JobWorker | None = None
         self._identifier: Identifier | None = None
+        self._sign_in_limits: SignInLimits | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -70,6 +72,21 @@ class Container:
                     ),
                 )
             return self._identifier
+
+    @property
+    def sign_in_limits(self) -> SignInLimits:
+        """How often sign-ins may fail, per account and per address; one count per process."""
+        with self._lock:
+            if self._sign_in_limits is None:
+                from app.services.people.throttle import SignInLimits, Throttle
+
+                people = self.settings.people
+                window = people.sign_in_window_seconds
+                self._sign_in_limits = SignInLimits(
+                    account=Throttle(people.sign_in_attempts_per_account, window),
+                    address=Throttle(people.sign_in_attempts_per_address, window),
+                )
+            return self._sign_in_limits
 
     @property
     def chat_models(self) -> ChatModels:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from http.cookies import CookieError, SimpleCookie
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
@@ -98,6 +98,44 @@ def session_cookie(header: str | None) -> str:
         return ""
     morsel = jar.get(SESSION_COOKIE)
     return morsel.value if morsel is not None else ""
+
+
+# Headers a proxy in front of the server adds: a request carrying one was relayed, so its socket
+# address (the proxy's, often loopback) says nothing about where it came from.
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+
+def client_address(scope: Scope) -> str:
+    """The address the request came from, as the ASGI server gives it ("" when unknown)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+def from_loopback(scope: Scope) -> bool:
+    """Whether the request was made on the server's own machine: a loopback peer, not relayed by a
+    proxy (a proxy on the same machine would make every visitor look local)."""
+    try:
+        local = ipaddress.ip_address(client_address(scope)).is_loopback
+    except ValueError:
+        return False
+    headers = Headers(scope=scope)
+    return local and not any(name in headers for name in FORWARDING_HEADERS)
+
+
+def cookie_secure(setting: str, scheme: str) -> bool:
+    """The session cookie's Secure flag: RAGCHAT_PEOPLE__COOKIE_SECURE, "auto" following the
+    request's own scheme (forwarding headers are not trusted for it)."""
+    return setting == "always" or (setting == "auto" and scheme in ("https", "wss"))
+
+
+def set_session_cookie(response: Response, token: str, *, secure: bool, max_age: int) -> None:
+    """The browser session's cookie: script cannot read it, other sites' requests do not carry it
+    (except top-level navigations, which run no operation), it lives as long as the session may."""
+    response.set_cookie(SESSION_COOKIE, token, max_age=max_age, path="/", secure=secure, httponly=True, samesite="lax")
+
+
+def clear_session_cookie(response: Response, *, secure: bool) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/", secure=secure, httponly=True, samesite="lax")
 
 
 # (scope, bearer key, session cookie) -> the caller, or None to refuse the request with a 401.

@@ -566,6 +566,21 @@ class BrowserSession(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
+class Invitation(Base):
+    """A one-time link that lets a person set their password (an invitation, or a reset by an
+    administrator). Only the SHA-256 of its token is stored; used once, then ``used_at`` is set."""
+
+    __tablename__ = "invitations"
+    __table_args__ = NEVER_REUSED_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
 class PersonKey(Base):
     """A person's API key: shown once, stored as its SHA-256 (the key is 256 random bits, so a fast
     hash is enough), never more than its person may do. ``projects`` NULL: every knowledge base the

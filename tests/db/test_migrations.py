@@ -190,7 +190,8 @@ NEVER_REUSED_SINCE_0011 = (
     "servers",
     "users",
     "person_keys",
-)  # 0011 tools, 0013 jobs, 0017 tool calls, 0021 servers, 0025 people and their keys
+    "invitations",
+)  # 0011 tools, 0013 jobs, 0017 tool calls, 0021 servers, 0025 people and their keys, 0026 invitations
 
 
 def _fill_before_0008(url: str) -> None:

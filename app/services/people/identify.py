@@ -59,6 +59,10 @@ class Identifier:
             self._checked_at = self.clock()
         return self._people_exist
 
+    def saw_people(self) -> None:
+        """The first person was just created in this process: from now on, no request is open."""
+        self._people_exist = True
+
     def _recheck_due(self) -> bool:
         if self._people_exist:
             return False

@@ -60,3 +60,25 @@ class Throttle:
         while times and times[0] <= cutoff:
             times.popleft()
         return times
+
+
+class SignInLimits:
+    """The two throttles sign-in asks: one keyed by account (the email as typed, lower-cased: an
+    unknown email is counted like a known one), one by client address. One per process, held by the
+    container, shared by every sign-in (password, invitation, password change)."""
+
+    def __init__(self, account: Throttle, address: Throttle) -> None:
+        self.account = account
+        self.address = address
+
+    def retry_after(self, account: str, address: str) -> int:
+        return max(self.account.retry_after(account), self.address.retry_after(address))
+
+    def failed(self, account: str, address: str) -> None:
+        self.account.failed(account)
+        self.address.failed(address)
+
+    def succeeded(self, account: str) -> None:
+        # The address keeps its count: signing in to one's own account between guesses at others'
+        # must not reset the per-address limit.
+        self.account.succeeded(account)
