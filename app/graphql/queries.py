@@ -59,6 +59,8 @@ class ServerQuery:
         return types.Health(**vars(found))
 
 
-@strawberry.type(description="Reads: people, knowledge bases, documents, chat sessions, search, tools, and the server's state.")
+@strawberry.type(
+    description="Reads: people, knowledge bases, documents, chat sessions, search, tools, and the server's state."
+)
 class Query(PeopleQuery, ToolQuery, ServerQuery, KnowledgeQuery, ChatQuery, SearchQuery, ProviderQuery):
     """Each feature's reads, in the order the schema lists them."""
