@@ -41,11 +41,11 @@ from app.security import (
     session_cookie,
     set_session_cookie,
 )
-from app.services.people import api_keys, directory, invitations, keys, members, signing_in, users
+from app.services.people import api_keys, directory, invitations, keys, members, passwords, signing_in, users
 
 _KB = strawberry.argument(description="The knowledge base.")
 _PERSON = strawberry.argument(description="The person.")
-_PASSWORD = strawberry.argument(description=f"At least {10} characters.")
+_PASSWORD = strawberry.argument(description=f"At least {passwords.MIN_LENGTH} characters.")
 
 
 def _http(info: Info) -> Request:
