@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from app.services.chat.live import LiveTurns
     from app.services.chat.service import ChatService
     from app.services.ingestion.worker import JobWorker
+    from app.services.people.identify import Identifier
+    from app.services.people.throttle import SignInLimits
 
 
 class Container:
@@ -39,6 +41,8 @@ class Container:
         self._live: LiveTurns | None = None
         self._reranker: HttpReranker | None = None
         self._jobs: JobWorker | None = None
+        self._identifier: Identifier | None = None
+        self._sign_in_limits: SignInLimits | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -46,6 +50,43 @@ class Container:
         cls, settings: Settings, *, embedder: Embedder | None = None, chat_models: ChatModels | None = None
     ) -> Container:
         return cls(settings, Database.from_url(settings.database_url), embedder=embedder, chat_models=chat_models)
+
+    @property
+    def identifier(self) -> Identifier:
+        """Who a request is (app/services/people/identify.py)."""
+        with self._lock:
+            if self._identifier is None:
+                from datetime import timedelta
+
+                from app.services.people.identify import Identifier
+                from app.services.people.sessions import Lifetimes
+
+                api, people = self.settings.api, self.settings.people
+                self._identifier = Identifier(
+                    self.store,
+                    [k.get_secret_value() for k in api.api_keys],
+                    [k.get_secret_value() for k in api.operator_keys],
+                    Lifetimes(
+                        idle=timedelta(minutes=people.session_idle_minutes),
+                        absolute=timedelta(hours=people.session_absolute_hours),
+                    ),
+                )
+            return self._identifier
+
+    @property
+    def sign_in_limits(self) -> SignInLimits:
+        """How often sign-ins may fail, per account and per address; one count per process."""
+        with self._lock:
+            if self._sign_in_limits is None:
+                from app.services.people.throttle import SignInLimits, Throttle
+
+                people = self.settings.people
+                window = people.sign_in_window_seconds
+                self._sign_in_limits = SignInLimits(
+                    account=Throttle(people.sign_in_attempts_per_account, window),
+                    address=Throttle(people.sign_in_attempts_per_address, window),
+                )
+            return self._sign_in_limits
 
     @property
     def chat_models(self) -> ChatModels:

@@ -6,6 +6,7 @@ RagchatError                      base; ``code`` is stable and shown to API clie
 ├── ValidationError               bad input; ``field`` names the offending field
 ├── ConflictError                 the request contradicts stored state (duplicate name, mixed spaces)
 ├── ForbiddenError                the caller's API key may not do this (managing tools needs an operator key)
+├── TooManyAttemptsError          too many failed sign-ins for the account or the address; retry later
 ├── BusyError                     every generation slot stayed taken while the caller waited; retry later
 ├── LimitExceededError            an upload or retry would pass a queue's (or the spool's) file or byte limit
 ├── IngestError                   a file could not be parsed or stored; the batch goes on
@@ -39,6 +40,7 @@ class ErrorCode(StrEnum):
     VALIDATION = "validation"
     CONFLICT = "conflict"
     FORBIDDEN = "forbidden"
+    TOO_MANY_ATTEMPTS = "too_many_attempts"
     BUSY = "busy"
     LIMIT_EXCEEDED = "limit_exceeded"
     INGEST = "ingest"
@@ -97,6 +99,17 @@ class ConflictError(RagchatError):
 
 class ForbiddenError(RagchatError):
     code = ErrorCode.FORBIDDEN
+
+
+class TooManyAttemptsError(RagchatError):
+    """Sign-in refused without checking the password: the account or the client address failed too
+    often lately (app/services/people/throttle.py). ``retry_after``: seconds until it may try again."""
+
+    code = ErrorCode.TOO_MANY_ATTEMPTS
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class BusyError(RagchatError):

@@ -12,6 +12,7 @@ import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.types import Scope
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app import __version__
@@ -25,6 +26,8 @@ from app.net import outbound
 from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
 from app.services import health, leases
+from app.services.people.access import Caller
+from app.services.people.identify import Credentials
 from app.settings import Settings
 from app.web import BUILT_FRONTEND, frontend_app
 
@@ -53,6 +56,16 @@ async def _open_store(container: Container, lease: leases.ServerLease) -> bool:
         return False
     leases.report(found, startup=True)
     return True
+
+
+async def identify_request(scope: Scope, bearer: str, cookie: str) -> Caller | None:
+    """The caller a request's key or session cookie names (app/services/people/identify.py); off
+    the loop only when that reads the database."""
+    identifier = scope["app"].state.container.identifier
+    given = Credentials(bearer=bearer, cookie=cookie)
+    if identifier.needs_database(given):
+        return await anyio.to_thread.run_sync(identifier.identify, given)
+    return identifier.identify(given)
 
 
 def create_app(settings: Settings, container: Container | None = None, *, tune_gc: bool | None = None) -> FastAPI:
@@ -122,7 +135,10 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
     origins = allowed_origins(settings.api.cors_origins)
     # Host, Origin, API key and CSRF checks, for HTTP and websocket handshakes (app/security.py).
     app.add_middleware(
-        Perimeter, hosts=HostPolicy.build(settings.api.allowed_hosts, settings.host), origins=origins, keys=keys
+        Perimeter,
+        hosts=HostPolicy.build(settings.api.allowed_hosts, settings.host),
+        origins=origins,
+        identify=identify_request,
     )
     if origins:  # outside the perimeter: preflights are answered, and refusals carry CORS headers the page can read
         app.add_middleware(
@@ -142,7 +158,6 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         allowed_origins=sorted(origins),  # strawberry's own websocket check agrees with the perimeter's
         max_subscriptions_per_connection=settings.api.max_operations_per_socket,
         multipart_uploads_enabled=True,
-        api_keys=keys,
         frontend_dir=settings.frontend_dir or BUILT_FRONTEND,
     )
     app.include_router(graphql, prefix="/graphql")

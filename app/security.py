@@ -7,9 +7,12 @@ untouched) checks, in this order:
    A host that is an IP address always passes, since rebinding needs a name the attacker controls.
 2. ``Origin``, when sent, is this server's own (the request's scheme and Host) or listed in
    ``RAGCHAT_API__CORS_ORIGINS``. Browsers apply no CORS to websockets, so this is their only guard.
-3. API keys, when configured: ``Authorization: Bearer <key>`` (the scheme in any case, RFC 7235),
-   compared in constant time, never logged or echoed. Websockets carry theirs in connection_init
-   (``connectionParams: {authorization: "Bearer <key>"}``), checked by the GraphQL router.
+3. Who is calling: ``Authorization: Bearer <key>`` (the scheme in any case, RFC 7235; a server key
+   or a person's key, never logged or echoed) or the session cookie, named by the ``identify``
+   function the app passes in (app/services/people/identify.py); a request it refuses (a wrong key,
+   or no key on a server with keys and no people) is answered 401. The caller it names goes to the
+   API in ``scope["state"]["caller"]``. Websockets carry their key in connection_init
+   (``connectionParams: {authorization: "Bearer <key>"}``), identified by the GraphQL router.
    GraphiQL's page is public: it holds no data, and what it sends carries the key.
 4. CSRF, as Apollo Server does it: a request a page elsewhere could send without a CORS preflight
    (no content type, or multipart/form-data, x-www-form-urlencoded or text/plain: GETs and HTML
@@ -26,17 +29,19 @@ import hmac
 import ipaddress
 import re
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 
 from starlette.datastructures import Headers, QueryParams
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from app.errors import SettingsError
 
 GRAPHQL_PATH = "/graphql"
+SESSION_COOKIE = "ragchat_session"
 # Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
 # route such as /sessions/7): no data, and the browser must load it before it can send a key.
 API_PATHS = frozenset({GRAPHQL_PATH, "/healthz"})
@@ -83,20 +88,65 @@ def connection_key(params: Mapping[str, object] | None) -> str:
     return (bearer_token(raw) or raw.strip()) if isinstance(raw, str) else ""
 
 
+def session_cookie(header: str | None) -> str:
+    """The session token in a ``Cookie`` header, or "" for none (or an unreadable header)."""
+    if not header:
+        return ""
+    try:
+        jar = SimpleCookie(header)
+    except CookieError:
+        return ""
+    morsel = jar.get(SESSION_COOKIE)
+    return morsel.value if morsel is not None else ""
+
+
+# Headers a proxy in front of the server adds: a request carrying one was relayed, so its socket
+# address (the proxy's, often loopback) says nothing about where it came from.
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
+
+
+def client_address(scope: Scope) -> str:
+    """The address the request came from, as the ASGI server gives it ("" when unknown)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
+
+
+def from_loopback(scope: Scope) -> bool:
+    """Whether the request was made on the server's own machine: a loopback peer, not relayed by a
+    proxy (a proxy on the same machine would make every visitor look local)."""
+    try:
+        local = ipaddress.ip_address(client_address(scope)).is_loopback
+    except ValueError:
+        return False
+    headers = Headers(scope=scope)
+    return local and not any(name in headers for name in FORWARDING_HEADERS)
+
+
+def cookie_secure(setting: str, scheme: str) -> bool:
+    """The session cookie's Secure flag: RAGCHAT_PEOPLE__COOKIE_SECURE, "auto" following the
+    request's own scheme (forwarding headers are not trusted for it)."""
+    return setting == "always" or (setting == "auto" and scheme in ("https", "wss"))
+
+
+def set_session_cookie(response: Response, token: str, *, secure: bool, max_age: int) -> None:
+    """The browser session's cookie: script cannot read it, other sites' requests do not carry it
+    (except top-level navigations, which run no operation), it lives as long as the session may."""
+    response.set_cookie(SESSION_COOKIE, token, max_age=max_age, path="/", secure=secure, httponly=True, samesite="lax")
+
+
+def clear_session_cookie(response: Response, *, secure: bool) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/", secure=secure, httponly=True, samesite="lax")
+
+
+# (scope, bearer key, session cookie) -> the caller, or None to refuse the request with a 401.
+Identify = Callable[[Scope, str, str], Awaitable[object | None]]
+
+
 def key_matches(given: str, keys: list[str]) -> bool:
     ok = False
     for key in keys:
         ok |= hmac.compare_digest(given.encode(), key.encode())
     return bool(given) and ok
-
-
-def is_operator(given: str, api_keys: list[str], operator_keys: list[str]) -> bool:
-    """Whether a request carrying ``given`` may manage what the server itself trusts (tools): with
-    no key configured at all, every request (the server is open to whoever reaches it); else only
-    one carrying an operator key."""
-    if not api_keys and not operator_keys:
-        return True
-    return key_matches(given, operator_keys)
 
 
 def key_number(given: str, keys: list[str]) -> int | None:
@@ -228,20 +278,20 @@ class Refusal:
 class Perimeter:
     """The checks in this module's docstring, for every HTTP request and websocket handshake."""
 
-    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, origins: frozenset[str], keys: list[str]) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, origins: frozenset[str], identify: Identify) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = origins
-        self.keys = keys
+        self.identify = identify
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = self.check(scope) if scope["type"] in ("http", "websocket") else None
+        refusal = await self.check(scope) if scope["type"] in ("http", "websocket") else None
         if refusal is None:
             await self.app(scope, receive, send)
         else:
             await refusal.send(scope, receive, send)
 
-    def check(self, scope: Scope) -> Refusal | None:
+    async def check(self, scope: Scope) -> Refusal | None:
         headers = Headers(scope=scope)
         host = headers.get("host", "")
         if not self.hosts.allows(host):
@@ -255,14 +305,18 @@ class Perimeter:
             )
         method, path = scope.get("method", "GET"), scope["path"]
         if scope["type"] == "websocket" or method == "OPTIONS":
-            return None  # websockets: the router checks keys in connection_init; OPTIONS: CORS preflights
+            return None  # websockets: the router identifies them at connection_init; OPTIONS: CORS preflights
         page = path == GRAPHQL_PATH and wants_graphiql(
             method, QueryParams(scope["query_string"]), headers.get("accept", "")
         )
         if page or is_public(method, path):
             return None
-        if self.keys and not key_matches(bearer_token(headers.get("authorization")), self.keys):
+        caller = await self.identify(
+            scope, bearer_token(headers.get("authorization")), session_cookie(headers.get("cookie"))
+        )
+        if caller is None:
             return Refusal(401, KEY_REQUIRED, {"WWW-Authenticate": "Bearer"})
+        scope.setdefault("state", {})["caller"] = caller
         runs_operations = path == GRAPHQL_PATH or method not in ("GET", "HEAD")  # not GET /healthz
         if runs_operations and not _preflighted(headers):
             return Refusal(400, CSRF_REFUSED)

@@ -359,6 +359,20 @@ class LogSettings(BaseModel):
     format: Literal["text", "json"] = "text"
 
 
+class PeopleSettings(BaseModel):
+    """People who sign in (app/services/people/): browser sessions and sign-in limits."""
+
+    # A browser session ends after this long unused, and after session_absolute_hours whatever happens.
+    session_idle_minutes: int = Field(8 * 60, ge=5, le=30 * 24 * 60)
+    session_absolute_hours: int = Field(7 * 24, ge=1, le=365 * 24)
+    # Failed sign-ins allowed per account, and per client address, within sign_in_window_seconds.
+    sign_in_attempts_per_account: int = Field(10, ge=1, le=10_000)
+    sign_in_attempts_per_address: int = Field(50, ge=1, le=100_000)
+    sign_in_window_seconds: int = Field(15 * 60, ge=1, le=24 * 3600)
+    # The session cookie's Secure flag: "auto" sets it when the request came over https.
+    cookie_secure: Literal["auto", "always", "never"] = "auto"
+
+
 class ApiSettings(BaseModel):
     """The API's perimeter and limits (app/security.py says what each check guards against)."""
 
@@ -428,6 +442,7 @@ class Settings(BaseSettings):
     rerank: RerankSettings = Field(default_factory=RerankSettings)
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+    people: PeopleSettings = Field(default_factory=PeopleSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     outbound: OutboundSettings = Field(default_factory=OutboundSettings)
     log: LogSettings = Field(default_factory=LogSettings)

@@ -1,5 +1,5 @@
 """The `ragchat` command: the server's own commands here, the others composed from the sub-apps
-beside this module (ingest, chat, database, bench)."""
+beside this module (ingest, chat, database, bench, users and keys)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import typer
 
 from app import logs
-from app.cli import bench, chat, database, ingest
+from app.cli import bench, chat, database, ingest, users
 from app.cli.settings import settings_or_exit
 from app.errors import RagchatError
 
@@ -48,6 +48,8 @@ def serve(
     logs.configure(settings)  # a server logs each request, at RAGCHAT_LOG__LEVEL (default info)
     processes = f", {settings.workers} worker processes" if settings.workers > 1 else ""
     typer.echo(f"ragchat on http://{settings.host}:{settings.port}/  (GraphiQL: /graphql{processes})")
+    if hint := users.first_run_hint(settings):
+        typer.echo(hint)
     serving.serve(settings)
 
 
@@ -64,6 +66,8 @@ cli.add_typer(ingest.commands)
 cli.add_typer(chat.commands)
 cli.add_typer(database.commands)
 cli.add_typer(bench.commands, name="bench")
+cli.add_typer(users.commands, name="users")
+cli.add_typer(users.key_commands, name="keys")
 
 
 def main() -> None:

@@ -87,3 +87,21 @@ class ItemState(StrEnum):
 
 UNFINISHED_ITEM_STATES = (ItemState.QUEUED, ItemState.PARSING, ItemState.EMBEDDING)
 RETRYABLE_ITEM_STATES = (ItemState.FAILED, ItemState.CANCELLED)
+
+
+class MemberRole(StrEnum):
+    """What a person may do in one knowledge base; each role includes the ones below it."""
+
+    VIEWER = "viewer"  # search and chat
+    EDITOR = "editor"  # and change its documents
+    OWNER = "owner"  # and its settings, its members, and delete it
+
+    @property
+    def rank(self) -> int:
+        return _MEMBER_RANKS[self]
+
+    def includes(self, other: MemberRole) -> bool:
+        return self.rank >= other.rank
+
+
+_MEMBER_RANKS = {MemberRole.VIEWER: 1, MemberRole.EDITOR: 2, MemberRole.OWNER: 3}

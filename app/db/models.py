@@ -23,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     text,
     true,
 )
@@ -35,6 +36,7 @@ from app.db.enums import (
     HttpMethod,
     ItemState,
     JobOrigin,
+    MemberRole,
     MessageStatus,
     Role,
     SpaceStatus,
@@ -259,6 +261,11 @@ class ChatSession(Timestamps, Base):
     expansion: Mapped[str] = mapped_column(String(10), server_default=text("'off'"))
     quality: Mapped[str] = mapped_column(String(20), server_default=text("'balanced'"))
     rewrite: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
+    # Who made the chat; only they read and change it. NULL: made before people existed, or its
+    # person was deleted: such chats belong to the server's administrators (migration 0025).
+    owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)
+    # Shared read-only with the knowledge base's members by its owner (revocable).
+    shared: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
     messages: Mapped[list[ChatMessage]] = relationship(
         back_populates="chat",
@@ -507,3 +514,90 @@ class Server(Base):
     host: Mapped[str] = mapped_column(String(255))
     pid: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class User(Timestamps, Base):
+    """A person who signs in (migration 0025). ``email`` is stored lower-case and is the sign-in name;
+    ``password_hash`` is argon2id (app/services/people/passwords.py), NULL for a person who only
+    signs in through single sign-on; ``oidc_subject`` is ``<issuer> <sub>`` once they have."""
+
+    __tablename__ = "users"
+    __table_args__ = NEVER_REUSED_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    password_hash: Mapped[str | None] = mapped_column(String(200))
+    is_admin: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    disabled: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    oidc_subject: Mapped[str | None] = mapped_column(String(400), unique=True)
+    # Sessions and keys issued before this instant are void: bumped by a password change or reset.
+    credentials_since: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class Membership(Base):
+    """A person's role in one knowledge base."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (
+        CheckConstraint(one_of("role", MemberRole), name="ck_memberships_role"),
+        UniqueConstraint("user_id", "project_id", name="uq_memberships_user_project"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    role: Mapped[MemberRole] = mapped_column(StoredEnum(MemberRole))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+
+
+class BrowserSession(Base):
+    """A signed-in browser. The cookie holds a random token; only its SHA-256 is stored, so a read
+    of the database signs no one in. Valid while not revoked, seen within the idle timeout and
+    younger than the absolute lifetime (app/services/people/sessions.py)."""
+
+    __tablename__ = "browser_sessions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class Invitation(Base):
+    """A one-time link that lets a person set their password (an invitation, or a reset by an
+    administrator). Only the SHA-256 of its token is stored; used once, then ``used_at`` is set."""
+
+    __tablename__ = "invitations"
+    __table_args__ = NEVER_REUSED_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class PersonKey(Base):
+    """A person's API key: shown once, stored as its SHA-256 (the key is 256 random bits, so a fast
+    hash is enough), never more than its person may do. ``projects`` NULL: every knowledge base the
+    person belongs to; else only those ids."""
+
+    __tablename__ = "person_keys"
+    __table_args__ = NEVER_REUSED_IDS
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    prefix: Mapped[str] = mapped_column(String(20))  # shown in lists, so a person can tell keys apart
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    projects: Mapped[list[int] | None] = mapped_column(JSON)
+    read_only: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    manage_users: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime())

@@ -12,12 +12,16 @@ from strawberry.types import Info as StrawberryInfo
 from app import logs
 from app.container import Container
 from app.graphql.loaders import Loaders
+from app.services.people.access import Caller
 
 
 class Context(BaseContext):
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: Container, caller: Caller | None = None) -> None:
         super().__init__()
         self.container = container
+        # Who is asking (app/services/people/access.py): named by the perimeter for HTTP, at
+        # connection_init for a websocket. None only before a websocket's connection_init.
+        self.caller = caller
         self.loaders = Loaders(container)
         # The id app/request_log.py gave this request or websocket, so what a client is shown
         # ("Unexpected error (request ...)") finds the request's log lines.
@@ -38,4 +42,10 @@ def container_of(connection: HTTPConnection) -> Container:
 
 async def get_context(connection: HTTPConnection) -> Context:
     """Strawberry's context getter, a FastAPI dependency: a fresh Context for each request or websocket."""
-    return Context(container_of(connection))
+    caller = connection.scope.get("state", {}).get("caller")
+    return Context(container_of(connection), caller if isinstance(caller, Caller) else None)
+
+
+def caller_of(info: Info) -> Caller:
+    """The caller of this operation; anonymous if none was named (never more than that)."""
+    return info.context.caller or Caller.anonymous()

@@ -278,6 +278,8 @@ expose(
         "a clientMessageId used for another question).",
         ErrorCode.FORBIDDEN: "The API key may not do this: managing tools needs an operator key "
         "(RAGCHAT_API__OPERATOR_KEYS).",
+        ErrorCode.TOO_MANY_ATTEMPTS: "Too many failed sign-ins for this account or from this address: wait and "
+        "try again.",
         ErrorCode.BUSY: "Too many answers are being generated: retry shortly.",
         ErrorCode.LIMIT_EXCEEDED: "An upload would put more files or bytes in the knowledge base's ingestion "
         "queue than the server allows (RAGCHAT_JOBS__MAX_QUEUED_FILES / __MAX_QUEUED_BYTES).",

@@ -61,6 +61,15 @@ class ForbiddenError(Error):
 
 
 @strawberry.type(
+    description="Too many failed sign-ins lately for this account or from this address "
+    "(RAGCHAT_PEOPLE__SIGN_IN_ATTEMPTS_PER_ACCOUNT / __PER_ADDRESS within __SIGN_IN_WINDOW_SECONDS); the password "
+    "was not checked."
+)
+class TooManyAttemptsError(Error):
+    retry_after_seconds: int = strawberry.field(description="Seconds until a sign-in may be tried again (at least 1).")
+
+
+@strawberry.type(
     description="Every generation slot of the chat model's provider stayed taken for as long as the server lets a "
     "question wait (RAGCHAT_CHAT__QUEUE_TIMEOUT); nothing was stored, so sending it again is safe."
 )
@@ -133,6 +142,7 @@ ErrorType = (
     | ValidationError
     | ConflictError
     | ForbiddenError
+    | TooManyAttemptsError
     | BusyError
     | LimitExceededError
     | ProviderError
@@ -161,6 +171,8 @@ def _translate(exc: errors.RagchatError) -> ErrorType:
         return ConflictError(message=exc.message)
     if isinstance(exc, errors.ForbiddenError):
         return ForbiddenError(message=exc.message)
+    if isinstance(exc, errors.TooManyAttemptsError):
+        return TooManyAttemptsError(message=exc.message, retry_after_seconds=exc.retry_after)
     if isinstance(exc, errors.BusyError):
         return BusyError(message=exc.message, retry_after_seconds=exc.retry_after, position=exc.position)
     if isinstance(exc, errors.LimitExceededError):

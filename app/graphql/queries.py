@@ -11,6 +11,7 @@ from app.graphql.chat.queries import ChatQuery, ProviderQuery
 from app.graphql.context import Info
 from app.graphql.enums import RetrievalMode
 from app.graphql.knowledge.queries import KnowledgeQuery
+from app.graphql.people.queries import PeopleQuery
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.search.queries import SearchQuery
 from app.graphql.tools.resolvers import ToolQuery
@@ -58,6 +59,8 @@ class ServerQuery:
         return types.Health(**vars(found))
 
 
-@strawberry.type(description="Reads: knowledge bases, documents, chat sessions, search, tools, and the server's state.")
-class Query(ToolQuery, ServerQuery, KnowledgeQuery, ChatQuery, SearchQuery, ProviderQuery):
+@strawberry.type(
+    description="Reads: people, knowledge bases, documents, chat sessions, search, tools, and the server's state."
+)
+class Query(PeopleQuery, ToolQuery, ServerQuery, KnowledgeQuery, ChatQuery, SearchQuery, ProviderQuery):
     """Each feature's reads, in the order the schema lists them."""

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from fastapi import Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -27,7 +28,8 @@ from strawberry.types.unset import UNSET, UnsetType
 from app.graphql import json_body
 from app.graphql.context import Context
 from app.graphql.uploads import place_files
-from app.security import connection_key, key_matches, wants_graphiql
+from app.security import connection_key, session_cookie, wants_graphiql
+from app.services.people.identify import Credentials
 from app.web import GRAPHIQL_PAGE, built_page
 
 EXAMPLE_OPERATION = """# Welcome to ragchat. Press the run button to try this.
@@ -114,9 +116,8 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
 class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
     graphql_transport_ws_handler_class = TransportWSHandler
 
-    def __init__(self, *args: Any, api_keys: list[str], frontend_dir: Path, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, frontend_dir: Path, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._api_keys = api_keys
         self._ide_page = frontend_dir / GRAPHIQL_PAGE
 
     def should_render_graphql_ide(self, request: BaseRequestProtocol) -> bool:
@@ -160,8 +161,16 @@ class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
         return place_files(operations, files_map, form.files)
 
     async def on_ws_connect(self, context: Context) -> UnsetType | dict[str, object] | None:
-        if not self._api_keys:
-            return await super().on_ws_connect(context)
-        if not key_matches(connection_key(context.connection_params), self._api_keys):
+        # Named once per connection, like an HTTP request: the key in connection_init, else the
+        # session cookie of the handshake (a browser sends it; the perimeter checked the Origin).
+        cookie = session_cookie(context.request.headers.get("cookie")) if context.request is not None else ""
+        identifier = context.container.identifier
+        given = Credentials(bearer=connection_key(context.connection_params), cookie=cookie)
+        if identifier.needs_database(given):
+            caller = await anyio.to_thread.run_sync(identifier.identify, given)
+        else:
+            caller = identifier.identify(given)
+        if caller is None:
             raise ConnectionRejectionError({"message": "an API key is required: connectionParams.authorization"})
+        context.caller = caller
         return await super().on_ws_connect(context)

@@ -14,6 +14,7 @@ from app.db.enums import (
     HttpMethod,
     ItemState,
     JobOrigin,
+    MemberRole,
     MessageStatus,
     Role,
     ToolCallStatus,
@@ -27,9 +28,11 @@ from app.db.models import (
     Document,
     IngestionItem,
     IngestionJob,
+    PersonKey,
     Project,
     StoredToolCall,
     Tool,
+    User,
 )
 
 __all__ = [
@@ -45,11 +48,14 @@ __all__ = [
     "IngestionJob",
     "ItemState",
     "JobOrigin",
+    "MemberRole",
     "MessageStatus",
+    "PersonKey",
     "Project",
     "Role",
     "StoredToolCall",
     "Tool",
     "ToolCallStatus",
     "ToolKind",
+    "User",
 ]

@@ -39,6 +39,12 @@ COMMANDS = {
         "--corpus",
         "--out",
     ],
+    "users create": ["--email", "--name", "--admin", "--password-stdin"],
+    "users list": [],
+    "users disable": ["email"],
+    "users enable": ["email"],
+    "users reset": ["email"],
+    "keys create": ["--email", "--name", "--kb", "--read-only", "--expires"],
 }
 
 

@@ -188,7 +188,10 @@ NEVER_REUSED_SINCE_0011 = (
     "ingestion_items",
     "tool_calls",
     "servers",
-)  # 0011 tools, 0013 jobs, 0017 tool calls, 0021 servers
+    "users",
+    "person_keys",
+    "invitations",
+)  # 0011 tools, 0013 jobs, 0017 tool calls, 0021 servers, 0025 people and their keys, 0026 invitations
 
 
 def _fill_before_0008(url: str) -> None:

@@ -10,7 +10,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from app.errors import ForbiddenError, RagchatError, StorageError
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.results import call
 from app.graphql.tools.call_types import ToolCall, ToolCallDecisionResult, ToolTest, ToolTestResult
@@ -27,7 +27,6 @@ from app.graphql.tools.types import (
     ToolSelectionResult,
     UpdateToolInput,
 )
-from app.security import bearer_token, connection_key, is_operator
 from app.services.tools import approval as tool_approval
 from app.services.tools import catalog as tools
 from app.services.tools import selection as tool_selection
@@ -81,15 +80,10 @@ T = TypeVar("T")
 
 
 def _as_operator(info: Info, work: Callable[[], T]) -> Callable[[], T]:
-    """``work``, run only when the request's key may manage tools (app/security.py is_operator),
-    else a ForbiddenError raised inside the service call, so the refusal is a union member. The
-    key is read now, on the loop; ``work`` runs later in a thread."""
-    api = info.context.container.settings.api
-    request = info.context.request
-    given = bearer_token(request.headers.get("authorization") if request is not None else None)
-    given = given or connection_key(info.context.connection_params)  # a websocket's key, as the router reads it
-    keys = [k.get_secret_value() for k in api.api_keys], [k.get_secret_value() for k in api.operator_keys]
-    allowed = is_operator(given, *keys)
+    """``work``, run only when the caller may manage tools (``Caller.operator``: an open server, an
+    operator key, an administrator), else a ForbiddenError raised inside the service call, so the
+    refusal is a union member. The caller is read now, on the loop; ``work`` runs later in a thread."""
+    allowed = caller_of(info).operator
 
     def run() -> T:
         if not allowed:

@@ -1,0 +1,194 @@
+"""Who is asking, and what they may do: the one place that decides.
+
+Every read and change of a knowledge base, a chat, a tool or a person asks here with the
+:class:`Caller` and the resource. The rules (docs/SECURITY.md has the table):
+
+- **The server** (a key from ``RAGCHAT_API__API_KEYS`` or ``__OPERATOR_KEYS``) and an **open** server
+  (no people and no keys: the single-user default on loopback) may do everything, as before people
+  existed.
+- **An administrator** may do everything a person can in every knowledge base, manage people, and
+  read the chats that have no owner (made before people existed, or whose person was deleted).
+- **A member** has a role in a knowledge base: viewer (search, chat), editor (and its documents),
+  owner (and its settings, members, deletion). A knowledge base they are not a member of does not
+  exist for them: asking for it is ``NotFoundError``, the same as for one that does not exist.
+  Where they may know it exists (they are a viewer asking to edit), it is ``ForbiddenError``.
+- **A chat** is its owner's. Members of its knowledge base read it once its owner shares it; only
+  its owner changes it.
+- **A personal key** never exceeds its person: its knowledge bases are the person's (or fewer), a
+  read-only key is a viewer everywhere, and only a key allowed to manage people does.
+- **Anonymous** (people exist or keys are set, and the request carries neither): nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from enum import StrEnum
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.enums import MemberRole
+from app.db.models import ChatSession, Membership, Project
+from app.errors import ForbiddenError, NotFoundError
+
+
+class CallerKind(StrEnum):
+    OPEN = "open"  # no people and no keys: the server trusts whoever reaches it (loopback only)
+    SERVER = "server"  # a server key from the settings: full rights, as before people existed
+    PERSON = "person"  # a signed-in browser or a personal key
+    ANONYMOUS = "anonymous"  # nothing shown: may only sign in
+
+
+@dataclass(frozen=True)
+class KeyScope:
+    """What a personal key narrows its person's rights to."""
+
+    key_id: int
+    projects: frozenset[int] | None  # None: every knowledge base of the person
+    read_only: bool
+    manage_users: bool
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: CallerKind
+    user_id: int | None = None
+    is_admin: bool = False
+    key: KeyScope | None = None  # set when a person calls with a personal key
+    # The server key is an operator's (RAGCHAT_API__OPERATOR_KEYS): it may also manage tools.
+    operator_key: bool = False
+
+    @classmethod
+    def open(cls) -> Caller:
+        return cls(CallerKind.OPEN)
+
+    @classmethod
+    def server(cls, *, operator: bool = False) -> Caller:
+        return cls(CallerKind.SERVER, operator_key=operator)
+
+    @classmethod
+    def anonymous(cls) -> Caller:
+        return cls(CallerKind.ANONYMOUS)
+
+    @property
+    def unlimited(self) -> bool:
+        """The server itself: every right, no person behind it."""
+        return self.kind in (CallerKind.OPEN, CallerKind.SERVER)
+
+    @property
+    def manages_people(self) -> bool:
+        if self.unlimited:
+            return True
+        return self.is_admin and (self.key is None or self.key.manage_users)
+
+    @property
+    def operator(self) -> bool:
+        """May manage what the server itself trusts (tools, where their secrets go): an open server,
+        an operator key, or an administrator (through a key only if it may manage people)."""
+        if self.kind == CallerKind.OPEN:
+            return True
+        if self.kind == CallerKind.SERVER:
+            return self.operator_key
+        return self.manages_people
+
+    @property
+    def signed_in(self) -> bool:
+        return self.kind != CallerKind.ANONYMOUS
+
+    def _capped(self, project_id: int, role: MemberRole | None) -> MemberRole | None:
+        """``role`` as far as the key this call carries allows."""
+        if role is None or self.key is None:
+            return role
+        if self.key.projects is not None and project_id not in self.key.projects:
+            return None
+        return MemberRole.VIEWER if self.key.read_only else role
+
+
+def require_signed_in(caller: Caller) -> None:
+    if not caller.signed_in:
+        raise ForbiddenError("sign in first: this server knows its people")
+
+
+def project_role(db: Session, caller: Caller, project_id: int) -> MemberRole | None:
+    """The caller's role in a knowledge base (None: it does not exist for them)."""
+    if caller.unlimited:
+        return MemberRole.OWNER
+    if caller.kind != CallerKind.PERSON or caller.user_id is None:
+        return None
+    if caller.is_admin:
+        role: MemberRole | None = MemberRole.OWNER
+    else:
+        role = db.scalar(
+            select(Membership.role).where(Membership.user_id == caller.user_id, Membership.project_id == project_id)
+        )
+    return caller._capped(project_id, role)
+
+
+def require_project(db: Session, caller: Caller, project_id: int, need: MemberRole = MemberRole.VIEWER) -> Project:
+    """The knowledge base, when the caller has at least ``need`` in it."""
+    project = db.get(Project, project_id)
+    role = project_role(db, caller, project_id) if project is not None else None
+    if project is None or role is None:
+        raise NotFoundError("knowledge base", project_id)
+    if not role.includes(need):
+        raise ForbiddenError(f"knowledge base {project_id}: your role is {role.value}; this needs {need.value}")
+    return project
+
+
+def visible_projects(db: Session, caller: Caller) -> Collection[int] | None:
+    """The ids of the knowledge bases the caller sees; None: every one."""
+    if caller.unlimited or (caller.is_admin and (caller.key is None or caller.key.projects is None)):
+        return None
+    if caller.kind != CallerKind.PERSON or caller.user_id is None:
+        return frozenset()
+    if caller.is_admin:
+        assert caller.key is not None and caller.key.projects is not None
+        return caller.key.projects
+    ids = set(db.scalars(select(Membership.project_id).where(Membership.user_id == caller.user_id)))
+    if caller.key is not None and caller.key.projects is not None:
+        ids &= caller.key.projects
+    return frozenset(ids)
+
+
+def _owns(caller: Caller, chat: ChatSession) -> bool:
+    if caller.unlimited:
+        return True
+    if caller.kind != CallerKind.PERSON:
+        return False
+    if chat.owner_id is None:  # made before people existed, or its person is gone: the administrators'
+        return caller.is_admin
+    return chat.owner_id == caller.user_id
+
+
+def require_chat(db: Session, caller: Caller, chat_id: int, *, change: bool = False) -> ChatSession:
+    """The chat, when the caller may read it (``change``: and change it).
+
+    Its owner reads and changes it, within what their key allows of its knowledge base; members of
+    the knowledge base read it once shared. Anyone else: it does not exist.
+    """
+    chat = db.get(ChatSession, chat_id)
+    if chat is None:
+        raise NotFoundError("chat session", chat_id)
+    role = project_role(db, caller, chat.project_id)
+    owner = _owns(caller, chat) and role is not None
+    if not owner and not (chat.shared and role is not None):
+        raise NotFoundError("chat session", chat_id)
+    if change and not owner:
+        raise ForbiddenError(f"chat session {chat_id} is shared with you read-only")
+    if change and caller.key is not None and caller.key.read_only:
+        raise ForbiddenError("this key is read-only")
+    return chat
+
+
+def chat_filter(caller: Caller) -> object | None:
+    """A WHERE clause for the chats the caller may list (with :func:`visible_projects` for their
+    knowledge bases); None: no filter."""
+    if caller.unlimited:
+        return None
+    if caller.kind != CallerKind.PERSON:
+        return ChatSession.id.is_(None)  # nothing
+    mine = ChatSession.owner_id == caller.user_id
+    if caller.is_admin:
+        mine = mine | ChatSession.owner_id.is_(None)
+    return mine | ChatSession.shared.is_(True)
