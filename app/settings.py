@@ -399,7 +399,7 @@ class OidcSettings(BaseModel):
     # The provider's issuer URL (https://accounts.example.com); its discovery document is read from
     # <issuer>/.well-known/openid-configuration and must name the same issuer.
     issuer: str | None = None
-    client_id: str = ""
+    client_id: str | None = None
     client_secret: SecretStr | None = None  # None: a public client (PKCE alone)
     scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
     # Where the provider sends the browser back; None: <this server's scheme and host>/auth/oidc/callback

@@ -92,7 +92,7 @@ def finish(db: Session, state: str, browser: str, *, now: datetime | None = None
     if row is None:
         raise SignInRefused("state", "the callback's state is unknown or was already used")
     # The delete must be this request's: two callbacks racing with one state, only one finishes.
-    taken = db.execute(delete(SignInFlow).where(SignInFlow.id == row.id)).rowcount
+    taken = db.execute(delete(SignInFlow).where(SignInFlow.id == row.id)).rowcount  # type: ignore[attr-defined]
     if taken != 1:
         raise SignInRefused("state", "the callback's state was already used")
     if not browser or not secrets.compare_digest(row.browser_hash, _digest(browser)):
