@@ -94,6 +94,8 @@ def oidc_routes(settings: Settings) -> APIRouter:
         try:
             if provider is None:
                 raise SignInRefused("not_configured", "single sign-on is not configured")
+            if "error" in query and not query.get("state"):  # nothing to finish; nobody is signed in
+                raise SignInRefused("denied", f"the provider did not sign anyone in ({query['error'][:100]})")
             flow = await anyio.to_thread.run_sync(finish)  # used up whatever follows
             if "error" in query or not query.get("code"):
                 said = query.get("error", "no code")[:100]

@@ -119,35 +119,15 @@ class Provider:
 
     async def _verified_claims(self, id_token: str, metadata: Mapping[str, Any], nonce: str) -> dict[str, Any]:
         offered = metadata.get("id_token_signing_alg_values_supported") or ["RS256"]
-        algorithms = sorted(ASYMMETRIC & set(offered if isinstance(offered, list) else []))
-        decoded = None
+        algorithms = offered if isinstance(offered, list) else []
         for fresh in (False, True):  # a key not in the cached set: the provider may have rotated
+            keys = await self._key_set(metadata, fresh=fresh)
             try:
-                decoded = jwt.decode(id_token, await self._key_set(metadata, fresh=fresh), algorithms=algorithms)
-                break
-            except JoseError as exc:
-                failure = exc
-        if decoded is None:
-            raise SignInRefused("token", f"the ID token's signature does not verify ({failure.error})")
-        claims = decoded.claims
-        registry = jwt.JWTClaimsRegistry(
-            leeway=CLOCK_LEEWAY,
-            iss={"essential": True, "value": self.issuer},
-            aud={"essential": True, "value": self.client_id},
-            sub={"essential": True},
-            exp={"essential": True},
-            iat={"essential": True},
-            nonce={"essential": True, "value": nonce},
-        )
-        try:
-            registry.validate(claims)
-        except JoseError as exc:
-            raise SignInRefused("token", f"the ID token fails a check: {exc.error} {exc.description or ''}") from exc
-        audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
-        azp = claims.get("azp")
-        if (len(audiences) > 1 or azp is not None) and azp != self.client_id:
-            raise SignInRefused("token", "the ID token was issued to another client (azp)")
-        return claims
+                return check_id_token(id_token, keys, self.issuer, self.client_id, nonce, algorithms)
+            except SignInRefused as refused:
+                if refused.reason != "signature" or fresh:
+                    raise SignInRefused("token", refused.message) from refused
+        raise AssertionError("unreachable")
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:
         try:
@@ -188,6 +168,36 @@ class Provider:
 
     def _unreachable(self, why: str) -> SignInRefused:
         return SignInRefused("provider", f"the single sign-on provider {self.issuer} failed: {why}")
+
+
+def check_id_token(
+    id_token: str, keys: KeySet, issuer: str, client_id: str, nonce: str, algorithms: list[str]
+) -> dict[str, Any]:
+    """The ID token's claims once its signature (by one of ``keys``, with one of ``algorithms``),
+    ``iss``, ``aud``/``azp``, ``exp``, ``iat`` and ``nonce`` are checked; SignInRefused("token") if
+    any fails ("signature" for the signature, so the caller may fetch fresh keys and try again)."""
+    try:
+        claims = jwt.decode(id_token, keys, algorithms=sorted(ASYMMETRIC & set(algorithms))).claims
+    except JoseError as exc:
+        raise SignInRefused("signature", f"the ID token's signature does not verify ({exc.error})") from exc
+    registry = jwt.JWTClaimsRegistry(
+        leeway=CLOCK_LEEWAY,
+        iss={"essential": True, "value": issuer},
+        aud={"essential": True, "value": client_id},
+        sub={"essential": True},
+        exp={"essential": True},
+        iat={"essential": True},
+        nonce={"essential": True, "value": nonce},
+    )
+    try:
+        registry.validate(claims)
+    except JoseError as exc:
+        raise SignInRefused("token", f"the ID token fails a check: {exc.error} {exc.description or ''}") from exc
+    audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+    azp = claims.get("azp")
+    if (len(audiences) > 1 or azp is not None) and azp != client_id:
+        raise SignInRefused("token", "the ID token was issued to another client (azp)")
+    return claims
 
 
 def _endpoint(metadata: Mapping[str, Any], name: str) -> str:
