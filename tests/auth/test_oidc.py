@@ -17,11 +17,11 @@ from sqlalchemy import select
 from app.container import Container
 from app.db.models import BrowserSession, SignInFlow, User
 from app.main import create_app
-from app.security import SESSION_COOKIE
+from app.security import CSRF_REFUSED, SESSION_COOKIE
 from app.services.people import users
 from app.services.people.access import CallerKind
 from app.services.people.identify import Credentials
-from app.settings import OidcSettings, Settings
+from app.settings import ApiSettings, OidcSettings, Settings
 from tests.auth.provider import Provider, running_provider
 from tests.live import serve
 
@@ -68,12 +68,16 @@ class Server:
             return users.by_email(db, email)
 
 
-def _serve(migrated: Settings, provider: Provider, **oidc: object) -> Iterator[Server]:
+def _serve(migrated: Settings, provider: Provider, api: ApiSettings | None = None, **oidc: object) -> Iterator[Server]:
     settings = migrated.model_copy(
         update={
             "oidc": OidcSettings(
-                issuer=provider.issuer, client_id=CLIENT_ID, client_secret="s3cret", **oidc  # type: ignore[arg-type]
-            )
+                issuer=provider.issuer,
+                client_id=CLIENT_ID,
+                client_secret="s3cret",
+                **oidc,  # type: ignore[arg-type]
+            ),
+            "api": api or migrated.api,
         }
     )
     container = Container.build(settings)
@@ -228,3 +232,17 @@ def test_the_provider_saying_no_and_a_server_without_single_sign_on(server: Serv
             assert _refused(plain.get("/auth/oidc/login", follow_redirects=False)) == "not_configured"
     finally:
         container.close()
+
+
+@pytest.fixture
+def keyed_server(migrated: Settings, provider: Provider) -> Iterator[Server]:
+    yield from _serve(migrated, provider, ApiSettings(api_keys=["server-key"]))  # type: ignore[list-item]
+
+
+def test_the_sign_in_pages_pass_a_keyed_perimeter_and_the_api_keeps_its_csrf_rule(keyed_server: Server) -> None:
+    browser, done = keyed_server.sign_in("kay-sub", {"email": "kay@example.org", "email_verified": True})
+    assert done.headers["location"] == "/"  # no key, yet the login and callback pages were reached
+    # The session cookie is a credential, so a request a page elsewhere could send is still refused.
+    simple = browser.post("/graphql", content='{"query": "{ __typename }"}', headers={"content-type": "text/plain"})
+    assert simple.status_code == 400 and simple.json()["errors"][0]["message"] == CSRF_REFUSED
+    assert browser.post("/graphql", json={"query": "{ __typename }"}).status_code == 200
