@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from app.db.database import Database
 from app.llm.base import Embedder, Reranker
+from app.security import TrustedProxies
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from app.services.chat.service import ChatService
     from app.services.ingestion.worker import JobWorker
     from app.services.people.identify import Identifier
+    from app.services.people.oidc import Provider
     from app.services.people.throttle import SignInLimits
 
 
@@ -43,6 +45,8 @@ class Container:
         self._jobs: JobWorker | None = None
         self._identifier: Identifier | None = None
         self._sign_in_limits: SignInLimits | None = None
+        self._single_sign_on: Provider | None = None
+        self._trusted_proxies: TrustedProxies | None = None
         self._lock = threading.RLock()
 
     @classmethod
@@ -70,6 +74,7 @@ class Container:
                         idle=timedelta(minutes=people.session_idle_minutes),
                         absolute=timedelta(hours=people.session_absolute_hours),
                     ),
+                    proxy_creates_people=people.trusted_header_creates_people,
                 )
             return self._identifier
 
@@ -87,6 +92,25 @@ class Container:
                     address=Throttle(people.sign_in_attempts_per_address, window),
                 )
             return self._sign_in_limits
+
+    @property
+    def trusted_proxies(self) -> TrustedProxies:
+        """The authenticating proxy's header and addresses (RAGCHAT_PEOPLE__TRUSTED_HEADER, __TRUSTED_PROXIES)."""
+        with self._lock:
+            if self._trusted_proxies is None:
+                people = self.settings.people
+                self._trusted_proxies = TrustedProxies(people.trusted_header, people.trusted_proxies)
+            return self._trusted_proxies
+
+    @property
+    def single_sign_on(self) -> Provider | None:
+        """The OpenID Connect provider people sign in with (RAGCHAT_OIDC__ISSUER), or None."""
+        with self._lock:
+            if self._single_sign_on is None and self.settings.oidc.enabled:
+                from app.services.people.oidc import Provider
+
+                self._single_sign_on = Provider(self.settings.oidc)
+            return self._single_sign_on
 
     @property
     def chat_models(self) -> ChatModels:

@@ -16,6 +16,7 @@ from starlette.types import Scope
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app import __version__
+from app.auth.oidc import oidc_routes
 from app.body_limit import BodyLimitMiddleware
 from app.container import Container
 from app.errors import StorageError
@@ -61,8 +62,9 @@ async def _open_store(container: Container, lease: leases.ServerLease) -> bool:
 async def identify_request(scope: Scope, bearer: str, cookie: str) -> Caller | None:
     """The caller a request's key or session cookie names (app/services/people/identify.py); off
     the loop only when that reads the database."""
-    identifier = scope["app"].state.container.identifier
-    given = Credentials(bearer=bearer, cookie=cookie)
+    container = scope["app"].state.container
+    identifier = container.identifier
+    given = Credentials(bearer=bearer, cookie=cookie, proxy_email=container.trusted_proxies.email(scope))
     if identifier.needs_database(given):
         return await anyio.to_thread.run_sync(identifier.identify, given)
     return identifier.identify(given)
@@ -161,6 +163,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         frontend_dir=settings.frontend_dir or BUILT_FRONTEND,
     )
     app.include_router(graphql, prefix="/graphql")
+    app.include_router(oidc_routes(settings))  # /auth/oidc/login and /callback (app/auth/oidc.py)
 
     @app.get("/healthz")
     def healthz(request: Request) -> JSONResponse:

@@ -14,6 +14,9 @@ untouched) checks, in this order:
    API in ``scope["state"]["caller"]``. Websockets carry their key in connection_init
    (``connectionParams: {authorization: "Bearer <key>"}``), identified by the GraphQL router.
    GraphiQL's page is public: it holds no data, and what it sends carries the key.
+   Behind an authenticating proxy, :class:`TrustedProxies` reads the header that names the person,
+   only on a connection from one of the proxies; the single sign-on pages (``/auth/oidc/login``,
+   ``/auth/oidc/callback``) are GETs outside :data:`API_PATHS`, public like the frontend's pages.
 4. CSRF, as Apollo Server does it: a request a page elsewhere could send without a CORS preflight
    (no content type, or multipart/form-data, x-www-form-urlencoded or text/plain: GETs and HTML
    forms) needs a non-empty ``Apollo-Require-Preflight`` or ``X-Apollo-Operation-Name`` header.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -39,6 +43,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from app.errors import SettingsError
+
+_log = logging.getLogger("ragchat.security")
 
 GRAPHQL_PATH = "/graphql"
 SESSION_COOKIE = "ragchat_session"
@@ -257,6 +263,48 @@ def _preflighted(headers: Headers) -> bool:
         if _MIME.fullmatch(essence) and essence not in SIMPLE_CONTENT_TYPES:
             return True
     return any(headers.get(name, "").strip() for name in PREFLIGHT_HEADERS)
+
+
+class TrustedProxies:
+    """RAGCHAT_PEOPLE__TRUSTED_HEADER, believed only from RAGCHAT_PEOPLE__TRUSTED_PROXIES.
+
+    The proxy is the connection's own peer (``scope["client"]``), never an address a header claims
+    (X-Forwarded-For is whatever the client wrote). From any other peer the header is ignored: the
+    request goes on as if it were absent, and the first such request is logged."""
+
+    def __init__(self, header: str | None, proxies: Iterable[str]) -> None:
+        self.header = header.lower() if header else None
+        self.networks = tuple(ipaddress.ip_network(entry, strict=False) for entry in proxies)
+        self._warned = False
+
+    def email(self, scope: Scope) -> str:
+        """The email the trusted header names, or "" (off, absent, or not from a trusted proxy)."""
+        if self.header is None or not self.networks:
+            return ""
+        value = Headers(scope=scope).get(self.header, "").strip()
+        if not value:
+            return ""
+        if self.trusts(scope.get("client")):
+            return value
+        if not self._warned:
+            self._warned = True
+            _log.warning(
+                "ignored %s from %s, which is not in RAGCHAT_PEOPLE__TRUSTED_PROXIES (said once)",
+                self.header,
+                (scope.get("client") or ("unknown",))[0],
+            )
+        return ""
+
+    def trusts(self, client: object) -> bool:
+        if not isinstance(client, (tuple, list)) or not client:
+            return False
+        try:
+            peer = ipaddress.ip_address(str(client[0]).split("%", 1)[0])
+        except ValueError:
+            return False
+        if isinstance(peer, ipaddress.IPv6Address) and peer.ipv4_mapped is not None:
+            peer = peer.ipv4_mapped
+        return any(peer in network for network in self.networks)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,10 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
 
     check_exposure(settings.host, keys=len(settings.api.all_keys()), allow_open_network=settings.api.allow_open_network)
     options: dict[str, Any] = {**logs.uvicorn_options(settings), **WEBSOCKET_OPTIONS, **uvicorn_options}
+    if settings.people.trusted_header:
+        # uvicorn would put X-Forwarded-For's address in the connection's place for a peer on
+        # 127.0.0.1; the trusted header must be judged by the peer itself (app/security.py).
+        options.setdefault("proxy_headers", False)
     if settings.workers == 1 and factory == APP_FACTORY:
         from app.main import create_app
 

@@ -371,6 +371,82 @@ class PeopleSettings(BaseModel):
     sign_in_window_seconds: int = Field(15 * 60, ge=1, le=24 * 3600)
     # The session cookie's Secure flag: "auto" sets it when the request came over https.
     cookie_secure: Literal["auto", "always", "never"] = "auto"
+    # Behind an authenticating proxy (docs/SECURITY.md, "Single sign-on"): the request header that
+    # names the signed-in person by email (X-Forwarded-Email), believed only when the connection
+    # itself comes from one of trusted_proxies (addresses or networks; never X-Forwarded-For). Off
+    # while either is empty.
+    trusted_header: str | None = None
+    trusted_proxies: list[str] = Field(default_factory=list)
+    # Whether a person the proxy names who has no account here gets one (a member, in no knowledge base).
+    trusted_header_creates_people: bool = True
+
+    @field_validator("trusted_header")
+    @classmethod
+    def _header_name(cls, name: str | None) -> str | None:
+        if name is not None and not re.fullmatch(r"[A-Za-z0-9-]{1,100}", name.strip()):
+            raise ValueError(f"not an HTTP header name: {name!r}")
+        return name.strip().lower() if name else None
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, networks: list[str]) -> list[str]:
+        for network in networks:
+            try:
+                ipaddress.ip_network(network.strip(), strict=False)
+            except ValueError as exc:
+                raise ValueError(f"not an address or network: {network!r} ({exc})") from None
+        return [network.strip() for network in networks]
+
+
+class OidcSettings(BaseModel):
+    """Single sign-on with an OpenID Connect provider (app/services/people/oidc.py;
+    docs/SECURITY.md, "Single sign-on"). Off while ``issuer`` is not set."""
+
+    # The provider's issuer URL (https://accounts.example.com); its discovery document is read from
+    # <issuer>/.well-known/openid-configuration and must name the same issuer.
+    issuer: str | None = None
+    client_id: str | None = None
+    client_secret: SecretStr | None = None  # None: a public client (PKCE alone)
+    scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
+    # Where the provider sends the browser back; None: <this server's scheme and host>/auth/oidc/callback
+    # as the request shows them (set it behind a proxy that changes either).
+    redirect_url: str | None = None
+    # Email domains that may sign in (example.org); empty: any. A domain check needs a verified email.
+    allowed_domains: list[str] = Field(default_factory=list)
+    # Members of any of these groups (the ID token's groups_claim) are administrators, others are not;
+    # empty: single sign-on never changes who is an administrator.
+    admin_groups: list[str] = Field(default_factory=list)
+    groups_claim: str = "groups"
+    # Whether a person with no account here gets one on their first sign-in (a member, in no
+    # knowledge base); else only people who already exist (invited, or matched by verified email).
+    create_people: bool = True
+    # The wall-clock deadline of each request to the provider (discovery, keys, token exchange).
+    timeout: float = Field(10.0, gt=0, le=120, allow_inf_nan=False)
+
+    @field_validator("issuer", "redirect_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and origin_of(url) is None:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        # Kept as written: an issuer is compared with the ID token's "iss" character for character.
+        return url.strip() if url is not None else None
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _domains(cls, domains: list[str]) -> list[str]:
+        return [domain.strip().lower().lstrip("@") for domain in domains if domain.strip()]
+
+    @model_validator(mode="after")
+    def _client_named(self) -> OidcSettings:
+        if self.issuer is not None and not self.client_id:
+            raise ValueError("RAGCHAT_OIDC__ISSUER is set but RAGCHAT_OIDC__CLIENT_ID is not")
+        if self.issuer is not None and "openid" not in self.scopes:
+            raise ValueError("RAGCHAT_OIDC__SCOPES must include openid")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return self.issuer is not None
 
 
 class ApiSettings(BaseModel):
@@ -443,6 +519,7 @@ class Settings(BaseSettings):
     expansion: ExpansionSettings = Field(default_factory=ExpansionSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     people: PeopleSettings = Field(default_factory=PeopleSettings)
+    oidc: OidcSettings = Field(default_factory=OidcSettings)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     outbound: OutboundSettings = Field(default_factory=OutboundSettings)
     log: LogSettings = Field(default_factory=LogSettings)

@@ -581,6 +581,22 @@ class Invitation(Base):
     used_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
+class SignInFlow(Base):
+    """A single sign-on under way (migration 0027): what its callback checks, for ten minutes, used
+    once (app/services/people/single_sign_on.py). Only digests of the state and of the browser's
+    cookie are stored; the nonce and the PKCE verifier are useless without the provider's code."""
+
+    __tablename__ = "sign_in_flows"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    state_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    browser_hash: Mapped[str] = mapped_column(String(64))
+    nonce: Mapped[str] = mapped_column(String(100))
+    code_verifier: Mapped[str] = mapped_column(String(200))
+    redirect_uri: Mapped[str] = mapped_column(String(2000))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+
+
 class PersonKey(Base):
     """A person's API key: shown once, stored as its SHA-256 (the key is 256 random bits, so a fast
     hash is enough), never more than its person may do. ``projects`` NULL: every knowledge base the

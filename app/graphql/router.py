@@ -165,7 +165,8 @@ class RagchatGraphQLRouter(GraphQLRouter[Context, None]):
         # session cookie of the handshake (a browser sends it; the perimeter checked the Origin).
         cookie = session_cookie(context.request.headers.get("cookie")) if context.request is not None else ""
         identifier = context.container.identifier
-        given = Credentials(bearer=connection_key(context.connection_params), cookie=cookie)
+        proxied = context.container.trusted_proxies.email(context.request.scope) if context.request is not None else ""
+        given = Credentials(bearer=connection_key(context.connection_params), cookie=cookie, proxy_email=proxied)
         if identifier.needs_database(given):
             caller = await anyio.to_thread.run_sync(identifier.identify, given)
         else:

@@ -8,6 +8,7 @@ from typing import Annotated
 import strawberry
 from starlette.requests import HTTPConnection
 
+from app.auth.oidc import LOGIN_PATH
 from app.errors import ForbiddenError
 from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id
@@ -37,7 +38,7 @@ class PeopleQuery:
                 people_exist=c.identifier.people_exist(),
                 first_run_available=signing_in.first_run_available(c.store, from_loopback=local),
                 password_sign_in=True,
-                single_sign_on_url=None,  # single sign-on is not configurable yet
+                single_sign_on_url=LOGIN_PATH if c.settings.oidc.enabled else None,
                 me=Person.of(person) if person is not None else None,
             )
 

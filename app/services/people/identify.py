@@ -5,6 +5,11 @@
   that is neither is refused (``None``): a wrong key is an error, never a quiet anonymous call.
   Neither is a key when the server has server keys and no people: refused too, as before people
   existed (nobody could sign in, so nothing would answer an anonymous caller).
+- Else the email an authenticating proxy put in ``RAGCHAT_PEOPLE__TRUSTED_HEADER`` (only when the
+  connection comes from one of ``__TRUSTED_PROXIES``: app/security.py :class:`TrustedProxies`): that
+  person, created on first sight unless ``__TRUSTED_HEADER_CREATES_PEOPLE`` is off; a disabled or
+  unknown person goes on as if the header were absent. It comes before the cookie: behind such a
+  proxy, the proxy says who is at the browser.
 - Else the session cookie: its person while the session is valid; a stale cookie is anonymous (the
   browser is shown the sign-in page, not an error).
 - Else nobody: the server is **open** when it has no people and no keys (the single-user default,
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 
 from app.db.database import Database
 from app.security import key_matches
-from app.services.people import keys, sessions, users
+from app.services.people import keys, sessions, single_sign_on, users
 from app.services.people.access import Caller, CallerKind
 
 PEOPLE_RECHECK_SECONDS = 1.0
@@ -29,6 +34,7 @@ PEOPLE_RECHECK_SECONDS = 1.0
 class Credentials:
     bearer: str = ""  # the key of "Authorization: Bearer <key>" (or of a websocket's connection_init)
     cookie: str = ""  # the session cookie's token
+    proxy_email: str = ""  # the trusted header's value, set only for a request from a trusted proxy
 
 
 class Identifier:
@@ -39,6 +45,7 @@ class Identifier:
         operator_keys: list[str],
         lifetimes: sessions.Lifetimes,
         *,
+        proxy_creates_people: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -46,6 +53,7 @@ class Identifier:
         self.operator_keys = operator_keys
         self.server_keys = [*api_keys, *operator_keys]
         self.lifetimes = lifetimes
+        self.proxy_creates_people = proxy_creates_people
         self.clock = clock
         self._people_exist = False  # once true, stays true: people are disabled, never deleted
         self._checked_at: float | None = None
@@ -72,7 +80,7 @@ class Identifier:
         """Whether :meth:`identify` would read the database (else it is cheap enough for the loop)."""
         if given.bearer:
             return keys.is_personal(given.bearer)
-        return bool(given.cookie) or self._recheck_due()
+        return bool(given.cookie or given.proxy_email) or self._recheck_due()
 
     def identify(self, given: Credentials) -> Caller | None:
         """The caller, or None when a bearer key was given and is not valid. Blocking: call from a
@@ -91,6 +99,15 @@ class Identifier:
                 with self.store.write() as db:
                     keys.touch(db, scope.key_id)
             return Caller(CallerKind.PERSON, user_id=user.id, is_admin=user.is_admin, key=scope)
+        if given.proxy_email:
+            with self.store.read() as db:
+                named = single_sign_on.person_by_header(db, given.proxy_email, create=False)
+            if named is None and self.proxy_creates_people:  # a write only for someone new
+                with self.store.write() as db:
+                    named = single_sign_on.person_by_header(db, given.proxy_email, create=True)
+            if named is not None:
+                self._people_exist = True
+                return Caller(CallerKind.PERSON, user_id=named.id, is_admin=named.is_admin)
         if given.cookie:
             with self.store.read() as db:
                 signed_in = sessions.person(db, given.cookie, self.lifetimes)
