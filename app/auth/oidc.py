@@ -23,7 +23,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse
 
-from app.security import SESSION_COOKIE
+from app.security import cookie_secure, set_session_cookie
 from app.services.people import sessions
 from app.services.people import single_sign_on as sso
 from app.services.people.single_sign_on import SignInRefused
@@ -44,7 +44,7 @@ def oidc_routes(settings: Settings) -> APIRouter:
     policy = sso.Policy(oidc.allowed_domains, oidc.admin_groups, oidc.create_people)
 
     def secure(request: Request) -> bool:
-        return people.cookie_secure == "always" or (people.cookie_secure == "auto" and request.url.scheme == "https")
+        return cookie_secure(people.cookie_secure, request.url.scheme)
 
     @router.get(LOGIN_PATH)
     async def login(request: Request) -> RedirectResponse:
@@ -107,7 +107,7 @@ def oidc_routes(settings: Settings) -> APIRouter:
         log.info("person %s signed in through single sign-on (%s)", person, oidc.issuer)
         response = _redirect("/")
         response.delete_cookie(FLOW_COOKIE, path=FLOW_COOKIE_PATH, secure=secure(request), httponly=True)
-        response.set_cookie(SESSION_COOKIE, token, path="/", secure=secure(request), httponly=True, samesite="lax")
+        set_session_cookie(response, token, secure=secure(request), max_age=people.session_absolute_hours * 3600)
         return response
 
     return router
