@@ -128,18 +128,6 @@ def test_an_invented_detail_is_flagged_unsupported() -> None:
     assert verdict.decision is Decision.FLAGGED and verdict.text == answer
 
 
-def test_a_half_invented_sentence_that_restates_a_source_is_still_unsupported() -> None:
-    # Its first half is the handbook's; its second is words no source has. The support blend alone
-    # (similarity and cover of the best source) passed it.
-    answer = (
-        "Installation takes about two minutes [1]. The setup wizard checks for free disk space and "
-        "also uploads crash reports to our telemetry cloud nightly [1]."
-    )
-    verdict, _, _ = stream(answer)
-    assert verdict.unsupported == (1,)
-    assert verdict.decision is Decision.FLAGGED and verdict.text == answer
-
-
 @pytest.mark.parametrize(
     ("answer", "question", "sources"),
     [
