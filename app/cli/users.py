@@ -142,6 +142,7 @@ def first_run_hint(settings: Settings) -> str | None:
     if settings.api.api_keys or settings.api.operator_keys:
         return f"No one can sign in yet: create the first administrator with `{create}`."
     return (
-        f"No one can sign in yet: to add people, open {_base_url(settings)}/first-run in a browser on this machine "
-        f"(or run `{create}`)."
+        "This server has no people: whoever reaches it may use it. To add people, create the first "
+        f"administrator with `{create}` (or setUpFirstAdministrator in GraphiQL at {_base_url(settings)}/graphql, "
+        "from this machine)."
     )

@@ -90,7 +90,14 @@ def access_gate(open_fields: frozenset[str]) -> type[SchemaExtension]:
             ):
                 refused = sorted(root_fields(context.graphql_document, context.operation_name) - allowed)
                 if refused:
-                    message = SIGN_IN_FIRST if caller.kind == CallerKind.ANONYMOUS else NOT_YET
+                    anonymous = caller.kind == CallerKind.ANONYMOUS
+                    message = SIGN_IN_FIRST if anonymous else NOT_YET
+                    response = getattr(context.context, "response", None)
+                    if anonymous and response is not None:
+                        # Over HTTP, a 401 as before people existed: a client (the web app's key
+                        # dialog) knows to offer credentials.
+                        response.status_code = 401
+                        response.headers["WWW-Authenticate"] = "Bearer"
                     context.pre_execution_errors = [
                         GraphQLError(
                             f"{message} ({', '.join(refused)})", extensions={"code": ErrorCode.FORBIDDEN.value}

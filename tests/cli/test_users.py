@@ -23,7 +23,7 @@ def runner(migrated: Settings, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 
 
 def test_users_create_list_disable_reset_and_keys(runner: CliRunner, migrated: Settings) -> None:
-    assert first_run_hint(migrated) is not None and "/first-run" in (first_run_hint(migrated) or "")
+    assert first_run_hint(migrated) is not None and "users create --admin" in (first_run_hint(migrated) or "")
     made = runner.invoke(
         cli, ["users", "create", "--admin", "--email", "Ada@Example.org", "--name", "Ada", "--password-stdin"],
         input=PASSWORD + "\n",
