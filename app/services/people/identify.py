@@ -22,7 +22,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
+
 from app.db.database import Database
+from app.errors import StorageError
 from app.security import key_matches
 from app.services.people import keys, sessions, single_sign_on, users
 from app.services.people.access import Caller, CallerKind
@@ -62,8 +65,16 @@ class Identifier:
         """Whether the server has people. A "no" is asked again after a second: another server on
         the same database may create the first person."""
         if self._recheck_due():
-            with self.store.read() as db:
-                self._people_exist = users.count(db) > 0
+            try:
+                with self.store.read() as db:
+                    self._people_exist = users.count(db) > 0
+            except (OperationalError, ProgrammingError, StorageError) as exc:
+                # Not migrated yet (no people table): no one can exist, as before people did. An
+                # unreadable database: what was last read (people, once seen, are never forgotten),
+                # so its requests fail with the storage error a client can act on. Asked again next time.
+                if isinstance(exc, StorageError) or _no_people_table(exc) or _unreadable(exc):
+                    return self._people_exist
+                raise
             self._checked_at = self.clock()
         return self._people_exist
 
@@ -120,3 +131,14 @@ class Identifier:
         if not self.people_exist():
             return None if self.server_keys else Caller.open()
         return Caller.anonymous()
+
+
+def _unreadable(exc: DBAPIError) -> bool:
+    said = str(exc.orig).lower()
+    return "unable to open" in said or "readonly" in said or "read-only" in said
+
+
+def _no_people_table(exc: DBAPIError) -> bool:
+    """Whether ``exc`` says the people table does not exist (a database older than people)."""
+    said = str(exc.orig).lower()
+    return "users" in said and ("no such table" in said or "does not exist" in said)

@@ -134,3 +134,14 @@ def test_sign_in_attempts_are_limited_and_forgotten_after_the_window() -> None:
         for _ in range(3):
             throttle.failed(name)
     assert throttle.retry_after("a") == 0 and throttle.retry_after("c") > 0
+
+
+@pytest.mark.postgres
+def test_a_database_older_than_people_has_none(database_url: str) -> None:
+    # Not migrated: the server answers as before people existed (healthz says what is wrong).
+    store = Database.from_url(database_url)
+    try:
+        assert Identifier(store, [], [], LIFETIMES).identify(Credentials()) == Caller.open()
+        assert Identifier(store, ["k"], [], LIFETIMES).identify(Credentials()) is None
+    finally:
+        store.dispose()
