@@ -70,9 +70,10 @@ class Identifier:
                     self._people_exist = users.count(db) > 0
             except (OperationalError, ProgrammingError, StorageError) as exc:
                 # Not migrated yet (no people table): no one can exist, as before people did. An
-                # unreadable database: what was last read (people, once seen, are never forgotten),
-                # so its requests fail with the storage error a client can act on. Asked again next time.
-                if isinstance(exc, StorageError) or _no_people_table(exc) or _unreadable(exc):
+                # unreadable database (the store's StorageError): what was last read (people, once
+                # seen, are never forgotten), so its requests fail with the storage error a client
+                # can act on. Asked again next time.
+                if isinstance(exc, StorageError) or _no_people_table(exc):
                     return self._people_exist
                 raise
             self._checked_at = self.clock()
@@ -131,11 +132,6 @@ class Identifier:
         if not self.people_exist():
             return None if self.server_keys else Caller.open()
         return Caller.anonymous()
-
-
-def _unreadable(exc: DBAPIError) -> bool:
-    said = str(exc.orig).lower()
-    return "unable to open" in said or "readonly" in said or "read-only" in said
 
 
 def _no_people_table(exc: DBAPIError) -> bool:
