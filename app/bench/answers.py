@@ -96,6 +96,18 @@ def check_mode(mode: str, session_fields: set[str]) -> None:
         )
 
 
+def scratch_settings(settings: Settings, folder: Path) -> Settings:
+    """``settings`` for a bench's scratch SQLite database in ``folder``, patient with slow answers:
+    this scores answers, not patience — on a busy shared machine a 1,000-token prompt can take the
+    local model longer than the server's 30 s idle timeout to read."""
+    return settings.model_copy(
+        update={
+            "database_url": f"sqlite:///{folder / 'bench.db'}",
+            "chat": settings.chat.model_copy(update={"idle_timeout": max(settings.chat.idle_timeout, IDLE_TIMEOUT)}),
+        }
+    )
+
+
 def run(
     settings: Settings,
     questions: Sequence[Question],
@@ -112,16 +124,7 @@ def run(
         check_mode(target.mode, session_fields)
     files = sorted(p for p in documents.iterdir() if p.is_file() and not p.name.startswith("."))
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-answers-") as tmp:
-        scratch = settings.model_copy(
-            update={
-                "database_url": f"sqlite:///{Path(tmp) / 'bench.db'}",
-                # This scores answers, not patience: on a busy shared machine a 1,000-token prompt can
-                # take the local model longer than the server's 30 s idle timeout to read.
-                "chat": settings.chat.model_copy(
-                    update={"idle_timeout": max(settings.chat.idle_timeout, IDLE_TIMEOUT)}
-                ),
-            }
-        )
+        scratch = scratch_settings(settings, Path(tmp))
         migrate.upgrade(scratch.database_url, default_threshold=scratch.rag.threshold)
         container = Container.build(scratch, embedder=embedder, chat_models=chat_models)
         try:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from app.bench.answers import scratch_settings
 from app.container import Container
 from app.db import migrate
 from app.db.models import ChatMessage, Citation
@@ -48,7 +49,6 @@ from app.services.chat.events import DoneEvent, ErrorEvent
 from app.services.sessions import SessionChanges
 from app.settings import Settings
 
-IDLE_TIMEOUT = 180.0
 # The product's refusals: the extractive reply, and what the no-context prompt tells a model to say.
 REFUSALS = (NO_ANSWER.lower(), "do not cover", "don't cover", "does not cover")
 _MARKER = re.compile(r"\[(\d{1,3})\]")
@@ -317,14 +317,7 @@ def _run_corpus(
 ) -> CorpusRun:
     files = sorted(p for p in (folder / "docs").iterdir() if p.is_file() and not p.name.startswith("."))
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-docs-qa-") as tmp:
-        scratch = settings.model_copy(
-            update={
-                "database_url": f"sqlite:///{Path(tmp) / 'bench.db'}",
-                "chat": settings.chat.model_copy(
-                    update={"idle_timeout": max(settings.chat.idle_timeout, IDLE_TIMEOUT)}
-                ),
-            }
-        )
+        scratch = scratch_settings(settings, Path(tmp))
         migrate.upgrade(scratch.database_url, default_threshold=scratch.rag.threshold)
         container = Container.build(scratch)
         try:
