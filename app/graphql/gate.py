@@ -40,16 +40,6 @@ NOT_YET = (
 )
 
 
-def full_rights(caller: Caller) -> bool:
-    """Whether the caller may use the whole API today (see the module docstring)."""
-    if caller.unlimited:
-        return True
-    if caller.kind != CallerKind.PERSON or not caller.is_admin:
-        return False
-    key = caller.key
-    return key is None or (key.projects is None and not key.read_only)
-
-
 def root_fields(document: DocumentNode, operation_name: str | None) -> set[str]:
     """The names of the root fields the operation selects."""
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
@@ -86,7 +76,7 @@ def access_gate(open_fields: frozenset[str]) -> type[SchemaExtension]:
                 context.pre_execution_errors == []
                 and context.graphql_document is not None
                 and isinstance(caller, Caller)
-                and not full_rights(caller)
+                and not caller.full_rights
             ):
                 refused = sorted(root_fields(context.graphql_document, context.operation_name) - allowed)
                 if refused:

@@ -93,6 +93,16 @@ class Caller:
         return self.manages_people
 
     @property
+    def full_rights(self) -> bool:
+        """Every right on every knowledge base: the server, or an administrator whose key (if any)
+        is neither read-only nor limited to some knowledge bases."""
+        if self.unlimited:
+            return True
+        if self.kind != CallerKind.PERSON or not self.is_admin:
+            return False
+        return self.key is None or (self.key.projects is None and not self.key.read_only)
+
+    @property
     def signed_in(self) -> bool:
         return self.kind != CallerKind.ANONYMOUS
 
