@@ -29,7 +29,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.enums import MemberRole
-from app.db.models import ChatSession, Membership, Project
+from app.db.models import ChatMessage, ChatSession, Document, IngestionJob, Membership, Project, StoredToolCall
 from app.errors import ForbiddenError, NotFoundError
 
 
@@ -103,6 +103,11 @@ class Caller:
         if self.key.projects is not None and project_id not in self.key.projects:
             return None
         return MemberRole.VIEWER if self.key.read_only else role
+
+
+# The server's own code (the CLI, the ingestion worker, benchmarks) acting for itself: every right.
+# Services take it as their default caller; the API always names the request's caller instead.
+THE_SERVER = Caller(CallerKind.SERVER)
 
 
 def require_signed_in(caller: Caller) -> None:
@@ -179,6 +184,49 @@ def require_chat(db: Session, caller: Caller, chat_id: int, *, change: bool = Fa
     if change and caller.key is not None and caller.key.read_only:
         raise ForbiddenError("this key is read-only")
     return chat
+
+
+def require_document(db: Session, caller: Caller, document_id: int, need: MemberRole = MemberRole.VIEWER) -> Document:
+    """The document, when the caller has at least ``need`` in its knowledge base; one they cannot
+    see is missing, as its knowledge base is."""
+    document = db.get(Document, document_id)
+    if document is None or project_role(db, caller, document.project_id) is None:
+        raise NotFoundError("document", document_id)
+    require_project(db, caller, document.project_id, need)
+    return document
+
+
+def require_job(db: Session, caller: Caller, job_id: int, need: MemberRole = MemberRole.VIEWER) -> IngestionJob:
+    """The ingestion job, as :func:`require_document` decides for a document."""
+    job = db.get(IngestionJob, job_id)
+    if job is None or project_role(db, caller, job.project_id) is None:
+        raise NotFoundError("ingestion job", job_id)
+    require_project(db, caller, job.project_id, need)
+    return job
+
+
+def require_message(db: Session, caller: Caller, message_id: int, *, change: bool = False) -> ChatMessage:
+    """The message, when the caller may read its chat (``change``: and change it)."""
+    message = db.get(ChatMessage, message_id)
+    if message is None:
+        raise NotFoundError("message", message_id)
+    try:
+        require_chat(db, caller, message.session_id, change=change)
+    except NotFoundError:
+        raise NotFoundError("message", message_id) from None
+    return message
+
+
+def require_tool_call(db: Session, caller: Caller, call_id: int, *, change: bool = False) -> StoredToolCall:
+    """The tool call, when the caller may read its chat (``change``: approve or reject it)."""
+    row = db.get(StoredToolCall, call_id)
+    if row is None:
+        raise NotFoundError("tool call", call_id)
+    try:
+        require_chat(db, caller, row.session_id, change=change)
+    except NotFoundError:
+        raise NotFoundError("tool call", call_id) from None
+    return row
 
 
 def chat_filter(caller: Caller) -> object | None:
