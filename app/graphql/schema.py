@@ -26,6 +26,7 @@ from app.graphql.connections import DEFAULT_PAGE_SIZE
 from app.graphql.cost import cost_limiter
 from app.graphql.mutations import Mutation
 from app.graphql.queries import Query
+from app.graphql.signed_in import SignedInOnly
 from app.graphql.subscriptions import Subscription
 from app.request_log import GRAPHQL_ERRORS, INTERNAL_ERROR
 from app.settings import ApiSettings, Settings
@@ -118,6 +119,7 @@ def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
             # After validation (it estimates valid documents only), with each request's variables.
             cost_limiter(api, DEFAULT_PAGE_SIZE),
+            SignedInOnly,  # before any resolver: an anonymous caller may only sign in
             MaskUnexpectedErrors,
         ],
     )

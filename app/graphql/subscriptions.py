@@ -27,7 +27,7 @@ from starlette.websockets import WebSocket, WebSocketState
 from app.errors import BusyError, NotFoundError, RagchatError
 from app.graphql import types
 from app.graphql.chat.trace_types import SCORE, Degradation, Location
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
 from app.graphql.errors import NotFoundError as NotFoundErrorType
@@ -329,7 +329,9 @@ class Subscription:
 
         async def start(queued: Queued) -> Listener:
             sid = parse_id(session_id, "sessionId")
-            return await live.chat(sid, content, client_message_id, lost=connection_lost(info), queued=queued)
+            return await live.chat(
+                sid, content, client_message_id, lost=connection_lost(info), queued=queued, caller=caller_of(info)
+            )
 
         async with aclosing(_events(info, start)) as events:
             async for event in events:
@@ -348,7 +350,9 @@ class Subscription:
 
         async def start(queued: Queued) -> Listener:
             mid = parse_id(message_id, "messageId")
-            return await live.regenerate(mid, client_message_id, lost=connection_lost(info), queued=queued)
+            return await live.regenerate(
+                mid, client_message_id, lost=connection_lost(info), queued=queued, caller=caller_of(info)
+            )
 
         async with aclosing(_events(info, start)) as events:
             async for event in events:

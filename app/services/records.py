@@ -30,6 +30,7 @@ from app.db.models import (
     Project,
     StoredToolCall,
     Tool,
+    User,
 )
 
 __all__ = [
@@ -52,4 +53,5 @@ __all__ = [
     "Tool",
     "ToolCallStatus",
     "ToolKind",
+    "User",
 ]

@@ -135,7 +135,7 @@ def require_project(db: Session, caller: Caller, project_id: int, need: MemberRo
     project = db.get(Project, project_id)
     role = project_role(db, caller, project_id) if project is not None else None
     if project is None or role is None:
-        raise NotFoundError("knowledge base", project_id)
+        raise NotFoundError("project", project_id)  # named as app/db/rows.py names it: the same text as missing
     if not role.includes(need):
         raise ForbiddenError(f"knowledge base {project_id}: your role is {role.value}; this needs {need.value}")
     return project
