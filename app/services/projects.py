@@ -81,6 +81,8 @@ def create(store: Database, name: str, description: str = "", *, caller: Caller 
     access.require_signed_in(caller)
     if caller.key is not None and caller.key.read_only:
         raise ForbiddenError("this key is read-only")
+    if caller.key is not None and caller.key.projects is not None:
+        raise ForbiddenError("this key is limited to some knowledge bases: it cannot create one")
     name, description = clean_name(name), _check_description(description)
     with store.write() as db:
         _unique(db, name)

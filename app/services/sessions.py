@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from app.db.database import Database
 from app.db.models import ChatMessage, ChatSession
-from app.errors import ValidationError
+from app.errors import ForbiddenError, ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
 from app.services.pages import Order, Page, PageRequest, page, pages
@@ -73,6 +73,8 @@ def create(
     rag = changes.applied_to(RagSettings.of(settings.rag))
     with store.write() as db:
         access.require_project(db, caller, project_id)
+        if caller.key is not None and caller.key.read_only:
+            raise ForbiddenError("this key is read-only: it reads chats, it does not start them")
         row = ChatSession(
             project_id=project_id,
             owner_id=caller.user_id if caller.kind == CallerKind.PERSON else None,

@@ -18,8 +18,9 @@ from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.knowledge.job_types import IngestionItem, IngestionJob
 from app.security import bearer_token, key_number
+from app.services import projects
 from app.services.ingestion import jobs, spool, url_documents
-from app.services.records import JobOrigin
+from app.services.records import JobOrigin, MemberRole
 
 # How often a waiting client re-reads its job when no event came (another process may move it).
 POLL = 2.0
@@ -52,6 +53,8 @@ async def upload(info: Info, project_id: strawberry.ID, files: list[Upload], wai
 
     def queue() -> int:
         pid = parse_id(project_id, "projectId")
+        # Asked before the files are spooled: a caller who may not add documents stores nothing.
+        projects.require_role(container.store, pid, MemberRole.EDITOR, caller=caller)
         intakes = spool.spool(jobs.spool_dir(settings), _files(files), settings.api.max_upload_bytes)
         try:
             return jobs.create(container.store, settings.jobs, pid, JobOrigin.UPLOAD, intakes, key_id, caller=caller).id
