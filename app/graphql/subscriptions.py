@@ -30,6 +30,7 @@ from app.graphql.chat.trace_types import SCORE, Degradation, Location
 from app.graphql.context import Info, caller_of
 from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
+from app.graphql.errors import ForbiddenError as ForbiddenErrorType
 from app.graphql.errors import NotFoundError as NotFoundErrorType
 from app.graphql.knowledge import jobs as job_resolvers
 from app.graphql.knowledge.job_types import IngestionItem
@@ -144,7 +145,7 @@ ChatEventType = Annotated[
 
 
 IngestionEventType = Annotated[
-    IngestionItem | NotFoundErrorType | ValidationError,
+    IngestionItem | NotFoundErrorType | ForbiddenErrorType | ValidationError,
     strawberry.union(
         "IngestionEvent", description="A file of an ingestion job as it is now, or why the subscription cannot run."
     ),

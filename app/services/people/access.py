@@ -21,6 +21,7 @@ Every read and change of a knowledge base, a chat, a tool or a person asks here 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
@@ -31,6 +32,8 @@ from sqlalchemy.orm import Session
 from app.db.enums import MemberRole
 from app.db.models import ChatMessage, ChatSession, Document, IngestionJob, Membership, Project, StoredToolCall
 from app.errors import ForbiddenError, NotFoundError
+
+log = logging.getLogger("ragchat.access")
 
 
 class CallerKind(StrEnum):
@@ -110,6 +113,12 @@ class Caller:
 THE_SERVER = Caller(CallerKind.SERVER)
 
 
+def _log_denial(caller: Caller, what: str, why: str) -> None:
+    """One line per refusal of something that exists: who (person and key ids, never a secret), what, why."""
+    key = f" key {caller.key.key_id}" if caller.key is not None else ""
+    log.info("access denied: person %s%s to %s (%s)", caller.user_id, key, what, why)
+
+
 def require_signed_in(caller: Caller) -> None:
     if not caller.signed_in:
         raise ForbiddenError("sign in first: this server knows its people")
@@ -135,8 +144,11 @@ def require_project(db: Session, caller: Caller, project_id: int, need: MemberRo
     project = db.get(Project, project_id)
     role = project_role(db, caller, project_id) if project is not None else None
     if project is None or role is None:
+        if project is not None:
+            _log_denial(caller, f"knowledge base {project_id}", "not theirs")
         raise NotFoundError("project", project_id)  # named as app/db/rows.py names it: the same text as missing
     if not role.includes(need):
+        _log_denial(caller, f"knowledge base {project_id}", f"{role.value} needs {need.value}")
         raise ForbiddenError(f"knowledge base {project_id}: your role is {role.value}; this needs {need.value}")
     return project
 
@@ -178,10 +190,13 @@ def require_chat(db: Session, caller: Caller, chat_id: int, *, change: bool = Fa
     role = project_role(db, caller, chat.project_id)
     owner = _owns(caller, chat) and role is not None
     if not owner and not (chat.shared and role is not None):
+        _log_denial(caller, f"chat session {chat_id}", "not theirs")
         raise NotFoundError("chat session", chat_id)
     if change and not owner:
+        _log_denial(caller, f"chat session {chat_id}", "shared read-only")
         raise ForbiddenError(f"chat session {chat_id} is shared with you read-only")
     if change and caller.key is not None and caller.key.read_only:
+        _log_denial(caller, f"chat session {chat_id}", "read-only key")
         raise ForbiddenError("this key is read-only")
     return chat
 
