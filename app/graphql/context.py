@@ -22,7 +22,7 @@ class Context(BaseContext):
         # Who is asking (app/services/people/access.py): named by the perimeter for HTTP, at
         # connection_init for a websocket. None only before a websocket's connection_init.
         self.caller = caller
-        self.loaders = Loaders(container)
+        self.loaders = Loaders(container, lambda: self.caller or Caller.anonymous())
         # The id app/request_log.py gave this request or websocket, so what a client is shown
         # ("Unexpected error (request ...)") finds the request's log lines.
         self.request_id = logs.current_request_id() or uuid.uuid4().hex[:12]

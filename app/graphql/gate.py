@@ -1,13 +1,9 @@
-"""Which operations a caller may start, decided before any resolver runs.
+"""Anonymous callers (the server has people; the request names none) may only sign in.
 
-People sign in, manage their keys and (administrators) the team through the people surface
-(app/graphql/people/), whose services decide with app/services/people/access.py. The rest of the
-API — knowledge bases, documents, search, chats, tools, jobs — does not yet ask that service per
-resource, so it is open only to callers with every right: the server itself (a server key, or an
-open server with no people and no keys) and administrators (signed in, or by a key that is neither
-read-only nor limited to some knowledge bases). Everyone else gets the people surface alone:
-anonymous callers are told to sign in, members that their role is not enough yet. Refusing is the
-safe side of the line: a member given everything would read every private chat.
+One check for the whole schema, before any resolver runs: an operation whose root fields are not
+all of the sign-in surface is refused, so a field added later is closed to anonymous callers unless
+it is added here on purpose. What everyone else may do is decided per resource by the services
+(app/services/people/access.py), inside their transactions.
 
 Checked on the operation's root fields (fragments at the root expanded), so nested fields are only
 ever reached through an allowed root.
@@ -32,12 +28,14 @@ from app.errors import ErrorCode
 from app.services.people.access import Caller, CallerKind
 
 INTROSPECTION = frozenset({"__typename", "__schema", "__type"})
-SIGN_IN_FIRST = "sign in first: this server has people, and this operation needs one"
-NOT_YET = (
-    "knowledge bases, documents, search, chats and tools are open to administrators only for now: "
-    "roles per knowledge base are recorded but not yet enforced per resource, so a member or a "
-    "limited key is refused rather than given everything"
+# Root fields an anonymous caller may select: what the sign-in page and an invited person need.
+# `me` answers null and signOut does nothing for them, so a browser whose session ended asks both
+# without an error.
+ANONYMOUS_FIELDS = (
+    frozenset({"serverAccess", "me", "signIn", "signOut", "setUpFirstAdministrator", "acceptInvitation"})
+    | INTROSPECTION
 )
+SIGN_IN_FIRST = "sign in first: this server has people, and this operation needs one"
 
 
 def root_fields(document: DocumentNode, operation_name: str | None) -> set[str]:
@@ -63,36 +61,30 @@ def root_fields(document: DocumentNode, operation_name: str | None) -> set[str]:
     return names
 
 
-def access_gate(open_fields: frozenset[str]) -> type[SchemaExtension]:
-    """The extension refusing an operation whose root fields are not all ``open_fields`` (the people
-    surface) for a caller without full rights. After validation: an invalid document keeps its errors."""
-    allowed = open_fields | INTROSPECTION
+class AnonymousGate(SchemaExtension):
+    """Refuses an anonymous caller's operation unless its root fields are all ANONYMOUS_FIELDS.
+    After validation: an invalid document keeps its errors."""
 
-    class AccessGate(SchemaExtension):
-        def on_validate(self) -> Iterator[None]:
-            context = self.execution_context
-            caller = getattr(context.context, "caller", None)
-            if (
-                context.pre_execution_errors == []
-                and context.graphql_document is not None
-                and isinstance(caller, Caller)
-                and not caller.full_rights
-            ):
-                refused = sorted(root_fields(context.graphql_document, context.operation_name) - allowed)
-                if refused:
-                    anonymous = caller.kind == CallerKind.ANONYMOUS
-                    message = SIGN_IN_FIRST if anonymous else NOT_YET
-                    response = getattr(context.context, "response", None)
-                    if anonymous and response is not None:
-                        # Over HTTP, a 401 as before people existed: a client (the web app's key
-                        # dialog) knows to offer credentials.
-                        response.status_code = 401
-                        response.headers["WWW-Authenticate"] = "Bearer"
-                    context.pre_execution_errors = [
-                        GraphQLError(
-                            f"{message} ({', '.join(refused)})", extensions={"code": ErrorCode.FORBIDDEN.value}
-                        )
-                    ]
-            yield
-
-    return AccessGate
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        caller = getattr(context.context, "caller", None)
+        if (
+            context.pre_execution_errors == []
+            and context.graphql_document is not None
+            and isinstance(caller, Caller)
+            and caller.kind == CallerKind.ANONYMOUS
+        ):
+            refused = sorted(root_fields(context.graphql_document, context.operation_name) - ANONYMOUS_FIELDS)
+            if refused:
+                response = getattr(context.context, "response", None)
+                if response is not None:
+                    # Over HTTP, a 401 as before people existed: a client (the web app's key
+                    # dialog, its sign-in page) knows to offer credentials.
+                    response.status_code = 401
+                    response.headers["WWW-Authenticate"] = "Bearer"
+                context.pre_execution_errors = [
+                    GraphQLError(
+                        f"{SIGN_IN_FIRST} ({', '.join(refused)})", extensions={"code": ErrorCode.FORBIDDEN.value}
+                    )
+                ]
+        yield

@@ -1,7 +1,10 @@
 """Per-request DataLoaders: one SQL statement per kind of thing, however many parents ask.
 
 Each loader is a batch read from :mod:`app.services.batches`, run in a worker thread (sync
-SQLAlchemy); the loaders hold no queries of their own.
+SQLAlchemy); the loaders hold no queries of their own. The loaders that read a thing by its id
+(a knowledge base, a document) ask with the request's caller, so a nested field never shows one
+from a knowledge base the caller does not see; the paged lists hang under a parent the caller was
+allowed to read, in the same knowledge base.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from strawberry.dataloader import DataLoader
 
 from app.container import Container
 from app.services import batches
+from app.services.people.access import Caller
+from app.services.records import Document, Project
 from app.services.tools import calls as tool_calls
 from app.services.tools import catalog as tools
 
@@ -30,9 +35,13 @@ def _loader(fn: Callable[[list[K]], Sequence[V]]) -> DataLoader[K, V]:
 
 
 class Loaders:
-    def __init__(self, container: Container) -> None:
+    def __init__(self, container: Container, caller: Callable[[], Caller]) -> None:
         store = container.store
-        self.project = _loader(partial(batches.projects_by_id, store))
+        # The caller is read when a batch runs: a websocket's is named after its context is made.
+        self.project: DataLoader[int, Project | None] = _loader(
+            lambda ids: batches.projects_by_id(store, ids, caller=caller())
+        )
+        self.person = _loader(partial(batches.people_by_id, store))
         self.project_stats = _loader(partial(batches.project_stats, store))
         # Keyed by (parent id, page request): parents asking for the same page are read together.
         self.document_pages = _loader(partial(batches.document_pages, store))
@@ -41,7 +50,9 @@ class Loaders:
         self.last_message = _loader(partial(batches.last_messages, store))
         self.job_pages = _loader(partial(batches.job_pages, store))
         self.job_items = _loader(partial(batches.job_items, store))
-        self.document = _loader(partial(batches.documents_by_id, store))
+        self.document: DataLoader[int, Document | None] = _loader(
+            lambda ids: batches.documents_by_id(store, ids, caller=caller())
+        )
         self.citations_by_message = _loader(partial(batches.citations_by_message, store))
         self.tool_groups: DataLoader[int, list[str]] = _loader(
             lambda ids: list(tools.session_groups(store, ids).values())

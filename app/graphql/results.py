@@ -17,6 +17,7 @@ from app.graphql.errors import (
     BusyError,
     ConflictError,
     FetchFailedError,
+    ForbiddenError,
     LimitExceededError,
     NotFoundError,
     ProviderError,
@@ -88,40 +89,40 @@ class UploadReport:
 
 
 ProjectResult = Annotated[
-    types.Project | NotFoundError | ValidationError,
+    types.Project | NotFoundError | ForbiddenError | ValidationError,
     strawberry.union("ProjectResult", description="A knowledge base, or why not."),
 ]
 ProjectMutationResult = Annotated[
-    types.Project | NotFoundError | ValidationError | ConflictError | StorageError,
+    types.Project | NotFoundError | ForbiddenError | ValidationError | ConflictError | StorageError,
     strawberry.union(
         "ProjectMutationResult", description="The knowledge base as created or changed, or why nothing was written."
     ),
 ]
 DeleteProjectResult = Annotated[
-    ProjectDeleted | NotFoundError | ValidationError | StorageError,
+    ProjectDeleted | NotFoundError | ForbiddenError | ValidationError | StorageError,
     strawberry.union("DeleteProjectResult", description="What was deleted, or why nothing was."),
 ]
 DeleteDocumentResult = Annotated[
-    DocumentDeleted | NotFoundError | ValidationError | StorageError,
+    DocumentDeleted | NotFoundError | ForbiddenError | ValidationError | StorageError,
     strawberry.union("DeleteDocumentResult", description="What was deleted, or why nothing was."),
 ]
 DeleteChatSessionResult = Annotated[
-    ChatSessionDeleted | NotFoundError | ValidationError | StorageError,
+    ChatSessionDeleted | NotFoundError | ForbiddenError | ValidationError | StorageError,
     strawberry.union("DeleteChatSessionResult", description="What was deleted, or why nothing was."),
 ]
 DocumentResult = Annotated[
-    Document | NotFoundError | ValidationError,
+    Document | NotFoundError | ForbiddenError | ValidationError,
     strawberry.union("DocumentResult", description="A document, or why not."),
 ]
 UploadResult = Annotated[
-    UploadReport | NotFoundError | ValidationError | ConflictError | ProviderError | StorageError,
+    UploadReport | NotFoundError | ForbiddenError | ValidationError | ConflictError | ProviderError | StorageError,
     strawberry.union(
         "UploadResult",
         description="What happened to each file, or why the upload was refused as a whole (nothing written).",
     ),
 ]
 UploadJobResult = Annotated[
-    IngestionJob | NotFoundError | ValidationError | LimitExceededError | StorageError,
+    IngestionJob | NotFoundError | ForbiddenError | ValidationError | LimitExceededError | StorageError,
     strawberry.union(
         "UploadJobResult",
         description="The job that ingests the files, queued (or ended, with wait), or why the upload was refused "
@@ -129,11 +130,11 @@ UploadJobResult = Annotated[
     ),
 ]
 IngestionJobResult = Annotated[
-    IngestionJob | NotFoundError | ValidationError,
+    IngestionJob | NotFoundError | ForbiddenError | ValidationError,
     strawberry.union("IngestionJobResult", description="An ingestion job, or why not."),
 ]
 JobChangeResult = Annotated[
-    IngestionJob | NotFoundError | ValidationError | ConflictError | LimitExceededError | StorageError,
+    IngestionJob | NotFoundError | ForbiddenError | ValidationError | ConflictError | LimitExceededError | StorageError,
     strawberry.union(
         "JobChangeResult",
         description="The job after the change, or why nothing changed (ConflictError: no chosen file could be; "
@@ -143,6 +144,7 @@ JobChangeResult = Annotated[
 UrlDocumentResult = Annotated[
     IngestionJob
     | NotFoundError
+    | ForbiddenError
     | ValidationError
     | UrlRefusedError
     | FetchFailedError
@@ -157,11 +159,11 @@ UrlDocumentResult = Annotated[
     ),
 ]
 ChatSessionResult = Annotated[
-    types.ChatSession | NotFoundError | ValidationError | StorageError,
+    types.ChatSession | NotFoundError | ForbiddenError | ValidationError | StorageError,
     strawberry.union("ChatSessionResult", description="A chat session, or why not."),
 ]
 MessageResult = Annotated[
-    types.ChatMessage | NotFoundError | ValidationError | BusyError | ConflictError | StorageError,
+    types.ChatMessage | NotFoundError | ForbiddenError | ValidationError | BusyError | ConflictError | StorageError,
     strawberry.union("MessageResult", description="A message, or why not."),
 ]
 ProjectConnectionResult = Annotated[
@@ -173,7 +175,7 @@ ChatSessionConnectionResult = Annotated[
     strawberry.union("ChatSessionConnectionResult", description=PAGE_OR_MISTAKE),
 ]
 SearchResult = Annotated[
-    SearchResults | NotFoundError | ValidationError | ConflictError | ProviderError | BusyError,
+    SearchResults | NotFoundError | ForbiddenError | ValidationError | ConflictError | ProviderError | BusyError,
     strawberry.union(
         "SearchResult",
         description="What a search found, or why it could not run (BusyError: a preview that calls the chat "

@@ -19,16 +19,13 @@ from strawberry.extensions import (
 from strawberry.printer import print_schema
 from strawberry.types import ExecutionContext
 from strawberry.types.graphql import OperationType
-from strawberry.utils.str_converters import to_camel_case
 
 from app.errors import RagchatError
 from app.graphql import operation_log
 from app.graphql.connections import DEFAULT_PAGE_SIZE
 from app.graphql.cost import cost_limiter
-from app.graphql.gate import access_gate
+from app.graphql.gate import AnonymousGate
 from app.graphql.mutations import Mutation
-from app.graphql.people.mutations import PeopleMutation
-from app.graphql.people.queries import PeopleQuery
 from app.graphql.queries import Query
 from app.graphql.subscriptions import Subscription
 from app.request_log import GRAPHQL_ERRORS, INTERNAL_ERROR
@@ -84,6 +81,12 @@ class MaskUnexpectedErrors(SchemaExtension):
         result.errors = [self._mask(error, request_id) for error in result.errors or []]
 
     def _mask(self, error: GraphQLError, request_id: str) -> GraphQLError:
+        original = error.original_error
+        if isinstance(original, RagchatError) and not (error.extensions or {}).get("code"):
+            # A field without a result union refuses by raising: its error says which kind it is,
+            # as union members and the gate's refusals do, so a client need not read the message.
+            error.extensions = {**(error.extensions or {}), "code": original.code.value}
+            return error
         if is_client_error(error):
             return error
         return GraphQLError(
@@ -122,19 +125,11 @@ def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
             lambda: ValidationCache(maxsize=DOCUMENT_CACHE_SIZE),
             # After validation (it estimates valid documents only), with each request's variables.
             cost_limiter(api, DEFAULT_PAGE_SIZE),
-            # Then who may start it: the people surface decides per resource, the rest needs full rights.
-            access_gate(field_names(PeopleQuery, PeopleMutation)),
+            # Then, before any resolver: an anonymous caller may only sign in. Everyone else is
+            # judged per resource by the services.
+            AnonymousGate,
             MaskUnexpectedErrors,
         ],
-    )
-
-
-def field_names(*types: type) -> frozenset[str]:
-    """The GraphQL names of the fields these Strawberry types define."""
-    return frozenset(
-        f.graphql_name or to_camel_case(f.python_name)
-        for t in types
-        for f in t.__strawberry_definition__.fields  # type: ignore[attr-defined]
     )
 
 

@@ -27,9 +27,10 @@ from starlette.websockets import WebSocket, WebSocketState
 from app.errors import BusyError, NotFoundError, RagchatError
 from app.graphql import types
 from app.graphql.chat.trace_types import SCORE, Degradation, Location
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.enums import ErrorCode, SearchDecision
 from app.graphql.errors import Error, ValidationError, parse_id
+from app.graphql.errors import ForbiddenError as ForbiddenErrorType
 from app.graphql.errors import NotFoundError as NotFoundErrorType
 from app.graphql.knowledge import jobs as job_resolvers
 from app.graphql.knowledge.job_types import IngestionItem
@@ -144,7 +145,7 @@ ChatEventType = Annotated[
 
 
 IngestionEventType = Annotated[
-    IngestionItem | NotFoundErrorType | ValidationError,
+    IngestionItem | NotFoundErrorType | ForbiddenErrorType | ValidationError,
     strawberry.union(
         "IngestionEvent", description="A file of an ingestion job as it is now, or why the subscription cannot run."
     ),
@@ -329,7 +330,9 @@ class Subscription:
 
         async def start(queued: Queued) -> Listener:
             sid = parse_id(session_id, "sessionId")
-            return await live.chat(sid, content, client_message_id, lost=connection_lost(info), queued=queued)
+            return await live.chat(
+                sid, content, client_message_id, lost=connection_lost(info), queued=queued, caller=caller_of(info)
+            )
 
         async with aclosing(_events(info, start)) as events:
             async for event in events:
@@ -348,7 +351,9 @@ class Subscription:
 
         async def start(queued: Queued) -> Listener:
             mid = parse_id(message_id, "messageId")
-            return await live.regenerate(mid, client_message_id, lost=connection_lost(info), queued=queued)
+            return await live.regenerate(
+                mid, client_message_id, lost=connection_lost(info), queued=queued, caller=caller_of(info)
+            )
 
         async with aclosing(_events(info, start)) as events:
             async for event in events:

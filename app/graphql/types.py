@@ -22,6 +22,7 @@ from app.graphql.knowledge.job_types import (
     IngestionJobConnection,
     IngestionJobConnectionResult,
 )
+from app.graphql.people.types import Person
 from app.graphql.rag_settings import RagSettingsFields
 from app.graphql.tools.call_types import ToolCall
 from app.rag.session_settings import RagSettings
@@ -290,6 +291,10 @@ class _ChatSessionHead:
     system_prompt: str = strawberry.field(description="Extra instructions for the chat model (may be empty).")
     provider: str = strawberry.field(description='The chat model\'s provider, like "local" or "openai".')
     model: str = strawberry.field(description="The chat model.")
+    shared: bool = strawberry.field(
+        description="Its owner shares it read-only with its knowledge base's members (shareChatSession); else "
+        "only its owner reads it."
+    )
 
 
 @strawberry.type(description="A conversation over one knowledge base, with its own model and RAG settings.")
@@ -310,10 +315,24 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
             system_prompt=row.system_prompt,
             provider=row.provider,
             model=row.model,
+            shared=row.shared,
             **RagSettings.of(row).model_dump(),
             created_at=row.created_at,
             updated_at=row.updated_at,
+            owner_id=row.owner_id,
         )
+
+    owner_id: strawberry.Private[int | None] = None
+
+    @strawberry.field(
+        description="Who made it and alone may change it; null for a chat of the administrators' (made before "
+        "this server had people, or by a server key)."
+    )
+    async def owner(self, info: Info) -> Person | None:
+        if self.owner_id is None:
+            return None
+        row = await info.context.loaders.person.load(self.owner_id)
+        return None if row is None else Person.of(row)
 
     @strawberry.field(
         description="The tool groups it may use, sorted (none by default: tools are opt-in per session); set them "

@@ -17,10 +17,12 @@ from typing import TypeVar
 from sqlalchemy import func, select
 
 from app.db.database import Database
-from app.db.models import ChatMessage, Chunk, Citation, Document, IngestionItem, IngestionJob, Project
+from app.db.models import ChatMessage, Chunk, Citation, Document, IngestionItem, IngestionJob, Project, User
 from app.services import documents, projects, sessions
 from app.services.ingestion import jobs
 from app.services.pages import Page, PageRequest
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller
 from app.services.projects import ProjectStats
 
 R = TypeVar("R")
@@ -38,9 +40,19 @@ def _all_of_each(rows: Iterable[R], key: Callable[[R], int], keys: list[int]) ->
     return [grouped[k] for k in keys]
 
 
-def projects_by_id(store: Database, ids: list[int]) -> list[Project | None]:
+def projects_by_id(store: Database, ids: list[int], *, caller: Caller = THE_SERVER) -> list[Project | None]:
+    """The knowledge bases of ``ids`` the caller sees (None for the others, as for missing ones)."""
     with store.read() as db:
-        return _one_each(db.scalars(select(Project).where(Project.id.in_(ids))), lambda p: p.id, ids)
+        query = select(Project).where(Project.id.in_(ids))
+        if (visible := access.visible_projects(db, caller)) is not None:
+            query = query.where(Project.id.in_(visible))
+        return _one_each(db.scalars(query), lambda p: p.id, ids)
+
+
+def people_by_id(store: Database, ids: list[int]) -> list[User | None]:
+    """The people of ``ids`` (a chat's owner: whoever may read the chat may see who made it)."""
+    with store.read() as db:
+        return _one_each(db.scalars(select(User).where(User.id.in_(ids))), lambda u: u.id, ids)
 
 
 def project_stats(store: Database, ids: list[int]) -> list[ProjectStats]:
@@ -77,8 +89,9 @@ def job_items(store: Database, job_ids: list[int]) -> list[list[IngestionItem]]:
     return jobs.items_of(store, job_ids)
 
 
-def documents_by_id(store: Database, ids: list[int]) -> list[Document | None]:
-    return _one_each(documents.get_many(store, ids), lambda d: d.id, ids)
+def documents_by_id(store: Database, ids: list[int], *, caller: Caller = THE_SERVER) -> list[Document | None]:
+    """The documents of ``ids`` the caller may read (None for the others, as for missing ones)."""
+    return _one_each(documents.get_many(store, ids, caller=caller), lambda d: d.id, ids)
 
 
 def chunk_pages(store: Database, keys: list[Paged]) -> list[Page[Chunk]]:

@@ -7,21 +7,22 @@ from collections.abc import Callable
 from sqlalchemy import select
 
 from app.db.database import Database
+from app.db.enums import MemberRole
 from app.db.models import Chunk, Document
-from app.db.rows import require
 from app.errors import IngestError, ValidationError
 from app.llm.base import Embedder
 from app.rag.ingest.parsing import detect_kind
 from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
 from app.rag.sanitize import clean_name
-from app.services import projects
 from app.services.pages import Order, Page, PageRequest, pages
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller
 from app.settings import IngestSettings
 
 
-def get(store: Database, document_id: int) -> Document:
+def get(store: Database, document_id: int, *, caller: Caller = THE_SERVER) -> Document:
     with store.read() as db:
-        return require(db, Document, document_id)
+        return access.require_document(db, caller, document_id)
 
 
 def list_for(store: Database, project_id: int) -> list[Document]:
@@ -46,11 +47,11 @@ def chunk_pages(store: Database, document_ids: list[int], request: PageRequest) 
         return pages(db, Chunk, CHUNK_ORDER, request, Chunk.document_id, document_ids)
 
 
-def delete(store: Database, document_id: int) -> Document:
-    """Delete a document; its chunks, vectors and keyword index entries go with it (cascade + triggers).
-    Returns the row as it was."""
+def delete(store: Database, document_id: int, *, caller: Caller = THE_SERVER) -> Document:
+    """Delete a document (an editor of its knowledge base may); its chunks, vectors and keyword
+    index entries go with it (cascade + triggers). Returns the row as it was."""
     with store.write() as db:
-        doc = require(db, Document, document_id)
+        doc = access.require_document(db, caller, document_id, MemberRole.EDITOR)
         db.delete(doc)
         return doc
 
@@ -95,9 +96,12 @@ def ingest(
     project_id: int,
     sources: list[Source],
     progress: Callable[[FileResult], None] | None = None,
+    *,
+    caller: Caller = THE_SERVER,
 ) -> IngestSummary:
-    """Add or update ``sources`` in a knowledge base (unchanged files are skipped)."""
-    projects.get(store, project_id)
+    """Add or update ``sources`` in a knowledge base (unchanged files are skipped); an editor of it may."""
+    with store.read() as db:
+        access.require_project(db, caller, project_id, MemberRole.EDITOR)
     return Ingestor(store, embedder, settings).ingest(project_id, sources, progress)
 
 
@@ -108,14 +112,21 @@ def ingest_uploads(
     max_upload_bytes: int,
     project_id: int,
     files: list[tuple[str, bytes]],
+    *,
+    caller: Caller = THE_SERVER,
 ) -> IngestSummary:
     """Uploaded files (name, bytes), checked first: names, sizes, kinds."""
     files = check_uploads(files, max_upload_bytes)
-    return ingest(store, embedder, settings, project_id, [Source.from_bytes(name, data) for name, data in files])
+    sources = [Source.from_bytes(name, data) for name, data in files]
+    return ingest(store, embedder, settings, project_id, sources, caller=caller)
 
 
-def get_many(store: Database, ids: list[int]) -> list[Document]:
+def get_many(store: Database, ids: list[int], *, caller: Caller = THE_SERVER) -> list[Document]:
+    """The documents of ``ids`` the caller may read (in knowledge bases they see)."""
     if not ids:
         return []
     with store.read() as db:
-        return list(db.scalars(select(Document).where(Document.id.in_(ids))))
+        query = select(Document).where(Document.id.in_(ids))
+        if (visible := access.visible_projects(db, caller)) is not None:
+            query = query.where(Document.project_id.in_(visible))
+        return list(db.scalars(query))

@@ -9,12 +9,13 @@ from sqlalchemy.orm import Session
 
 from app.db import locks
 from app.db.database import Database
-from app.db.enums import SpaceStatus
-from app.db.models import Chunk, Document, EmbeddingSpace, Project
-from app.db.rows import require
-from app.errors import ConflictError, ValidationError
+from app.db.enums import MemberRole, SpaceStatus
+from app.db.models import Chunk, Document, EmbeddingSpace, Membership, Project
+from app.errors import ConflictError, ForbiddenError, ValidationError
 from app.rag.index import spaces
 from app.services.pages import Order, Page, PageRequest, page
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller, CallerKind
 
 NAME_MAX = 200
 DESCRIPTION_MAX = 2000
@@ -57,9 +58,15 @@ def _by_name(db: Session, name: str) -> Project | None:
     return db.scalar(select(Project).where(func.lower(Project.name) == func.lower(" ".join(name.split()))))
 
 
-def get(store: Database, project_id: int) -> Project:
+def get(store: Database, project_id: int, *, caller: Caller = THE_SERVER) -> Project:
     with store.read() as db:
-        return require(db, Project, project_id)
+        return access.require_project(db, caller, project_id)
+
+
+def require_role(store: Database, project_id: int, need: MemberRole, *, caller: Caller) -> Project:
+    """The knowledge base, when the caller has at least ``need`` in it (asked before slow work)."""
+    with store.read() as db:
+        return access.require_project(db, caller, project_id, need)
 
 
 def find(store: Database, name: str) -> Project | None:
@@ -68,13 +75,23 @@ def find(store: Database, name: str) -> Project | None:
         return _by_name(db, name)
 
 
-def create(store: Database, name: str, description: str = "") -> Project:
+def create(store: Database, name: str, description: str = "", *, caller: Caller = THE_SERVER) -> Project:
+    """A new knowledge base; a person who creates one is its owner. Any signed-in person may; a
+    read-only key may not."""
+    access.require_signed_in(caller)
+    if caller.key is not None and caller.key.read_only:
+        raise ForbiddenError("this key is read-only")
+    if caller.key is not None and caller.key.projects is not None:
+        raise ForbiddenError("this key is limited to some knowledge bases: it cannot create one")
     name, description = clean_name(name), _check_description(description)
     with store.write() as db:
         _unique(db, name)
         project = Project(name=name, description=description)
         db.add(project)
         db.flush()
+        if caller.kind == CallerKind.PERSON and caller.user_id is not None:
+            db.add(Membership(user_id=caller.user_id, project_id=project.id, role=MemberRole.OWNER))
+            db.flush()
         return project
 
 
@@ -83,7 +100,14 @@ def get_or_create(store: Database, name: str) -> tuple[Project, bool]:
     return (found, False) if found is not None else (create(store, name), True)
 
 
-def update(store: Database, project_id: int, *, name: str | None = None, description: str | None = None) -> Project:
+def update(
+    store: Database,
+    project_id: int,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    caller: Caller = THE_SERVER,
+) -> Project:
     """Rename a knowledge base and/or change its description (None leaves a field as it is); the
     same rules as :func:`create`. Both are checked before anything is written."""
     problems: list[tuple[str, str]] = []
@@ -97,7 +121,7 @@ def update(store: Database, project_id: int, *, name: str | None = None, descrip
         (field, message), *more = problems
         raise ValidationError(field, message, more=more)
     with store.write() as db:
-        project = require(db, Project, project_id)
+        project = access.require_project(db, caller, project_id, MemberRole.OWNER)
         if name is not None:
             name = clean_name(name)
             _unique(db, name, except_id=project_id)
@@ -108,11 +132,11 @@ def update(store: Database, project_id: int, *, name: str | None = None, descrip
         return project
 
 
-def delete(store: Database, project_id: int) -> Project:
-    """Delete a knowledge base with its documents, chunks, vectors and chat sessions. Returns the row
-    as it was."""
+def delete(store: Database, project_id: int, *, caller: Caller = THE_SERVER) -> Project:
+    """Delete a knowledge base with its documents, chunks, vectors and chat sessions (its owners
+    only). Returns the row as it was."""
     with store.write() as db:
-        project = require(db, Project, project_id)
+        project = access.require_project(db, caller, project_id, MemberRole.OWNER)
         spaces.drop_project_spaces(db, project_id)
         db.delete(project)
         return project
@@ -122,10 +146,12 @@ def delete(store: Database, project_id: int) -> Project:
 ORDER = Order((Project.name, Project.id))
 
 
-def list_page(store: Database, request: PageRequest) -> Page[Project]:
-    """A page of all knowledge bases, by name."""
+def list_page(store: Database, request: PageRequest, *, caller: Caller = THE_SERVER) -> Page[Project]:
+    """A page of the knowledge bases the caller sees, by name."""
     with store.read() as db:
-        return page(db, Project, ORDER, request)
+        visible = access.visible_projects(db, caller)
+        where = [Project.id.in_(visible)] if visible is not None else []
+        return page(db, Project, ORDER, request, where)
 
 
 def stats(store: Database, project_ids: list[int]) -> dict[int, ProjectStats]:

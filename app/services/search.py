@@ -20,6 +20,7 @@ from app.services.chat import ranking, turn_search
 from app.services.chat import store as chat_store
 from app.services.chat.slots import SlotPools
 from app.services.chat.trace_model import TraceRanking, TraceSearch
+from app.services.people.access import THE_SERVER, Caller
 from app.services.sessions import SessionChanges, validate_changes
 from app.settings import Settings
 
@@ -39,9 +40,11 @@ def search(
     top_k: int,
     threshold: float | None,
     mode: RetrievalMode,
+    caller: Caller = THE_SERVER,
 ) -> RetrievalResult:
+    """Search a knowledge base the caller may read."""
     text = _query(settings, query)
-    projects.get(store, project_id)
+    projects.get(store, project_id, caller=caller)
     chosen = settings.rag.threshold if threshold is None else threshold
     return retrieve(store, embedder, project_id, text, params(settings, top_k=top_k, threshold=chosen, mode=mode))
 
@@ -65,6 +68,7 @@ async def preview(
     top_k: int | None,
     threshold: float | None,
     slots: SlotPools | None = None,
+    caller: Caller = THE_SERVER,
 ) -> Preview:
     """What the chat session ``chat_id`` would retrieve for ``message`` as its next turn, under its
     settings (or the overrides being tuned): the turn's own retrieval (app/services/chat/turn_search.py:
@@ -75,7 +79,7 @@ async def preview(
     text = _query(settings, message)
 
     def load() -> tuple[RagSettings, turn_search.Asker, list[str]]:
-        chat = sessions.get(store, chat_id)
+        chat = sessions.get(store, chat_id, caller=caller)
         rag = RagSettings.of(chat)
         rag = rag.model_copy(
             update={

@@ -12,12 +12,13 @@ from pydantic.alias_generators import to_camel
 from sqlalchemy import select
 
 from app.db.database import Database
-from app.db.models import ChatMessage, ChatSession, Project
-from app.db.rows import require
-from app.errors import ValidationError
+from app.db.models import ChatMessage, ChatSession
+from app.errors import ForbiddenError, ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
 from app.services.pages import Order, Page, PageRequest, page, pages
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller, CallerKind
 from app.services.tools import catalog as tools
 from app.settings import Settings
 
@@ -49,23 +50,34 @@ def validate_changes(changes: SessionChanges) -> None:
         raise ValidationError(field, message, more=more)
 
 
-def get(store: Database, session_id: int) -> ChatSession:
+def get(store: Database, session_id: int, *, caller: Caller = THE_SERVER) -> ChatSession:
     with store.read() as db:
-        return require(db, ChatSession, session_id)
+        return access.require_chat(db, caller, session_id)
 
 
 def create(
-    store: Database, settings: Settings, models: ChatModels, project_id: int, changes: SessionChanges
+    store: Database,
+    settings: Settings,
+    models: ChatModels,
+    project_id: int,
+    changes: SessionChanges,
+    *,
+    caller: Caller = THE_SERVER,
 ) -> ChatSession:
+    """A new chat in a knowledge base the caller may search (a viewer may), owned by the person
+    who asks (no one for the server: then it is the administrators')."""
     validate_changes(changes)
     provider = changes.provider or settings.llm.provider
     model = changes.model or settings.llm.model
     models.validate(provider, model)
     rag = changes.applied_to(RagSettings.of(settings.rag))
     with store.write() as db:
-        require(db, Project, project_id)
+        access.require_project(db, caller, project_id)
+        if caller.key is not None and caller.key.read_only:
+            raise ForbiddenError("this key is read-only: it reads chats, it does not start them")
         row = ChatSession(
             project_id=project_id,
+            owner_id=caller.user_id if caller.kind == CallerKind.PERSON else None,
             title=(changes.title or "New chat").strip(),
             system_prompt=changes.system_prompt or "",
             provider=provider,
@@ -77,10 +89,12 @@ def create(
         return row
 
 
-def update(store: Database, models: ChatModels, session_id: int, changes: SessionChanges) -> ChatSession:
+def update(
+    store: Database, models: ChatModels, session_id: int, changes: SessionChanges, *, caller: Caller = THE_SERVER
+) -> ChatSession:
     validate_changes(changes)
     with store.write() as db:
-        row = require(db, ChatSession, session_id)
+        row = access.require_chat(db, caller, session_id, change=True)
         if changes.provider is not None or changes.model is not None:
             models.validate(changes.provider or row.provider, changes.model or row.model)
             tools.check_model_change(db, models, row.id, changes.provider or row.provider, changes.model or row.model)
@@ -91,10 +105,19 @@ def update(store: Database, models: ChatModels, session_id: int, changes: Sessio
         return row
 
 
-def delete(store: Database, session_id: int) -> ChatSession:
+def share(store: Database, session_id: int, shared: bool, *, caller: Caller = THE_SERVER) -> ChatSession:
+    """Share a chat read-only with its knowledge base's members, or stop sharing it (its owner only)."""
+    with store.write() as db:
+        row = access.require_chat(db, caller, session_id, change=True)
+        row.shared = shared
+        db.flush()
+        return row
+
+
+def delete(store: Database, session_id: int, *, caller: Caller = THE_SERVER) -> ChatSession:
     """Delete a chat session with its messages. Returns the row as it was."""
     with store.write() as db:
-        row = require(db, ChatSession, session_id)
+        row = access.require_chat(db, caller, session_id, change=True)
         db.delete(row)
         return row
 
@@ -106,10 +129,18 @@ ORDER = Order((ChatSession.updated_at, ChatSession.id), descending=True)
 MESSAGE_ORDER = Order((ChatMessage.id,))
 
 
-def list_page(store: Database, project_id: int | None, request: PageRequest) -> Page[ChatSession]:
-    """A page of the chat sessions (of one knowledge base, if given), most recently active first."""
-    where = [ChatSession.project_id == project_id] if project_id is not None else []
+def list_page(
+    store: Database, project_id: int | None, request: PageRequest, *, caller: Caller = THE_SERVER
+) -> Page[ChatSession]:
+    """A page of the chat sessions the caller may read (of one knowledge base, if given), most
+    recently active first."""
+    where: list[object] = [ChatSession.project_id == project_id] if project_id is not None else []
     with store.read() as db:
+        visible = access.visible_projects(db, caller)
+        if visible is not None:
+            where.append(ChatSession.project_id.in_(visible))
+        if (mine := access.chat_filter(caller)) is not None:
+            where.append(mine)
         return page(db, ChatSession, ORDER, request, where)
 
 
@@ -129,6 +160,13 @@ def messages(store: Database, session_id: int, *, limit: int, before_id: int | N
     return rows[::-1]
 
 
-def message(store: Database, message_id: int) -> ChatMessage:
+def message(store: Database, message_id: int, *, caller: Caller = THE_SERVER, change: bool = False) -> ChatMessage:
+    """The message, when the caller may read its chat (``change``: and write in it)."""
     with store.read() as db:
-        return require(db, ChatMessage, message_id)
+        return access.require_message(db, caller, message_id, change=change)
+
+
+def require_writable(store: Database, session_id: int, *, caller: Caller) -> ChatSession:
+    """The chat, when the caller may ask in it (its owner)."""
+    with store.read() as db:
+        return access.require_chat(db, caller, session_id, change=True)

@@ -8,7 +8,7 @@ import strawberry
 
 from app.errors import RagchatError
 from app.graphql import types
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.inputs import CreateChatSessionInput, UpdateChatSessionInput
 from app.graphql.results import (
@@ -46,11 +46,13 @@ class ChatMutation:
             strawberry.argument(description="Its title, model and settings; omitted: all the defaults."),
         ] = None,
     ) -> ChatSessionResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
         changes = (input or CreateChatSessionInput()).changes()
         return await call(
             lambda: types.ChatSession.of(
-                sessions.create(c.store, c.settings, c.chat_models, parse_id(project_id, "projectId"), changes)
+                sessions.create(
+                    c.store, c.settings, c.chat_models, parse_id(project_id, "projectId"), changes, caller=caller
+                )
             )
         )
 
@@ -63,19 +65,36 @@ class ChatMutation:
         id: Annotated[strawberry.ID, _SESSION_ID],
         input: Annotated[UpdateChatSessionInput, strawberry.argument(description="The fields to change.")],
     ) -> ChatSessionResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
         return await call(
-            lambda: types.ChatSession.of(sessions.update(c.store, c.chat_models, parse_id(id, "id"), input.changes()))
+            lambda: types.ChatSession.of(
+                sessions.update(c.store, c.chat_models, parse_id(id, "id"), input.changes(), caller=caller)
+            )
+        )
+
+    @strawberry.mutation(
+        description="Share a chat session read-only with its knowledge base's members, or stop sharing it (its "
+        "owner only)."
+    )
+    async def share_chat_session(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _SESSION_ID],
+        shared: Annotated[bool, strawberry.argument(description="True: its knowledge base's members may read it.")],
+    ) -> ChatSessionResult:
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(
+            lambda: types.ChatSession.of(sessions.share(store, parse_id(id, "id"), shared, caller=caller))
         )
 
     @strawberry.mutation(description="Delete a chat session with its messages.")
     async def delete_chat_session(
         self, info: Info, id: Annotated[strawberry.ID, _SESSION_ID]
     ) -> DeleteChatSessionResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
 
         def run() -> ChatSessionDeleted:
-            row = sessions.delete(store, parse_id(id, "id"))
+            row = sessions.delete(store, parse_id(id, "id"), caller=caller)
             return ChatSessionDeleted(id=strawberry.ID(str(row.id)), project_id=strawberry.ID(str(row.project_id)))
 
         return await call(run)
@@ -94,7 +113,9 @@ class ChatMutation:
         container = info.context.container
         try:
             sid = parse_id(session_id, "sessionId")
-            finished = await chat_turns.complete(container.live, sid, content, client_message_id)
+            finished = await chat_turns.complete(
+                container.live, sid, content, client_message_id, caller=caller_of(info)
+            )
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
         return await _answer(info, finished)
@@ -111,7 +132,9 @@ class ChatMutation:
         container = info.context.container
         try:
             mid = parse_id(message_id, "messageId")
-            finished = await chat_turns.complete_regenerate(container.live, mid, client_message_id)
+            finished = await chat_turns.complete_regenerate(
+                container.live, mid, client_message_id, caller=caller_of(info)
+            )
         except RagchatError as exc:
             return to_graphql(exc)  # type: ignore[return-value]
         return await _answer(info, finished)

@@ -9,7 +9,7 @@ import strawberry
 
 from app.graphql import types
 from app.graphql.connections import After, Before, First, Last, paged
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id
 from app.graphql.results import (
     ChatSessionConnectionResult,
@@ -73,11 +73,11 @@ class ChatQuery:
         last: Last = None,
         before: Before = None,
     ) -> ChatSessionConnectionResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
 
         async def load(request: PageRequest) -> Page[records.ChatSession]:
             pid = parse_id(project_id, "projectId") if project_id is not None else None
-            return await anyio.to_thread.run_sync(lambda: sessions.list_page(store, pid, request))
+            return await anyio.to_thread.run_sync(lambda: sessions.list_page(store, pid, request, caller=caller))
 
         return await paged(
             info,
@@ -95,15 +95,15 @@ class ChatQuery:
     async def chat_session(
         self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The chat session.")]
     ) -> ChatSessionResult:
-        store = info.context.container.store
-        return await call(lambda: types.ChatSession.of(sessions.get(store, parse_id(id, "id"))))
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(lambda: types.ChatSession.of(sessions.get(store, parse_id(id, "id"), caller=caller)))
 
     @strawberry.field(description="One message, with its citations and trace.")
     async def message(
         self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The message.")]
     ) -> MessageResult:
-        store = info.context.container.store
-        return await call(lambda: types.ChatMessage.of(sessions.message(store, parse_id(id, "id"))))
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(lambda: types.ChatMessage.of(sessions.message(store, parse_id(id, "id"), caller=caller)))
 
 
 @strawberry.type

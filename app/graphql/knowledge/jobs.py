@@ -14,12 +14,13 @@ import strawberry
 from strawberry.file_uploads import Upload
 
 from app.errors import RagchatError, ValidationError
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.knowledge.job_types import IngestionItem, IngestionJob
 from app.security import bearer_token, key_number
+from app.services import projects
 from app.services.ingestion import jobs, spool, url_documents
-from app.services.records import JobOrigin
+from app.services.records import JobOrigin, MemberRole
 
 # How often a waiting client re-reads its job when no event came (another process may move it).
 POLL = 2.0
@@ -48,12 +49,15 @@ async def upload(info: Info, project_id: strawberry.ID, files: list[Upload], wai
     container = info.context.container
     settings = container.settings
     key_id = _api_key_id(info)
+    caller = caller_of(info)
 
     def queue() -> int:
         pid = parse_id(project_id, "projectId")
+        # Asked before the files are spooled: a caller who may not add documents stores nothing.
+        projects.require_role(container.store, pid, MemberRole.EDITOR, caller=caller)
         intakes = spool.spool(jobs.spool_dir(settings), _files(files), settings.api.max_upload_bytes)
         try:
-            return jobs.create(container.store, settings.jobs, pid, JobOrigin.UPLOAD, intakes, key_id).id
+            return jobs.create(container.store, settings.jobs, pid, JobOrigin.UPLOAD, intakes, key_id, caller=caller).id
         except BaseException:
             spool.discard(intakes)
             raise
@@ -79,7 +83,9 @@ async def from_url(info: Info, project_id: strawberry.ID, url: str, wait: bool) 
     key_id = _api_key_id(info)
     try:
         pid = parse_id(project_id, "projectId")
-        job_id = await url_documents.queue_from_url(container.store, container.settings, pid, url, key_id)
+        job_id = await url_documents.queue_from_url(
+            container.store, container.settings, pid, url, key_id, caller=caller_of(info)
+        )
     except RagchatError as exc:
         return to_graphql(exc)
     container.jobs.wake()
@@ -89,9 +95,9 @@ async def from_url(info: Info, project_id: strawberry.ID, url: str, wait: bool) 
 
 
 async def _job(info: Info, job_id: int) -> Any:
-    store = info.context.container.store
+    store, caller = info.context.container.store, caller_of(info)
     try:
-        return IngestionJob.of(await anyio.to_thread.run_sync(jobs.get, store, job_id))
+        return IngestionJob.of(await anyio.to_thread.run_sync(lambda: jobs.get(store, job_id, caller=caller)))
     except RagchatError as exc:
         return to_graphql(exc)
 
@@ -112,15 +118,19 @@ def _item_ids(item_ids: list[strawberry.ID] | None) -> list[int] | None:
 
 async def change(info: Info, id: strawberry.ID, item_ids: list[strawberry.ID] | None, *, retry: bool) -> Any:
     """Cancel or retry a job's items (all of them when ``item_ids`` is null); publishes the changes."""
-    container = info.context.container
+    container, caller = info.context.container, caller_of(info)
     try:
         job_id = parse_id(id, "id")
         chosen = _item_ids(item_ids)
         if retry:
             limits = container.settings.jobs
-            changed = await anyio.to_thread.run_sync(lambda: jobs.retry(container.store, limits, job_id, chosen))
+            changed = await anyio.to_thread.run_sync(
+                lambda: jobs.retry(container.store, limits, job_id, chosen, caller=caller)
+            )
         else:
-            changed = await anyio.to_thread.run_sync(lambda: jobs.cancel(container.store, job_id, chosen))
+            changed = await anyio.to_thread.run_sync(
+                lambda: jobs.cancel(container.store, job_id, chosen, caller=caller)
+            )
     except RagchatError as exc:
         return to_graphql(exc)
     for row in changed:
@@ -152,7 +162,10 @@ async def progress(
         return
     with container.jobs.events.subscribe() as changes:  # before reading, so no change falls between
         try:
-            stored = await anyio.to_thread.run_sync(jobs.unfinished_items, container.store, pid, jid)
+            caller = caller_of(info)
+            stored = await anyio.to_thread.run_sync(
+                lambda: jobs.unfinished_items(container.store, pid, jid, caller=caller)
+            )
         except RagchatError as exc:
             yield to_graphql(exc)
             return

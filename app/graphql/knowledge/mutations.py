@@ -9,7 +9,7 @@ import strawberry
 from strawberry.file_uploads import Upload
 
 from app.graphql import types
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id
 from app.graphql.inputs import CreateProjectInput, UpdateProjectInput
 from app.graphql.knowledge import jobs as job_resolvers
@@ -56,7 +56,7 @@ def _report(summary: IngestSummary, docs: dict[int, Document]) -> UploadReport:
 
 
 async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, bytes]]) -> UploadResult:
-    container = info.context.container
+    container, caller = info.context.container, caller_of(info)
 
     def run() -> IngestSummary:
         settings = container.settings
@@ -67,6 +67,7 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
             settings.api.max_upload_bytes,
             parse_id(project_id, "projectId"),
             files,
+            caller=caller,
         )
 
     return await _reported(info, run)
@@ -74,12 +75,12 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
 
 async def _reported(info: Info, ingest: Callable[[], IngestSummary]) -> Any:  # the caller's union says what
     """Run an ingestion in a worker thread and report it with its documents, or its error as a schema type."""
-    store = info.context.container.store
+    store, caller = info.context.container.store, caller_of(info)
 
     def run() -> UploadReport:
         summary = ingest()
         ids = [f.document_id for f in summary.files if f.document_id]
-        docs = {d.id: Document.of(d) for d in documents.get_many(store, ids)}
+        docs = {d.id: Document.of(d) for d in documents.get_many(store, ids, caller=caller)}
         return _report(summary, docs)
 
     return await call(run)
@@ -99,8 +100,10 @@ class KnowledgeMutation:
         info: Info,
         input: Annotated[CreateProjectInput, strawberry.argument(description="Its name and description.")],
     ) -> ProjectMutationResult:
-        store = info.context.container.store
-        return await call(lambda: types.Project.of(projects.create(store, input.name, input.description)))
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(
+            lambda: types.Project.of(projects.create(store, input.name, input.description, caller=caller))
+        )
 
     @strawberry.mutation(
         description="Rename a knowledge base or change its description: a ValidationError names every bad field, "
@@ -112,19 +115,21 @@ class KnowledgeMutation:
         id: Annotated[strawberry.ID, _PROJECT_ID],
         input: Annotated[UpdateProjectInput, strawberry.argument(description="The fields to change.")],
     ) -> ProjectMutationResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
         return await call(
             lambda: types.Project.of(
-                projects.update(store, parse_id(id, "id"), name=input.name, description=input.description)
+                projects.update(
+                    store, parse_id(id, "id"), name=input.name, description=input.description, caller=caller
+                )
             )
         )
 
     @strawberry.mutation(description="Delete a knowledge base with its documents, vectors and chat sessions.")
     async def delete_project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> DeleteProjectResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
 
         def run() -> ProjectDeleted:
-            row = projects.delete(store, parse_id(id, "id"))
+            row = projects.delete(store, parse_id(id, "id"), caller=caller)
             return ProjectDeleted(id=strawberry.ID(str(row.id)))
 
         return await call(run)
@@ -226,10 +231,10 @@ class KnowledgeMutation:
 
     @strawberry.mutation(description="Delete a document with its chunks and vectors.")
     async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
 
         def run() -> DocumentDeleted:
-            row = documents.delete(store, parse_id(id, "id"))
+            row = documents.delete(store, parse_id(id, "id"), caller=caller)
             return DocumentDeleted(id=strawberry.ID(str(row.id)), project_id=strawberry.ID(str(row.project_id)))
 
         return await call(run)

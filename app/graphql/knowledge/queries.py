@@ -10,7 +10,7 @@ import strawberry
 from app.errors import RagchatError
 from app.graphql import types
 from app.graphql.connections import After, Before, First, Last, paged
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.errors import NotFoundError, parse_id, to_graphql
 from app.graphql.knowledge import jobs as job_resolvers
 from app.graphql.knowledge.document_types import Document
@@ -34,10 +34,10 @@ class KnowledgeQuery:
     async def projects(
         self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
     ) -> ProjectConnectionResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
 
         async def load(request: PageRequest) -> Page[records.Project]:
-            return await anyio.to_thread.run_sync(projects.list_page, store, request)
+            return await anyio.to_thread.run_sync(lambda: projects.list_page(store, request, caller=caller))
 
         return await paged(
             info,
@@ -64,8 +64,10 @@ class KnowledgeQuery:
     async def document(
         self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The document.")]
     ) -> DocumentResult:
-        store = info.context.container.store
-        return await call(lambda: Document.of(documents.get(store, parse_id(id, "id"))), raising=UNREADABLE)
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(
+            lambda: Document.of(documents.get(store, parse_id(id, "id"), caller=caller)), raising=UNREADABLE
+        )
 
     @strawberry.field(description="An ingestion job (uploadDocuments returns one), with its files' progress.")
     async def ingestion_job(

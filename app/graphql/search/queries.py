@@ -6,7 +6,7 @@ from typing import Annotated
 
 import strawberry
 
-from app.graphql.context import Info
+from app.graphql.context import Info, caller_of
 from app.graphql.enums import RetrievalMode
 from app.graphql.errors import parse_id
 from app.graphql.results import (
@@ -40,7 +40,7 @@ class SearchQuery:
             RetrievalMode, strawberry.argument(description="How to rank the chunks.")
         ] = RetrievalMode.HYBRID,
     ) -> SearchResult:
-        container = info.context.container
+        container, caller = info.context.container, caller_of(info)
         return await call(
             lambda: search_results(
                 search.search(
@@ -52,6 +52,7 @@ class SearchQuery:
                     top_k=top_k,
                     threshold=threshold,
                     mode=mode,
+                    caller=caller,
                 )
             ),
             raising=UNREADABLE,
@@ -74,7 +75,7 @@ class SearchQuery:
             float | None, strawberry.argument(description=THRESHOLD.replace("the server's", "the session's"))
         ] = None,
     ) -> SearchResult:
-        container = info.context.container
+        container, caller = info.context.container, caller_of(info)
 
         async def preview() -> SearchResults:
             found = await search.preview(
@@ -88,6 +89,7 @@ class SearchQuery:
                 top_k=top_k,
                 threshold=threshold,
                 slots=container.chat.slots,
+                caller=caller,
             )
             return search_results(found.result, found.search, found.ranking)
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import strawberry
 
 from app.graphql.enums import expose
-from app.graphql.errors import ConflictError, NotFoundError, StorageError, ValidationError
+from app.graphql.errors import ConflictError, ForbiddenError, NotFoundError, StorageError, ValidationError
 from app.services.chat.trace_model import TOOL_ARGUMENTS
 from app.services.records import StoredToolCall, ToolCallStatus
 
@@ -147,7 +147,7 @@ class ToolTest:
 
 
 ToolCallDecisionResult = Annotated[
-    ToolCall | NotFoundError | ValidationError | ConflictError | StorageError,
+    ToolCall | NotFoundError | ForbiddenError | ValidationError | ConflictError | StorageError,
     strawberry.union(
         "ToolCallDecisionResult",
         description="The call as decided (and, when approved, as it ran), or why not: an unknown id (NotFoundError), "
@@ -155,6 +155,6 @@ ToolCallDecisionResult = Annotated[
     ),
 ]
 ToolTestResult = Annotated[
-    ToolTest | NotFoundError | ValidationError,
+    ToolTest | NotFoundError | ForbiddenError | ValidationError,
     strawberry.union("ToolTestResult", description="The tool's output, or why it could not run."),
 ]

@@ -65,11 +65,11 @@ class ToolQuery:
         session_id: Annotated[strawberry.ID, _SESSION_ID],
         message: Annotated[str, strawberry.argument(description="The message, as a user would send it.")],
     ) -> ToolSelectionResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
         return await call(
             lambda: ToolSelection.of(
                 tool_selection.preview(
-                    c.store, lambda: c.embedder, c.settings, parse_id(session_id, "sessionId"), message
+                    c.store, lambda: c.embedder, c.settings, parse_id(session_id, "sessionId"), message, caller=caller
                 )
             ),
             raising=UNREADABLE,
@@ -148,11 +148,11 @@ class ToolMutation:
         session_id: Annotated[strawberry.ID, _SESSION_ID],
         groups: Annotated[list[str], strawberry.argument(description='The groups, e.g. ["knowledge_base"].')],
     ) -> SessionToolGroupsResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
 
         def run() -> SessionToolGroups:
             sid = parse_id(session_id, "sessionId")
-            kept = tools.set_session_groups(c.store, c.chat_models, sid, groups)
+            kept = tools.set_session_groups(c.store, c.chat_models, sid, groups, caller=caller)
             return SessionToolGroups(session_id=strawberry.ID(str(sid)), groups=kept)
 
         return await call(run)
@@ -164,9 +164,9 @@ class ToolMutation:
         "one that needed no approval a ValidationError."
     )
     async def approve_tool_call(self, info: Info, id: Annotated[strawberry.ID, _CALL_ID]) -> ToolCallDecisionResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
         return await _decided(
-            lambda: tool_approval.approve(c.store, lambda: c.embedder, c.settings, parse_id(id, "id"))
+            lambda: tool_approval.approve(c.store, lambda: c.embedder, c.settings, parse_id(id, "id"), caller=caller)
         )
 
     @strawberry.mutation(
@@ -174,8 +174,8 @@ class ToolMutation:
         "is a ConflictError."
     )
     async def reject_tool_call(self, info: Info, id: Annotated[strawberry.ID, _CALL_ID]) -> ToolCallDecisionResult:
-        store = info.context.container.store
-        return await _decided(lambda: tool_approval.reject(store, parse_id(id, "id")))
+        store, caller = info.context.container.store, caller_of(info)
+        return await _decided(lambda: tool_approval.reject(store, parse_id(id, "id"), caller=caller))
 
     @strawberry.mutation(
         description="Run a tool once with these arguments and show what a model would read (for the tools page). "
@@ -197,7 +197,7 @@ class ToolMutation:
         try:
             project = parse_id(project_id, "projectId") if project_id is not None else None
             tested = await tool_approval.test(
-                c.store, lambda: c.embedder, c.settings, parse_id(id, "id"), arguments, project
+                c.store, lambda: c.embedder, c.settings, parse_id(id, "id"), arguments, project, caller=caller_of(info)
             )
         except RagchatError as exc:
             error: Any = to_graphql(exc)  # NotFoundError or ValidationError: a run's failure is in ToolTest

@@ -242,7 +242,7 @@ class SessionToolGroups:
 
 
 ToolResult = Annotated[
-    Tool | NotFoundError | ValidationError,
+    Tool | NotFoundError | ForbiddenError | ValidationError,
     strawberry.union("ToolResult", description="A tool, or why not."),
 ]
 ToolMutationResult = Annotated[
@@ -254,11 +254,11 @@ DeleteToolResult = Annotated[
     strawberry.union("DeleteToolResult", description="What was deleted, or why nothing was."),
 ]
 ToolSelectionResult = Annotated[
-    ToolSelection | NotFoundError | ValidationError,
+    ToolSelection | NotFoundError | ForbiddenError | ValidationError,
     strawberry.union("ToolSelectionResult", description="The selection for a message, or why it could not run."),
 ]
 SessionToolGroupsResult = Annotated[
-    SessionToolGroups | NotFoundError | ValidationError | StorageError,
+    SessionToolGroups | NotFoundError | ForbiddenError | ValidationError | StorageError,
     strawberry.union(
         "SessionToolGroupsResult", description="The session's tool groups as set, or why nothing was written."
     ),

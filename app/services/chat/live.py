@@ -39,6 +39,7 @@ from app.services.chat import store as chat_store
 from app.services.chat.events import ChatEvent, TokenEvent
 from app.services.chat.slots import Queued
 from app.services.chat.store import Turn
+from app.services.people.access import THE_SERVER, Caller
 from app.settings import Settings
 
 KEY_FIELD = "clientMessageId"
@@ -188,10 +189,13 @@ class LiveTurns:
         *,
         lost: Callable[[], bool],
         queued: Queued | None = None,
+        caller: Caller = THE_SERVER,
     ) -> Listener:
         """Ask ``content`` in the session, or follow the turn ``key`` already names there. Raises
-        (RagchatError) before anything streams: bad input, busy, not found, a key's conflict.
-        ``queued`` is told the place in line while the turn waits for a generation slot."""
+        (RagchatError) before anything streams: bad input, busy, not found (or not the caller's to
+        ask in), a key's conflict. ``queued`` is told the place in line while the turn waits for a
+        generation slot."""
+        await anyio.to_thread.run_sync(lambda: sessions.require_writable(self.engine.store, session_id, caller=caller))
         key = client_key(key)
         if key is None:
             return self._listen(await self.engine.start(session_id, content, None, queued), lost, keyed=False)
@@ -206,9 +210,19 @@ class LiveTurns:
         return await self._attach(found.answer_id, lost)
 
     async def regenerate(
-        self, message_id: int, key: str | None, *, lost: Callable[[], bool], queued: Queued | None = None
+        self,
+        message_id: int,
+        key: str | None,
+        *,
+        lost: Callable[[], bool],
+        queued: Queued | None = None,
+        caller: Caller = THE_SERVER,
     ) -> Listener:
-        """Generate answer ``message_id`` again, or follow the regeneration ``key`` already names."""
+        """Generate answer ``message_id`` again, or follow the regeneration ``key`` already names
+        (the chat's owner only)."""
+        await anyio.to_thread.run_sync(
+            lambda: sessions.message(self.engine.store, message_id, caller=caller, change=True)
+        )
         key = client_key(key)
         if key is None:
             return self._listen(await self._start_regenerate(message_id, None, queued), lost, keyed=False)

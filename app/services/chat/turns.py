@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from app.services.chat.events import DoneEvent, StoredAnswer
 from app.services.chat.live import Listener, LiveTurns
+from app.services.people.access import THE_SERVER, Caller
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,15 @@ async def _drain(listener: Listener) -> Finished:
     return Finished(listener.answer_id, stored)
 
 
-async def complete(live: LiveTurns, chat_id: int, content: str, client_key: str | None = None) -> Finished:
+async def complete(
+    live: LiveTurns, chat_id: int, content: str, client_key: str | None = None, *, caller: Caller = THE_SERVER
+) -> Finished:
     """Ask in chat session ``chat_id`` and wait for the answer. With ``client_key``, a repeat
     returns the turn it started (waiting for it if still running)."""
-    return await _drain(await live.chat(chat_id, content, client_key, lost=_connection_lost))
+    return await _drain(await live.chat(chat_id, content, client_key, lost=_connection_lost, caller=caller))
 
 
-async def complete_regenerate(live: LiveTurns, message_id: int, client_key: str | None = None) -> Finished:
-    return await _drain(await live.regenerate(message_id, client_key, lost=_connection_lost))
+async def complete_regenerate(
+    live: LiveTurns, message_id: int, client_key: str | None = None, *, caller: Caller = THE_SERVER
+) -> Finished:
+    return await _drain(await live.regenerate(message_id, client_key, lost=_connection_lost, caller=caller))

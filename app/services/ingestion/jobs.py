@@ -26,12 +26,13 @@ from sqlalchemy.orm import Session
 from app.db import locks
 from app.db.database import Database
 from app.db.engine import is_postgres, sqlite_path
-from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin
-from app.db.models import IngestionItem, IngestionJob, Project, utcnow
-from app.db.rows import require
+from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin, MemberRole
+from app.db.models import IngestionItem, IngestionJob, utcnow
 from app.errors import ConflictError, LimitExceededError, NotFoundError
 from app.rag.ingest.pipeline import FileResult, FileStatus
 from app.services.pages import Order, Page, PageRequest, pages
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller
 from app.settings import JobSettings, Settings
 
 # The origins whose files the job owns (spooled copies, removed once ingested) and the server's
@@ -93,12 +94,14 @@ def create(
     origin: JobOrigin,
     intakes: Sequence[Intake],
     api_key_id: int | None = None,
+    *,
+    caller: Caller = THE_SERVER,
 ) -> IngestionJob:
     """A job with one queued item per intake (SKIPPED ones already ended). A job for the server's
     worker is refused as a whole with :class:`LimitExceededError` when the project's queue would hold
     too many files or bytes (a CLI job runs in its caller's foreground, queueing nothing)."""
     with store.write() as db:
-        require(db, Project, project_id)
+        access.require_project(db, caller, project_id, MemberRole.EDITOR)
         if origin in SPOOLED:
             queued = [i for i in intakes if i.skipped is None]
             size = sum(i.size_bytes for i in queued)
@@ -168,9 +171,9 @@ def _check_limits(db: Session, limits: JobSettings, project_id: int, files: int,
             )
 
 
-def get(store: Database, job_id: int) -> IngestionJob:
+def get(store: Database, job_id: int, *, caller: Caller = THE_SERVER) -> IngestionJob:
     with store.read() as db:
-        return require(db, IngestionJob, job_id)
+        return access.require_job(db, caller, job_id)
 
 
 def get_many(store: Database, ids: list[int]) -> list[IngestionJob]:
@@ -193,15 +196,17 @@ def item(store: Database, item_id: int) -> IngestionItem | None:
         return db.get(IngestionItem, item_id)
 
 
-def unfinished_items(store: Database, project_id: int | None, job_id: int | None) -> list[IngestionItem]:
+def unfinished_items(
+    store: Database, project_id: int | None, job_id: int | None, *, caller: Caller = THE_SERVER
+) -> list[IngestionItem]:
     """A job's items (all of them), or every item of a project's jobs that still has unfinished ones."""
     with store.read() as db:
         if job_id is not None:
-            require(db, IngestionJob, job_id)
+            access.require_job(db, caller, job_id)
             query = select(IngestionItem).where(IngestionItem.job_id == job_id)
         else:
             assert project_id is not None
-            require(db, Project, project_id)
+            access.require_project(db, caller, project_id)
             open_jobs = select(IngestionItem.job_id).where(
                 IngestionItem.project_id == project_id, IngestionItem.state.in_(UNFINISHED_ITEM_STATES)
             )
@@ -219,8 +224,8 @@ def pages_for(store: Database, project_ids: list[int], request: PageRequest) -> 
         return pages(db, IngestionJob, ORDER, request, IngestionJob.project_id, project_ids)
 
 
-def _chosen(db: Session, job_id: int, item_ids: list[int] | None) -> list[IngestionItem]:
-    require(db, IngestionJob, job_id)
+def _chosen(db: Session, caller: Caller, job_id: int, item_ids: list[int] | None) -> list[IngestionItem]:
+    access.require_job(db, caller, job_id, MemberRole.EDITOR)
     rows = list(db.scalars(select(IngestionItem).where(IngestionItem.job_id == job_id).order_by(IngestionItem.id)))
     if item_ids is None:
         return rows
@@ -231,11 +236,13 @@ def _chosen(db: Session, job_id: int, item_ids: list[int] | None) -> list[Ingest
     return [by_id[item_id] for item_id in dict.fromkeys(item_ids)]
 
 
-def cancel(store: Database, job_id: int, item_ids: list[int] | None = None) -> list[IngestionItem]:
+def cancel(
+    store: Database, job_id: int, item_ids: list[int] | None = None, *, caller: Caller = THE_SERVER
+) -> list[IngestionItem]:
     """Cancel the job's unfinished items (or those of ``item_ids``): queued ones never start, one
     being ingested stops before its document is written. ConflictError when none is unfinished."""
     with store.write() as db:
-        chosen = [row for row in _chosen(db, job_id, item_ids) if row.state in UNFINISHED_ITEM_STATES]
+        chosen = [row for row in _chosen(db, caller, job_id, item_ids) if row.state in UNFINISHED_ITEM_STATES]
         if not chosen:
             raise ConflictError("nothing to cancel: every chosen file of the job has already ended")
         now = utcnow()
@@ -244,12 +251,19 @@ def cancel(store: Database, job_id: int, item_ids: list[int] | None = None) -> l
         return chosen
 
 
-def retry(store: Database, limits: JobSettings, job_id: int, item_ids: list[int] | None = None) -> list[IngestionItem]:
+def retry(
+    store: Database,
+    limits: JobSettings,
+    job_id: int,
+    item_ids: list[int] | None = None,
+    *,
+    caller: Caller = THE_SERVER,
+) -> list[IngestionItem]:
     """Queue the job's failed and cancelled items (or those of ``item_ids``) again. ConflictError when
     none of them failed or was cancelled; LimitExceededError when a queue would pass its limit (as
     for an upload: their files are in the spool already)."""
     with store.write() as db:
-        chosen = _chosen(db, job_id, item_ids)
+        chosen = _chosen(db, caller, job_id, item_ids)
         retryable = [row for row in chosen if row.state in RETRYABLE_ITEM_STATES]
         if not retryable:
             raise ConflictError("nothing to retry: only failed or cancelled files can be retried")

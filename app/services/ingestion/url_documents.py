@@ -11,6 +11,7 @@ import uuid
 import anyio.to_thread
 
 from app.db.database import Database
+from app.db.enums import MemberRole
 from app.errors import ValidationError
 from app.llm.base import Embedder
 from app.net.addresses import AddressPolicy
@@ -20,6 +21,7 @@ from app.rag.ingest.pipeline import IngestSummary, Source
 from app.rag.ingest.types import DocumentKind
 from app.services import documents, projects
 from app.services.ingestion import jobs
+from app.services.people.access import THE_SERVER, Caller
 from app.services.records import JobOrigin
 from app.settings import IngestSettings, Settings
 
@@ -98,25 +100,30 @@ async def queue_from_url(
     project_id: int,
     url: str,
     api_key_id: int | None = None,
+    *,
+    caller: Caller = THE_SERVER,
 ) -> int:
     """Fetch ``url`` on the event loop (bounded by the fetch policy and the outbound gate, holding
     no worker thread while the remote answers), spool the body and queue an ingestion job for it
     (origin URL) for the server's worker; returns the job's id. Raises the fetch errors (nothing
     stored), ValidationError, or LimitExceededError when the queue is full."""
     url = _checked(url)
-    await anyio.to_thread.run_sync(projects.get, store, project_id)  # said before anything is fetched
+    # Said before anything is fetched: a caller who may not add documents makes the server fetch nothing.
+    await anyio.to_thread.run_sync(lambda: projects.require_role(store, project_id, MemberRole.EDITOR, caller=caller))
     fetched = await fetch(url, policy_of(settings.ingest))
-    return await anyio.to_thread.run_sync(_queue, store, settings, project_id, fetched, api_key_id)
+    return await anyio.to_thread.run_sync(_queue, store, settings, project_id, fetched, api_key_id, caller)
 
 
-def _queue(store: Database, settings: Settings, project_id: int, fetched: Fetched, api_key_id: int | None) -> int:
+def _queue(
+    store: Database, settings: Settings, project_id: int, fetched: Fetched, api_key_id: int | None, caller: Caller
+) -> int:
     folder = jobs.spool_dir(settings) / uuid.uuid4().hex
     folder.mkdir(parents=True)
     target = folder / "0"
     target.write_bytes(fetched.data)
     intake = jobs.Intake(document_name(fetched), len(fetched.data), target, source_url=fetched.url)
     try:
-        return jobs.create(store, settings.jobs, project_id, JobOrigin.URL, [intake], api_key_id).id
+        return jobs.create(store, settings.jobs, project_id, JobOrigin.URL, [intake], api_key_id, caller=caller).id
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -21,6 +21,7 @@ Every read and change of a knowledge base, a chat, a tool or a person asks here 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,8 +30,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.enums import MemberRole
-from app.db.models import ChatSession, Membership, Project
+from app.db.models import ChatMessage, ChatSession, Document, IngestionJob, Membership, Project, StoredToolCall
 from app.errors import ForbiddenError, NotFoundError
+
+log = logging.getLogger("ragchat.access")
 
 
 class CallerKind(StrEnum):
@@ -115,6 +118,17 @@ class Caller:
         return MemberRole.VIEWER if self.key.read_only else role
 
 
+# The server's own code (the CLI, the ingestion worker, benchmarks) acting for itself: every right.
+# Services take it as their default caller; the API always names the request's caller instead.
+THE_SERVER = Caller(CallerKind.SERVER)
+
+
+def _log_denial(caller: Caller, what: str, why: str) -> None:
+    """One line per refusal of something that exists: who (person and key ids, never a secret), what, why."""
+    key = f" key {caller.key.key_id}" if caller.key is not None else ""
+    log.info("access denied: person %s%s to %s (%s)", caller.user_id, key, what, why)
+
+
 def require_signed_in(caller: Caller) -> None:
     if not caller.signed_in:
         raise ForbiddenError("sign in first: this server knows its people")
@@ -140,8 +154,11 @@ def require_project(db: Session, caller: Caller, project_id: int, need: MemberRo
     project = db.get(Project, project_id)
     role = project_role(db, caller, project_id) if project is not None else None
     if project is None or role is None:
-        raise NotFoundError("knowledge base", project_id)
+        if project is not None:
+            _log_denial(caller, f"knowledge base {project_id}", "not theirs")
+        raise NotFoundError("project", project_id)  # named as app/db/rows.py names it: the same text as missing
     if not role.includes(need):
+        _log_denial(caller, f"knowledge base {project_id}", f"{role.value} needs {need.value}")
         raise ForbiddenError(f"knowledge base {project_id}: your role is {role.value}; this needs {need.value}")
     return project
 
@@ -183,12 +200,58 @@ def require_chat(db: Session, caller: Caller, chat_id: int, *, change: bool = Fa
     role = project_role(db, caller, chat.project_id)
     owner = _owns(caller, chat) and role is not None
     if not owner and not (chat.shared and role is not None):
+        _log_denial(caller, f"chat session {chat_id}", "not theirs")
         raise NotFoundError("chat session", chat_id)
     if change and not owner:
+        _log_denial(caller, f"chat session {chat_id}", "shared read-only")
         raise ForbiddenError(f"chat session {chat_id} is shared with you read-only")
     if change and caller.key is not None and caller.key.read_only:
+        _log_denial(caller, f"chat session {chat_id}", "read-only key")
         raise ForbiddenError("this key is read-only")
     return chat
+
+
+def require_document(db: Session, caller: Caller, document_id: int, need: MemberRole = MemberRole.VIEWER) -> Document:
+    """The document, when the caller has at least ``need`` in its knowledge base; one they cannot
+    see is missing, as its knowledge base is."""
+    document = db.get(Document, document_id)
+    if document is None or project_role(db, caller, document.project_id) is None:
+        raise NotFoundError("document", document_id)
+    require_project(db, caller, document.project_id, need)
+    return document
+
+
+def require_job(db: Session, caller: Caller, job_id: int, need: MemberRole = MemberRole.VIEWER) -> IngestionJob:
+    """The ingestion job, as :func:`require_document` decides for a document."""
+    job = db.get(IngestionJob, job_id)
+    if job is None or project_role(db, caller, job.project_id) is None:
+        raise NotFoundError("ingestion job", job_id)
+    require_project(db, caller, job.project_id, need)
+    return job
+
+
+def require_message(db: Session, caller: Caller, message_id: int, *, change: bool = False) -> ChatMessage:
+    """The message, when the caller may read its chat (``change``: and change it)."""
+    message = db.get(ChatMessage, message_id)
+    if message is None:
+        raise NotFoundError("message", message_id)
+    try:
+        require_chat(db, caller, message.session_id, change=change)
+    except NotFoundError:
+        raise NotFoundError("message", message_id) from None
+    return message
+
+
+def require_tool_call(db: Session, caller: Caller, call_id: int, *, change: bool = False) -> StoredToolCall:
+    """The tool call, when the caller may read its chat (``change``: approve or reject it)."""
+    row = db.get(StoredToolCall, call_id)
+    if row is None:
+        raise NotFoundError("tool call", call_id)
+    try:
+        require_chat(db, caller, row.session_id, change=change)
+    except NotFoundError:
+        raise NotFoundError("tool call", call_id) from None
+    return row
 
 
 def chat_filter(caller: Caller) -> object | None:

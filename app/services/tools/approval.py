@@ -26,9 +26,10 @@ import anyio.to_thread
 from app.db.database import Database
 from app.db.enums import ToolCallStatus, ToolKind
 from app.db.models import StoredToolCall, Tool, utcnow
-from app.errors import ConflictError, NotFoundError, RagchatError, ValidationError
+from app.errors import ConflictError, ForbiddenError, NotFoundError, RagchatError, ValidationError
 from app.rag.sanitize import strip_control
 from app.services import projects
+from app.services.people.access import THE_SERVER, Caller
 from app.services.tools import calls as tool_calls
 from app.services.tools import catalog as tools
 from app.services.tools import exec as tool_exec
@@ -43,7 +44,11 @@ WAIT_STEP = 0.05  # seconds between looks at a call another approval is running
 WAIT_MARGIN = 10.0  # seconds past the tool's timeout that a second approval waits for the first's outcome
 
 
-async def approve(store: Database, embedder: EmbedderFactory, settings: Settings, call_id: int) -> StoredToolCall:
+async def approve(
+    store: Database, embedder: EmbedderFactory, settings: Settings, call_id: int, *, caller: Caller = THE_SERVER
+) -> StoredToolCall:
+    """Run a previewed call once (its chat's owner decides)."""
+    await anyio.to_thread.run_sync(lambda: tool_calls.require_decidable(store, call_id, caller=caller))
     checked = await _checked(store, call_id)
     verify = functools.partial(still_as_previewed, window=settings.tools.preview_expiry, checked=checked)
     claimed = await anyio.to_thread.run_sync(tool_calls.claim, store, call_id, verify)
@@ -124,7 +129,8 @@ async def _outcome(store: Database, row: StoredToolCall, seconds: float) -> Stor
     return row
 
 
-async def reject(store: Database, call_id: int) -> StoredToolCall:
+async def reject(store: Database, call_id: int, *, caller: Caller = THE_SERVER) -> StoredToolCall:
+    await anyio.to_thread.run_sync(lambda: tool_calls.require_decidable(store, call_id, caller=caller))
     return await anyio.to_thread.run_sync(tool_calls.reject, store, call_id)
 
 
@@ -147,17 +153,22 @@ async def test(
     tool_id: int,
     arguments: Any,
     project_id: int | None,
+    *,
+    caller: Caller = THE_SERVER,
 ) -> Tested:
     """Run a tool once with ``arguments`` (a side-effecting one: its preview only). A built-in tool
-    runs over the knowledge base ``project_id``, which it then needs."""
+    runs over the knowledge base ``project_id``, which it then needs (and the caller may read); an
+    HTTP tool sends the server's secrets, so only those who manage tools test one."""
     tool = await anyio.to_thread.run_sync(tools.get, store, tool_id)
+    if tool.kind is not ToolKind.BUILTIN and not caller.operator:
+        raise ForbiddenError("testing an HTTP tool needs the right to manage tools (an operator or administrator)")
     if not isinstance(arguments, str | dict):
         raise ValidationError("arguments", f"must be a JSON object, not a {type(arguments).__name__}")
     checked = await validate(tool, arguments)
     if tool.kind is ToolKind.BUILTIN:
         if project_id is None:
             raise ValidationError("projectId", "a built-in tool runs over a knowledge base: name one")
-        await anyio.to_thread.run_sync(projects.get, store, project_id)
+        await anyio.to_thread.run_sync(lambda: projects.get(store, project_id, caller=caller))
     ctx = tool_exec.context(store, embedder, settings, project_id or 0)
     run = tool_exec.previewer(ctx) if tool.side_effects else tool_exec.executor(ctx)
     started = time.perf_counter()

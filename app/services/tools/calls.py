@@ -27,6 +27,8 @@ from app.db.models import ChatMessage, ChatSession, StoredToolCall, Tool, utcnow
 from app.db.rows import require
 from app.errors import ConflictError, ValidationError
 from app.llm.base import Message
+from app.services.people import access
+from app.services.people.access import Caller
 from app.services.tools.loop import fence
 
 RESULT_MAX = 20_000  # characters of a result kept in the row (result_chars has the whole size)
@@ -62,6 +64,12 @@ def by_messages(store: Database, message_ids: Sequence[int]) -> list[list[Stored
         for row in rows:
             found.setdefault(row.message_id, []).append(row)
     return [found.get(i, []) for i in message_ids]
+
+
+def require_decidable(store: Database, call_id: int, *, caller: Caller) -> None:
+    """Raises unless the caller may approve or reject the call (its chat's owner)."""
+    with store.read() as db:
+        access.require_tool_call(db, caller, call_id, change=True)
 
 
 def get(store: Database, call_id: int) -> StoredToolCall:

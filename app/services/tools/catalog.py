@@ -25,10 +25,12 @@ from sqlalchemy.orm import Session
 
 from app.db.database import Database
 from app.db.enums import HttpMethod, ToolKind
-from app.db.models import ChatSession, SessionToolGroup, Tool, ToolVector
+from app.db.models import SessionToolGroup, Tool, ToolVector
 from app.db.rows import require
 from app.errors import ConflictError, ValidationError
 from app.llm.base import ChatModels, Embedder
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller
 from app.services.tools.definitions import (
     DEFAULT_TIMEOUT,
     DryRun,
@@ -296,14 +298,16 @@ def session_groups(store: Database, session_ids: Sequence[int]) -> dict[int, lis
     return found
 
 
-def set_session_groups(store: Database, models: ChatModels, session_id: int, groups: Sequence[str]) -> list[str]:
-    """Replace the session's allowed groups. Each must hold a tool, and a non-empty list needs a
-    chat model that can call tools."""
+def set_session_groups(
+    store: Database, models: ChatModels, session_id: int, groups: Sequence[str], *, caller: Caller = THE_SERVER
+) -> list[str]:
+    """Replace the session's allowed groups (its owner may). Each must hold a tool, and a non-empty
+    list needs a chat model that can call tools."""
     wanted = sorted(set(groups))
     if len(wanted) > MAX_SESSION_GROUPS:
         raise ValidationError("groups", f"at most {MAX_SESSION_GROUPS} groups")
     with store.write() as db:
-        chat = require(db, ChatSession, session_id)
+        chat = access.require_chat(db, caller, session_id, change=True)
         if wanted:
             require_tool_calling(models, chat.provider, chat.model, "groups")
             known = set(db.scalars(select(Tool.tool_group).where(Tool.tool_group.in_(wanted))))

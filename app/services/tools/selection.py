@@ -29,6 +29,7 @@ from app.db.models import Tool, ToolVector
 from app.errors import StorageError, ValidationError
 from app.rag.sanitize import clean_message
 from app.services import sessions
+from app.services.people.access import THE_SERVER, Caller
 from app.services.tools import catalog as tools
 from app.services.tools.catalog import EmbedderFactory, text_hash, tool_text, tool_vectors
 from app.settings import Settings, ToolSettings
@@ -137,12 +138,20 @@ def _store(store: Database, built: dict[int, tuple[str, np.ndarray]], space: str
     log.info("built %d tool vectors in %s", len(existing), space)
 
 
-def preview(store: Database, embedder: EmbedderFactory, settings: Settings, session_id: int, message: str) -> Selection:
+def preview(
+    store: Database,
+    embedder: EmbedderFactory,
+    settings: Settings,
+    session_id: int,
+    message: str,
+    *,
+    caller: Caller = THE_SERVER,
+) -> Selection:
     """What the chat session would offer its model for ``message`` now (no model is called)."""
     try:
         text = clean_message(message, settings.chat.max_message_chars)
     except ValidationError as exc:
         raise ValidationError("message", exc.reason) from None
-    sessions.get(store, session_id)
+    sessions.get(store, session_id, caller=caller)
     groups = tools.session_groups(store, [session_id])[session_id]
     return select_tools(store, embedder, settings.tools, groups, text)

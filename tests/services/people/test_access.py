@@ -73,8 +73,8 @@ def test_roles_include_the_ones_below_and_a_foreign_knowledge_base_does_not_exis
             access.require_project(db, person(world.stranger), world.kb)
         with pytest.raises(NotFoundError) as missing:
             access.require_project(db, person(world.stranger), 10_000)
-        assert str(foreign.value) == f"knowledge base {world.kb} not found"
-        assert str(missing.value) == "knowledge base 10000 not found"
+        assert str(foreign.value) == f"project {world.kb} not found"
+        assert str(missing.value) == "project 10000 not found"
         assert access.require_project(db, person(world.admin, admin=True), world.other_kb, MemberRole.OWNER)
         assert access.visible_projects(db, person(world.viewer)) == {world.kb}
         assert access.visible_projects(db, person(world.stranger)) == {world.other_kb}
