@@ -222,9 +222,7 @@ CALLS: dict[str, Call] = {
         "mutation($k: ID!, $p: ID!) { removeMember(knowledgeBaseId: $k, personId: $p) { " + R + " } }",
         lambda w: {"k": w.kb, "p": w.fresh_person(MemberRole.VIEWER)},
     ),
-    "Mutation.createApiKey": Call(
-        'mutation { createApiKey(input: {name: "another", readOnly: true}) { ' + R + " } }"
-    ),
+    "Mutation.createApiKey": Call('mutation { createApiKey(input: {name: "another", readOnly: true}) { ' + R + " } }"),
     "Mutation.revokeApiKey": Call(
         "mutation($id: ID!) { revokeApiKey(id: $id) { " + R + " } }", lambda w: {"id": w.fresh_owner_key()}
     ),
