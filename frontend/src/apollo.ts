@@ -126,7 +126,9 @@ export function createCache(): InMemoryCache {
 
 /** Subscriptions (the streamed `chat` answer) go over the websocket; everything else over HTTP. */
 export function createApolloClient(endpoints: Endpoints, keys: ApiKeyStore): ApolloClient {
-  const http = new HttpLink({ uri: endpoints.httpUrl, fetch: authFetch(keys) });
+  // The session cookie of a signed-in person goes with every request to this origin (the
+  // websocket's handshake carries it too); the API key, when one is saved, as a header.
+  const http = new HttpLink({ uri: endpoints.httpUrl, fetch: authFetch(keys), credentials: "same-origin" });
   const ws = new AuthWsLink(endpoints.wsUrl, keys);
   return new ApolloClient({
     link: ApolloLink.split(({ operationType }) => operationType === OperationTypeNode.SUBSCRIPTION, ws, http),

@@ -1,7 +1,6 @@
 import { useQuery } from "@apollo/client/react";
 import { useState } from "react";
 import { ChatSessionsDocument, ProjectsDocument } from "../gql/graphql";
-import { useServices } from "../lib/services";
 import { Link, paths } from "../lib/router";
 import { cx } from "../lib/cx";
 import { useCreateChat } from "../lib/useCreateChat";
@@ -11,7 +10,9 @@ import { LoadMore } from "./LoadMore";
 import { ProjectFormDialog } from "./projects/ProjectFormDialog";
 import { ServerStatus } from "./ServerStatus";
 import { Sidebar } from "./Sidebar";
-import { ChatIcon, DatabaseIcon, KeyIcon, PlusIcon, WrenchIcon } from "./icons";
+import { Badge } from "./Badge";
+import { ChatIcon, DatabaseIcon, PlusIcon, WrenchIcon } from "./icons";
+import { SidebarPerson } from "./people/SidebarPerson";
 import shared from "../styles/shared.module.css";
 import styles from "./AppSidebar.module.css";
 
@@ -20,13 +21,14 @@ export interface AppSidebarProps {
   activeSessionId?: string | null;
   /** The tools page is open. */
   activeTools?: boolean;
+  /** One of the signed-in person's pages is open. */
+  activePage?: "keys" | "people" | null;
 }
 
 /** Knowledge bases, the chats of the open one, "New chat", and the server status. */
-export function AppSidebar({ activeProjectId = null, activeSessionId = null, activeTools = false }: AppSidebarProps) {
+export function AppSidebar({ activeProjectId = null, activeSessionId = null, activeTools = false, activePage = null }: AppSidebarProps) {
   const projects = useQuery(ProjectsDocument);
   const list = projects.data?.projects.__typename === "ProjectConnection" ? projects.data.projects : null;
-  const { keys } = useServices();
   const chat = useCreateChat();
   const [creatingProject, setCreatingProject] = useState(false);
 
@@ -35,9 +37,7 @@ export function AppSidebar({ activeProjectId = null, activeSessionId = null, act
       footer={
         <>
           <ServerStatus />
-          <button type="button" className={styles.key} onClick={() => keys.openDialog()}>
-            <KeyIcon width={16} height={16} /> API key
-          </button>
+          <SidebarPerson active={activePage} />
         </>
       }
     >
@@ -120,6 +120,7 @@ function SessionList({ projectId, activeSessionId }: { projectId: string; active
             >
               <ChatIcon width={15} height={15} />
               <span className={cx(shared.ellipsis, styles.label)}>{session.title}</span>
+              {session.shared && <Badge tone="soft" title="Shared read-only with the knowledge base's members">Shared</Badge>}
             </Link>
           </li>
         ))}

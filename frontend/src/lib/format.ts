@@ -55,9 +55,14 @@ export function formatHeadingPath(path: string | undefined): string {
 
 const RELATIVE = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
 
+/** A server time (ISO 8601; one without an offset is UTC) as a Date. */
+export function serverTime(iso: string): Date {
+  return new Date(iso.endsWith("Z") || /[+-]\d\d:\d\d$/.test(iso) ? iso : `${iso}Z`);
+}
+
 /** "just now", "5 minutes ago", "yesterday", else a date. */
 export function formatRelative(iso: string, now: Date = new Date()): string {
-  const then = new Date(iso.endsWith("Z") || /[+-]\d\d:\d\d$/.test(iso) ? iso : `${iso}Z`);
+  const then = serverTime(iso);
   const seconds = Math.round((then.getTime() - now.getTime()) / 1000);
   const abs = Math.abs(seconds);
   if (abs < 45) return "just now";
@@ -68,7 +73,7 @@ export function formatRelative(iso: string, now: Date = new Date()): string {
 }
 
 export function formatDateTime(iso: string): string {
-  const then = new Date(iso.endsWith("Z") || /[+-]\d\d:\d\d$/.test(iso) ? iso : `${iso}Z`);
+  const then = serverTime(iso);
   return then.toLocaleString("en", { dateStyle: "medium", timeStyle: "short" });
 }
 

@@ -1,4 +1,4 @@
-// A small client-side router: the History API, five routes, and <Link>. ragchat serves
+// A small client-side router: the History API, a handful of routes, and <Link>. ragchat serves
 // index.html for any path without a dot, so deep links and reloads work.
 
 import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from "react";
@@ -9,6 +9,11 @@ export type Route =
   | { name: "session"; sessionId: string }
   | { name: "document"; documentId: string }
   | { name: "tools" }
+  | { name: "signIn" }
+  | { name: "firstRun" }
+  | { name: "invitation"; token: string }
+  | { name: "keys" }
+  | { name: "people" }
   | { name: "notFound"; path: string };
 
 const NAVIGATE_EVENT = "ragchat:navigate";
@@ -17,6 +22,12 @@ export function parseRoute(pathname: string): Route {
   const path = pathname.replace(/\/+$/, "") || "/";
   if (path === "/") return { name: "home" };
   if (path === "/tools") return { name: "tools" };
+  if (path === "/sign-in") return { name: "signIn" };
+  if (path === "/first-run") return { name: "firstRun" };
+  if (path === "/settings/keys") return { name: "keys" };
+  if (path === "/settings/people") return { name: "people" };
+  const invitation = /^\/invite\/([^/]+)$/.exec(path);
+  if (invitation) return { name: "invitation", token: decodeURIComponent(invitation[1]!) };
   const project = /^\/projects\/([^/]+)$/.exec(path);
   if (project) return { name: "project", projectId: decodeURIComponent(project[1]!) };
   const session = /^\/sessions\/([^/]+)$/.exec(path);
@@ -32,7 +43,22 @@ export const paths = {
   session: (id: string) => `/sessions/${encodeURIComponent(id)}`,
   document: (id: string) => `/documents/${encodeURIComponent(id)}`,
   tools: () => "/tools",
+  /** `next`: where to go once signed in (a path on this site). */
+  signIn: (next?: string) => (next && next !== "/" ? `/sign-in?next=${encodeURIComponent(next)}` : "/sign-in"),
+  firstRun: () => "/first-run",
+  keys: () => "/settings/keys",
+  people: () => "/settings/people",
 };
+
+/** The pages anyone may see on a server with people: the ways in. */
+export function isPublicRoute(route: Route): boolean {
+  return route.name === "signIn" || route.name === "firstRun" || route.name === "invitation";
+}
+
+/** A `next` parameter, kept only when it is a path on this site (never another origin). */
+export function safeNext(value: string | null): string {
+  return value && value.startsWith("/") && !value.startsWith("//") && !value.startsWith("/\\") ? value : "/";
+}
 
 export function navigate(to: string, { replace = false }: { replace?: boolean } = {}): void {
   if (to === window.location.pathname + window.location.search) return;

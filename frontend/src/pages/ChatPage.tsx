@@ -3,14 +3,15 @@ import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react
 import { cx } from "../lib/cx";
 import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
+import { Badge } from "../components/Badge";
 import { Button, IconButton, buttonClass } from "../components/Button";
 import { AssistantMessage, SettingsSummary, UserMessage } from "../components/chat/Messages";
 import { TraceDrawer } from "../components/chat/TraceDrawer";
 import { useChat } from "../components/chat/useChat";
 import { Composer } from "../components/Composer";
 import { ConfirmDialog, Dialog } from "../components/Dialog";
-import { Field, Form, TextInput } from "../components/Field";
-import { ChatIcon, InfoIcon, PencilIcon, SlidersIcon, TrashIcon } from "../components/icons";
+import { Field, Form, FormError, TextInput } from "../components/Field";
+import { ChatIcon, InfoIcon, LayersIcon, PencilIcon, SlidersIcon, TrashIcon } from "../components/icons";
 import { Notice } from "../components/Notice";
 import { Page } from "../components/Page";
 import { SettingsDrawer } from "../components/settings/SettingsDrawer";
@@ -19,8 +20,11 @@ import {
   ChatSessionDetailDocument,
   type ChatSessionDetailQuery,
   DeleteChatSessionDocument,
+  type PersonFieldsFragment,
+  ShareChatSessionDocument,
   UpdateChatSessionDocument,
 } from "../gql/graphql";
+import { useMe } from "../lib/access";
 import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
 import shared from "../styles/shared.module.css";
@@ -30,6 +34,15 @@ const PAGE = 50;
 const DEFAULT_TITLE = "New chat";
 
 type Session = Extract<ChatSessionDetailQuery["chatSession"], { __typename: "ChatSession" }>;
+
+/**
+ * Whether `me` may write in the chat: its owner (chats made before people are the administrators'),
+ * or anyone on a server without people or with a server key. Everyone else reads a shared chat.
+ */
+export function mayWrite(session: Pick<Session, "owner">, me: Pick<PersonFieldsFragment, "id" | "isAdmin"> | null): boolean {
+  if (!me) return true;
+  return session.owner ? session.owner.id === me.id : me.isAdmin;
+}
 
 /** `/sessions/:id`: one chat. */
 export function ChatPage({ sessionId }: { sessionId: string }) {
@@ -78,6 +91,10 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   const [earlier, setEarlier] = useState(() => (firstPage?.pageInfo.hasPreviousPage ? firstPage.pageInfo.startCursor : null));
   const [loadingEarlier, setLoadingEarlier] = useState(false);
   const [update] = useMutation(UpdateChatSessionDocument);
+  const [share, sharing] = useMutation(ShareChatSessionDocument);
+  const [shareProblem, setShareProblem] = useState<string | null>(null);
+  const me = useMe();
+  const mine = mayWrite(session, me);
   const [deleteSession] = useMutation(DeleteChatSessionDocument, {
     update(cache, { data }) {
       if (data?.deleteChatSession.__typename === "ChatSessionDeleted") evictDeleted(cache, data.deleteChatSession);
@@ -148,8 +165,30 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   const traceItem = items.find((i) => i.key === traceKey) ?? null;
   const openSettings = () => setSettingsOpen(true);
 
-  const actions = (
+  async function toggleShared() {
+    setShareProblem(null);
+    const { data } = await share({ variables: { id: session.id, shared: !session.shared }, refetchQueries: ["ChatSessions"] });
+    const result = data?.shareChatSession;
+    if (result?.__typename !== "ChatSession") setShareProblem(result && "message" in result ? result.message : "Sharing did not change.");
+  }
+
+  const actions = !mine ? (
+    <Badge tone="soft" title="Shared with the knowledge base's members: you can read it, not write in it">
+      Shared · read-only
+    </Badge>
+  ) : (
     <>
+      {me && (
+        <Button
+          size="small"
+          aria-pressed={session.shared}
+          title={session.shared ? "The knowledge base's members can read this chat. Click to make it private." : "Let the knowledge base's members read this chat (not write in it)."}
+          onClick={() => void toggleShared()}
+          disabled={sharing.loading}
+        >
+          <LayersIcon width={15} height={15} /> {session.shared ? "Shared" : "Share"}
+        </Button>
+      )}
       <IconButton aria-label="Chat settings" title="Chat settings" onClick={openSettings}>
         <SlidersIcon width={18} height={18} />
       </IconButton>
@@ -197,7 +236,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
                   onRetry={chat.regenerate}
                   onOpenTrace={setTraceKey}
                   onOpenSettings={openSettings}
-                  regenerable={!outcomes.has(item.id)}
+                  regenerable={mine && !outcomes.has(item.id)}
                   onDecideTool={chat.decideTool}
                 />
               ),
@@ -206,8 +245,18 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
         </div>
         <div className={styles.composer}>
           <div className={styles.composerInner}>
-            <SettingsSummary session={session} onOpen={openSettings} />
-            <Composer onSend={send} busy={chat.busy} onStop={chat.stop} placeholder={`Ask ${session.project?.name ?? "your documents"}…`} />
+            {shareProblem && <FormError role="alert">{shareProblem}</FormError>}
+            {mine ? (
+              <>
+                <SettingsSummary session={session} onOpen={openSettings} />
+                <Composer onSend={send} busy={chat.busy} onStop={chat.stop} placeholder={`Ask ${session.project?.name ?? "your documents"}…`} />
+              </>
+            ) : (
+              <Notice tone="info" icon={<InfoIcon width={16} height={16} />} role="note" data-testid="read-only-chat">
+                {session.owner ? `${session.owner.name || session.owner.email} shares this chat` : "This chat is shared"} with the knowledge base's members:
+                you can read it, not write in it.
+              </Notice>
+            )}
           </div>
         </div>
       </div>

@@ -15,8 +15,10 @@ import { Dropzone } from "../components/projects/Dropzone";
 import { ProjectFormDialog } from "../components/projects/ProjectFormDialog";
 import { UploadList } from "../components/projects/UploadList";
 import { useUploads } from "../components/projects/useUploads";
+import { MembersPanel } from "../components/people/MembersPanel";
 import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import { ChatSessionsDocument, DeleteProjectDocument, ProjectDetailDocument } from "../gql/graphql";
+import { useServerAccess } from "../lib/access";
 import { formatCount, formatRelative } from "../lib/format";
 import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
@@ -41,6 +43,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
   });
   const uploads = useUploads(projectId);
   const chat = useCreateChat();
+  const { access } = useServerAccess();
 
   async function confirmDelete(): Promise<string | null> {
     const { data: result } = await deleteProject({ variables: { id: projectId } });
@@ -119,6 +122,8 @@ export function ProjectPage({ projectId }: { projectId: string }) {
             </Section>
 
             <ProjectChats projectId={projectId} onNew={() => void chat.start(projectId)} />
+
+            {access?.peopleExist && <MembersPanel knowledgeBaseId={projectId} />}
           </>
         )}
       </Page>
@@ -163,6 +168,11 @@ function ProjectChats({ projectId, onNew }: { projectId: string; onNew: () => vo
                   <span className={cx(shared.ellipsis, styles.sessionPreview)}>{s.lastMessage ? s.lastMessage.content.slice(0, 140) : "No messages yet"}</span>
                 </span>
                 <span className={styles.sessionMeta}>
+                  {s.shared && (
+                    <Badge tone="soft" title="Shared read-only with the knowledge base's members">
+                      Shared
+                    </Badge>
+                  )}
                   <Badge mono>{s.enableRag ? `top ${s.topK} · ≥ ${s.threshold.toFixed(2)}` : "RAG off"}</Badge>
                   <span className="muted" data-volatile>
                     {formatRelative(s.updatedAt)}

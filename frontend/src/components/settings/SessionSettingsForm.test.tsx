@@ -21,6 +21,8 @@ const session: SessionFieldsFragment = {
   quality: "BALANCED",
   rewrite: "AUTO",
   toolGroups: [],
+  shared: false,
+  owner: null,
   createdAt: "2025-01-01T10:00:00",
   updatedAt: "2025-01-01T10:00:00",
 };

@@ -30,6 +30,8 @@ const session: SessionFieldsFragment = {
   quality: "BALANCED",
   rewrite: "AUTO",
   toolGroups: ["ops"],
+  shared: false,
+  owner: null,
   createdAt: "2026-01-01T10:00:00",
   updatedAt: "2026-01-01T10:00:00",
 };
