@@ -25,13 +25,37 @@ export function signInProblem(result: Result | undefined): string | null {
   }
 }
 
+/** Why single sign-on sent the browser back here (`/sign-in?error=<reason>`), in words. */
+const SINGLE_SIGN_ON_PROBLEMS: Record<string, string> = {
+  state: "That sign-in expired or was started in another browser. Try again.",
+  denied: "Sign-in was cancelled at the provider.",
+  provider: "The sign-in provider could not be reached. Try again, or tell an administrator.",
+  token: "The sign-in provider's answer could not be verified. Tell an administrator.",
+  signature: "The sign-in provider's answer could not be verified. Tell an administrator.",
+  email: "The sign-in provider did not say which email address is yours.",
+  domain: "Your email address is not of a domain that may sign in here.",
+  unverified:
+    "An account with your email address exists, but the sign-in provider has not verified that the address is yours.",
+  linked: "Your email address already signs in here through another single sign-on account.",
+  no_account: "You have no account here yet: ask an administrator to invite you.",
+  disabled: "Your account is disabled: ask an administrator.",
+  not_configured: "Single sign-on is not set up on this server.",
+};
+
+export function singleSignOnProblem(reason: string | null): string | null {
+  if (!reason) return null;
+  return SINGLE_SIGN_ON_PROBLEMS[reason] ?? "Single sign-on did not sign you in. Try again.";
+}
+
 /** `/sign-in`: email and password (and single sign-on when the server offers it). */
 export function SignInPage({ onSignedIn = enterApp }: { onSignedIn?: (to: string) => void }) {
   const { access } = useServerAccess();
   const { keys } = useServices();
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [problem, setProblem] = useState<string | null>(null);
+  const [problem, setProblem] = useState<string | null>(() =>
+    singleSignOnProblem(new URLSearchParams(window.location.search).get("error")),
+  );
   const [signIn, { loading }] = useMutation(SignInDocument);
 
   async function submit(event: FormEvent) {
@@ -78,6 +102,7 @@ export function SignInPage({ onSignedIn = enterApp }: { onSignedIn?: (to: string
           </Button>
         </Form>
       )}
+      {access?.passwordSignIn === false && problem && <FormError role="alert">{problem}</FormError>}
     </AuthCard>
   );
 }

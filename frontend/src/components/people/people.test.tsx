@@ -20,7 +20,7 @@ import {
 } from "../../gql/graphql";
 import { mayWrite } from "../../pages/ChatPage";
 import { keyScope, keyState } from "../../pages/KeysPage";
-import { SignInPage } from "../../pages/SignInPage";
+import { SignInPage, singleSignOnProblem } from "../../pages/SignInPage";
 import { CreateKeyDialog } from "./CreateKeyDialog";
 import { MembersPanel, canManageMembers } from "./MembersPanel";
 import { SidebarPerson } from "./SidebarPerson";
@@ -82,6 +82,15 @@ describe("SignInPage", () => {
   it("offers single sign-on when the server has it", async () => {
     renderWith([access(null, { singleSignOnUrl: "/auth/oidc/login" })], <SignInPage onSignedIn={vi.fn()} />);
     expect(await screen.findByRole("link", { name: "Sign in with single sign-on" })).toHaveAttribute("href", "/auth/oidc/login");
+  });
+
+  it("says in words why single sign-on sent the browser back", async () => {
+    window.history.replaceState(null, "", "/sign-in?error=unverified");
+    renderWith([access(null, { singleSignOnUrl: "/auth/oidc/login" })], <SignInPage onSignedIn={vi.fn()} />);
+    expect(await screen.findByRole("alert")).toHaveTextContent(/has not verified that the address is yours/);
+    window.history.replaceState(null, "", "/");
+    expect(singleSignOnProblem("something new")).toBe("Single sign-on did not sign you in. Try again.");
+    expect(singleSignOnProblem(null)).toBeNull();
   });
 });
 
