@@ -275,6 +275,10 @@ class ToolSettings(BaseModel):
     # carry it (RAGCHAT_TOOLS__SECRET_ORIGINS__CRM_TOKEN='["https://crm.example.com"]'). Every secret
     # needs its list: a secret bound to nowhere stops start-up rather than go to any host.
     secret_origins: dict[str, list[str]] = Field(default_factory=dict)
+    # The secrets a knowledge base's tools (defined by its editors, not by the server's operators) may
+    # name in their headers, still only to their origins above. None by default: an editor's tool
+    # sends no credential of the server's unless an operator lends it here.
+    knowledge_base_secrets: list[str] = Field(default_factory=list)
     # HTTP tools reach only public addresses unless the operator allows private ones (all of them,
     # or these networks): a model chooses the arguments, never where a call goes.
     allow_private: bool = False
@@ -308,6 +312,11 @@ class ToolSettings(BaseModel):
             raise ValueError(f"secret names are letters, digits and underscores (at most 64): {bad}")
         return lowered
 
+    @field_validator("knowledge_base_secrets")
+    @classmethod
+    def _lent_names(cls, names: list[str]) -> list[str]:
+        return sorted({name.lower() for name in names})
+
     @field_validator("secret_origins")
     @classmethod
     def _origins(cls, origins: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -333,6 +342,8 @@ class ToolSettings(BaseModel):
             )
         if unknown := sorted(set(self.secret_origins) - set(self.secrets)):
             raise ValueError(f"secret_origins names secrets that are not configured: {unknown}")
+        if unknown := sorted(set(self.knowledge_base_secrets) - set(self.secrets)):
+            raise ValueError(f"knowledge_base_secrets names secrets that are not configured: {unknown}")
         return self
 
     def may_send(self, secret: str, origin: str | None) -> bool:

@@ -39,6 +39,7 @@ from app.settings import Settings, ToolSettings
 
 DATA = Path(__file__).resolve().parent / "tools"
 KS = (1, 3, 6)
+SERVER_ONLY = 0  # no knowledge base: the catalogue is all server tools, as a chat of any knowledge base sees them
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def run_variant(
         ranking = ToolSettings(top_k=len(known), min_score=None)  # the whole ranking, to place each expected tool
         result = Result(variant)
         for case in cases:
-            selection = select_tools(container.store, lambda: embedder, ranking, groups, case.request)
+            selection = select_tools(container.store, lambda: embedder, ranking, groups, case.request, SERVER_ONLY)
             order = [c.tool.name for c in selection.candidates]
             rank = order.index(case.tool) + 1 if case.tool in order else None
             result.ranks.append(rank)

@@ -379,6 +379,9 @@ class Tool(Timestamps, Base):
     # An HTTP tool with side effects may name a request that only shows what it would do:
     # {"method": ..., "url_template": ...}, run instead of it when previewing.
     dry_run: Mapped[dict[str, str] | None] = mapped_column(JSON)
+    # Whose it is: NULL, the server's (administrators define it); else that knowledge base's (its
+    # editors define it, and only its chats may call it). Migration 0028.
+    project_id: Mapped[int | None] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
 
 
 class ToolVector(Base):

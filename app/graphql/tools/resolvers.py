@@ -3,13 +3,12 @@ Query and Mutation (app/graphql/queries.py, mutations.py) inherit these fields."
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
-from app.errors import ForbiddenError, RagchatError, StorageError
+from app.errors import RagchatError, StorageError
 from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.results import call
@@ -40,20 +39,23 @@ _CALL_ID = strawberry.argument(description="The stored tool call (ToolCall.id, C
 
 @strawberry.type
 class ToolQuery:
-    @strawberry.field(description="Every tool (of one group, if given), by group then name.")
+    @strawberry.field(
+        description="The tools you see: the server's and those of your knowledge bases (of one group, if given), "
+        "by group then name."
+    )
     async def tools(
         self,
         info: Info,
         group: Annotated[str | None, strawberry.argument(description="Only this group's tools.")] = None,
     ) -> list[Tool]:
-        store = info.context.container.store
-        rows = await call(lambda: tools.list_tools(store, group), raising=UNREADABLE)
+        store, caller = info.context.container.store, caller_of(info)
+        rows = await call(lambda: tools.list_tools(store, group, caller=caller), raising=UNREADABLE)
         return [Tool.of(row) for row in rows]
 
-    @strawberry.field(description="One tool.")
+    @strawberry.field(description="One tool (one of a knowledge base you are not in does not exist for you).")
     async def tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> ToolResult:
-        store = info.context.container.store
-        return await call(lambda: Tool.of(tools.get(store, parse_id(id, "id"))), raising=UNREADABLE)
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(lambda: Tool.of(tools.get(store, parse_id(id, "id"), caller=caller)), raising=UNREADABLE)
 
     @strawberry.field(
         description="Which tools a chat session would offer its model for a message, stage by stage: its allowed "
@@ -76,26 +78,6 @@ class ToolQuery:
         )
 
 
-T = TypeVar("T")
-
-
-def _as_operator(info: Info, work: Callable[[], T]) -> Callable[[], T]:
-    """``work``, run only when the caller may manage tools (``Caller.operator``: an open server, an
-    operator key, an administrator), else a ForbiddenError raised inside the service call, so the
-    refusal is a union member. The caller is read now, on the loop; ``work`` runs later in a thread."""
-    allowed = caller_of(info).operator
-
-    def run() -> T:
-        if not allowed:
-            raise ForbiddenError(
-                "creating, changing and deleting tools needs an operator key (RAGCHAT_API__OPERATOR_KEYS): this key "
-                "may use tools, not define them"
-            )
-        return work()
-
-    return run
-
-
 @strawberry.type
 class ToolMutation:
     @strawberry.mutation(
@@ -105,11 +87,17 @@ class ToolMutation:
     async def create_tool(
         self, info: Info, input: Annotated[CreateToolInput, strawberry.argument(description="The tool.")]
     ) -> ToolMutationResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
         changes = input.changes(input.name)
-        return await call(
-            _as_operator(info, lambda: Tool.of(tools.create(c.store, c.settings.tools, lambda: c.embedder, changes)))
-        )
+        kb = input.knowledge_base_id
+
+        def create() -> Tool:
+            project = parse_id(kb, "knowledgeBaseId") if kb is not None else None  # a bad id: a union member
+            return Tool.of(
+                tools.create(c.store, c.settings.tools, lambda: c.embedder, changes, project_id=project, caller=caller)
+            )
+
+        return await call(create)
 
     @strawberry.mutation(description="Change a tool; its vector is rebuilt when its text changes.")
     async def update_tool(
@@ -118,24 +106,19 @@ class ToolMutation:
         id: Annotated[strawberry.ID, _TOOL_ID],
         input: Annotated[UpdateToolInput, strawberry.argument(description="The fields to change.")],
     ) -> ToolMutationResult:
-        c = info.context.container
+        c, caller = info.context.container, caller_of(info)
         changes = input.changes(input.name)
         return await call(
-            _as_operator(
-                info,
-                lambda: Tool.of(
-                    tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes)
-                ),
+            lambda: Tool.of(
+                tools.update(c.store, c.settings.tools, lambda: c.embedder, parse_id(id, "id"), changes, caller=caller)
             )
         )
 
     @strawberry.mutation(description="Delete an HTTP tool (built-in ones stay: leave their group out of sessions).")
     async def delete_tool(self, info: Info, id: Annotated[strawberry.ID, _TOOL_ID]) -> DeleteToolResult:
-        store = info.context.container.store
+        store, caller = info.context.container.store, caller_of(info)
         return await call(
-            _as_operator(
-                info, lambda: ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id")).id)))
-            )
+            lambda: ToolDeleted(id=strawberry.ID(str(tools.delete_tool(store, parse_id(id, "id"), caller=caller).id)))
         )
 
     @strawberry.mutation(

@@ -82,6 +82,10 @@ class Tool:
     timeout_seconds: float = strawberry.field(description="How long one call may take.")
     side_effects: bool = strawberry.field(description="It changes the world: never run without the user's approval.")
     dry_run: DryRunRequest | None = strawberry.field(description="Its preview request, if it has one.")
+    knowledge_base_id: strawberry.ID | None = strawberry.field(
+        description="The knowledge base it belongs to (its editors define it, only its chats may call it); null: "
+        "the server's (administrators define it, any chat that allows its group may call it)."
+    )
     created_at: datetime = strawberry.field(description="When it was registered.")
     updated_at: datetime = strawberry.field(description="When it last changed.")
 
@@ -103,6 +107,7 @@ class Tool:
             timeout_seconds=row.timeout_seconds,
             side_effects=row.side_effects,
             dry_run=DryRunRequest(method=HttpMethod(dry["method"]), url_template=dry["url_template"]) if dry else None,
+            knowledge_base_id=strawberry.ID(str(row.project_id)) if row.project_id is not None else None,
             created_at=row.created_at,
             updated_at=row.updated_at,
         )
@@ -166,7 +171,13 @@ class _ToolFields:
 )
 class CreateToolInput(_ToolFields):
     name: str = strawberry.field(
-        description="Its name: 1-64 letters, digits, '_' or '-', starting with a letter; unique."
+        description="Its name: 1-64 letters, digits, '_' or '-', starting with a letter; unique on the server."
+    )
+    knowledge_base_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="Make it this knowledge base's (you must be its editor; its headers may name only the secrets "
+        "the server lends to knowledge bases' tools); omitted or null: the server's (administrators and operator "
+        "keys).",
     )
 
 

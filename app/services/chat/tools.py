@@ -140,7 +140,7 @@ async def prepare(
         return None
     with trace.stage(Stage.TOOL_SELECT):
         selection = await anyio.to_thread.run_sync(
-            tool_selection.select_tools, store, embedder, settings.tools, groups, turn.question
+            tool_selection.select_tools, store, embedder, settings.tools, groups, turn.question, turn.chat.project_id
         )
         first = await anyio.to_thread.run_sync(tool_calls.start_answer, store, turn.message_id)
     trace.set_tools(_trace_entry(selection, [], None))

@@ -14,6 +14,9 @@ Every read and change of a knowledge base, a chat, a tool or a person asks here 
   Where they may know it exists (they are a viewer asking to edit), it is ``ForbiddenError``.
 - **A chat** is its owner's. Members of its knowledge base read it once its owner shares it; only
   its owner changes it.
+- **A tool** is the server's (administrators and operator keys define it; every signed-in caller
+  sees it) or a knowledge base's (its editors define it; its viewers see it; a chat in that
+  knowledge base may call it). One of another knowledge base does not exist for the caller.
 - **A personal key** never exceeds its person: its knowledge bases are the person's (or fewer), a
   read-only key is a viewer everywhere, and only a key allowed to manage people does.
 - **Anonymous** (people exist or keys are set, and the request carries neither): nothing.
@@ -30,7 +33,16 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.enums import MemberRole
-from app.db.models import ChatMessage, ChatSession, Document, IngestionJob, Membership, Project, StoredToolCall
+from app.db.models import (
+    ChatMessage,
+    ChatSession,
+    Document,
+    IngestionJob,
+    Membership,
+    Project,
+    StoredToolCall,
+    Tool,
+)
 from app.errors import ForbiddenError, NotFoundError
 
 log = logging.getLogger("ragchat.access")
@@ -120,7 +132,7 @@ class Caller:
 
 # The server's own code (the CLI, the ingestion worker, benchmarks) acting for itself: every right.
 # Services take it as their default caller; the API always names the request's caller instead.
-THE_SERVER = Caller(CallerKind.SERVER)
+THE_SERVER = Caller(CallerKind.SERVER, operator_key=True)
 
 
 def _log_denial(caller: Caller, what: str, why: str) -> None:
@@ -252,6 +264,45 @@ def require_tool_call(db: Session, caller: Caller, call_id: int, *, change: bool
     except NotFoundError:
         raise NotFoundError("tool call", call_id) from None
     return row
+
+
+TOOLS_NEED_AN_OPERATOR = (
+    "defining the server's tools (and where their secrets go) is for administrators and operator keys "
+    "(RAGCHAT_API__OPERATOR_KEYS); a knowledge base's editors define tools of their knowledge base"
+)
+
+
+def require_tool_owner(db: Session, caller: Caller, project_id: int | None) -> None:
+    """May the caller define tools of ``project_id`` (None: the server's)?"""
+    if project_id is None:
+        if not caller.operator:
+            _log_denial(caller, "the server's tools", "not an operator")
+            raise ForbiddenError(TOOLS_NEED_AN_OPERATOR)
+        return
+    require_project(db, caller, project_id, MemberRole.EDITOR)
+
+
+def require_tool(db: Session, caller: Caller, tool_id: int, *, change: bool = False) -> Tool:
+    """The tool, when the caller may see it (``change``: and change, delete or test-run it)."""
+    tool = db.get(Tool, tool_id)
+    if tool is None or (tool.project_id is not None and project_role(db, caller, tool.project_id) is None):
+        if tool is not None:
+            _log_denial(caller, f"tool {tool_id}", "another knowledge base's")
+        raise NotFoundError("tool", tool_id)
+    if tool.project_id is None:
+        require_signed_in(caller)
+    if change:
+        require_tool_owner(db, caller, tool.project_id)
+    return tool
+
+
+def tool_filter(db: Session, caller: Caller) -> object | None:
+    """A WHERE clause for the tools the caller may list: the server's, and those of the knowledge
+    bases they see; None: no filter."""
+    projects = visible_projects(db, caller)
+    if projects is None:
+        return None
+    return Tool.project_id.is_(None) | Tool.project_id.in_(sorted(projects))
 
 
 def chat_filter(caller: Caller) -> object | None:

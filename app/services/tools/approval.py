@@ -26,9 +26,10 @@ import anyio.to_thread
 from app.db.database import Database
 from app.db.enums import ToolCallStatus, ToolKind
 from app.db.models import StoredToolCall, Tool, utcnow
-from app.errors import ConflictError, ForbiddenError, NotFoundError, RagchatError, ValidationError
+from app.errors import ConflictError, NotFoundError, RagchatError, ValidationError
 from app.rag.sanitize import strip_control
 from app.services import projects
+from app.services.people import access
 from app.services.people.access import THE_SERVER, Caller
 from app.services.tools import calls as tool_calls
 from app.services.tools import catalog as tools
@@ -158,10 +159,11 @@ async def test(
 ) -> Tested:
     """Run a tool once with ``arguments`` (a side-effecting one: its preview only). A built-in tool
     runs over the knowledge base ``project_id``, which it then needs (and the caller may read); an
-    HTTP tool sends the server's secrets, so only those who manage tools test one."""
-    tool = await anyio.to_thread.run_sync(tools.get, store, tool_id)
-    if tool.kind is not ToolKind.BUILTIN and not caller.operator:
-        raise ForbiddenError("testing an HTTP tool needs the right to manage tools (an operator or administrator)")
+    HTTP tool sends its secrets, so only those who may change it test one (the server's: its
+    operators; a knowledge base's: its editors)."""
+    tool = await anyio.to_thread.run_sync(lambda: tools.get(store, tool_id, caller=caller))
+    if tool.kind is not ToolKind.BUILTIN:
+        await anyio.to_thread.run_sync(lambda: _may_change(store, caller, tool_id))
     if not isinstance(arguments, str | dict):
         raise ValidationError("arguments", f"must be a JSON object, not a {type(arguments).__name__}")
     checked = await validate(tool, arguments)
@@ -177,6 +179,11 @@ async def test(
     text = strip_control(ran.output.content) if ran.output is not None else (ran.error or "")
     ms = ran.ms or round((time.perf_counter() - started) * 1000, 2)
     return Tested(tool.id, tool.side_effects, ran.error is None, text[:cap], ran.error, len(text), len(text) > cap, ms)
+
+
+def _may_change(store: Database, caller: Caller, tool_id: int) -> None:
+    with store.read() as db:
+        access.require_tool(db, caller, tool_id, change=True)
 
 
 __all__ = ["RagchatError", "Tested", "approve", "reject", "test"]

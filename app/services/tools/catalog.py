@@ -26,7 +26,6 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.db.enums import HttpMethod, ToolKind
 from app.db.models import SessionToolGroup, Tool, ToolVector
-from app.db.rows import require
 from app.errors import ConflictError, ValidationError
 from app.llm.base import ChatModels, Embedder
 from app.services.people import access
@@ -88,18 +87,23 @@ def _raise(problems: list[tuple[str, str]]) -> None:
         raise ValidationError(field, message, more=more)
 
 
-def list_tools(store: Database, group: str | None = None) -> list[Tool]:
-    """Every tool (of one group, if given), by group then name."""
+def list_tools(store: Database, group: str | None = None, *, caller: Caller = THE_SERVER) -> list[Tool]:
+    """The tools the caller sees (of one group, if given): the server's and those of the knowledge
+    bases they see, by group then name."""
     query = select(Tool).order_by(Tool.tool_group, Tool.name)
     if group is not None:
         query = query.where(Tool.tool_group == group)
     with store.read() as db:
+        access.require_signed_in(caller)
+        visible = access.tool_filter(db, caller)
+        if visible is not None:
+            query = query.where(visible)  # type: ignore[arg-type]
         return list(db.scalars(query))
 
 
-def get(store: Database, tool_id: int) -> Tool:
+def get(store: Database, tool_id: int, *, caller: Caller = THE_SERVER) -> Tool:
     with store.read() as db:
-        return require(db, Tool, tool_id)
+        return access.require_tool(db, caller, tool_id)
 
 
 def indexed(store: Database, tool_ids: Sequence[int]) -> set[int]:
@@ -109,8 +113,19 @@ def indexed(store: Database, tool_ids: Sequence[int]) -> set[int]:
     return {tool.id for tool, stored in rows if stored == text_hash(tool_text(tool))}
 
 
-def create(store: Database, settings: ToolSettings, embedder: EmbedderFactory, changes: ToolChanges) -> Tool:
-    """Register an HTTP tool (built-in tools come with the server)."""
+def create(
+    store: Database,
+    settings: ToolSettings,
+    embedder: EmbedderFactory,
+    changes: ToolChanges,
+    *,
+    project_id: int | None = None,
+    caller: Caller = THE_SERVER,
+) -> Tool:
+    """Register an HTTP tool, the server's or (``project_id``) a knowledge base's; built-in tools
+    come with the server."""
+    with store.read() as db:  # asked first: a refused caller learns nothing from validation
+        access.require_tool_owner(db, caller, project_id)
     missing = [(f, "is required") for f in ("name", "description", "input_schema", "method", "url_template")]
     _raise([(_camel(f), m) for f, m in missing if getattr(changes, f) is None])
     problems = check_common(changes) + check_schema(changes.input_schema)
@@ -129,10 +144,12 @@ def create(store: Database, settings: ToolSettings, embedder: EmbedderFactory, c
         timeout_seconds=DEFAULT_TIMEOUT if changes.timeout_seconds is None else changes.timeout_seconds,
         side_effects=bool(changes.side_effects),
         dry_run=_dry_run(changes),
+        project_id=project_id,
     )
     _raise(problems + _http_problems(tool, settings))  # every problem at once
     vector = _embed(embedder, tool)
     with store.write() as db:
+        access.require_tool_owner(db, caller, project_id)  # again, in the transaction that writes
         if db.scalar(select(Tool.id).where(Tool.name == tool.name)) is not None:
             raise ConflictError(f"a tool named {tool.name!r} already exists")
         _check_group(db, tool)
@@ -146,13 +163,20 @@ def create(store: Database, settings: ToolSettings, embedder: EmbedderFactory, c
 
 
 def update(
-    store: Database, settings: ToolSettings, embedder: EmbedderFactory, tool_id: int, changes: ToolChanges
+    store: Database,
+    settings: ToolSettings,
+    embedder: EmbedderFactory,
+    tool_id: int,
+    changes: ToolChanges,
+    *,
+    caller: Caller = THE_SERVER,
 ) -> Tool:
     """Change a tool; only the given fields. Its vector is rebuilt when its text changed."""
+    with store.read() as db:
+        current = access.require_tool(db, caller, tool_id, change=True)
     problems = check_common(changes)
     if changes.input_schema is not None:
         problems += check_schema(changes.input_schema)
-    current = get(store, tool_id)
     changed = _apply(current, changes)
     if changes.headers is None and _destination(changed) != _destination(current):
         # Secrets were granted for where the tool went: a new destination must be granted anew.
@@ -166,7 +190,7 @@ def update(
     text_changed = tool_text(changed) != tool_text(current)
     vector = _embed(embedder, changed) if text_changed else None
     with store.write() as db:
-        row = require(db, Tool, tool_id)
+        row = access.require_tool(db, caller, tool_id, change=True)
         if changed.name != row.name and db.scalar(select(Tool.id).where(Tool.name == changed.name)) is not None:
             raise ConflictError(f"a tool named {changed.name!r} already exists")
         _check_group(db, changed)
@@ -179,10 +203,10 @@ def update(
         return row
 
 
-def delete_tool(store: Database, tool_id: int) -> Tool:
+def delete_tool(store: Database, tool_id: int, *, caller: Caller = THE_SERVER) -> Tool:
     """Delete an HTTP tool (with its vector). Returns the row as it was."""
     with store.write() as db:
-        row = require(db, Tool, tool_id)
+        row = access.require_tool(db, caller, tool_id, change=True)
         if row.kind == ToolKind.BUILTIN:
             raise ValidationError("id", "built-in tools cannot be deleted: leave their group out of sessions instead")
         db.delete(row)
@@ -245,7 +269,7 @@ def _apply(current: Tool, changes: ToolChanges) -> Tool:
         "dry_run": _dry_run(changes),
     }
     values |= {column: value for column, value in given.items() if value is not None}
-    return Tool(id=current.id, kind=current.kind, **values)
+    return Tool(id=current.id, kind=current.kind, project_id=current.project_id, **values)
 
 
 def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
@@ -259,7 +283,22 @@ def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
         dry_run=DryRun(dry["method"], dry["url_template"]) if dry else None,
         properties=schema_properties(tool.input_schema),
         settings=settings,
-    )
+    ) + _secret_problems(tool, settings)
+
+
+def _secret_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
+    """A knowledge base's tool may send only the secrets the operator lent to knowledge bases'
+    tools: its editors are not the server's operators, and a secret is the server's credential."""
+    if tool.project_id is None:
+        return []
+    lent = set(settings.knowledge_base_secrets)
+    return [
+        (
+            "headers",
+            f"the secret {name!r} is not lent to knowledge bases' tools (RAGCHAT_TOOLS__KNOWLEDGE_BASE_SECRETS)",
+        )
+        for name in sorted(set(tool.header_secrets.values()) - lent)
+    ]
 
 
 def _embed(embedder: EmbedderFactory, tool: Tool) -> tuple[str, str, bytes] | None:

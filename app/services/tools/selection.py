@@ -70,15 +70,22 @@ class Selection:
 
 
 def select_tools(
-    store: Database, embedder: EmbedderFactory, settings: ToolSettings, groups: Sequence[str], message: str
+    store: Database,
+    embedder: EmbedderFactory,
+    settings: ToolSettings,
+    groups: Sequence[str],
+    message: str,
+    project_id: int,
 ) -> Selection:
-    """The three stages for ``message`` over the tools of ``groups``."""
+    """The three stages for ``message`` over the tools of ``groups`` that a chat in the knowledge
+    base ``project_id`` may call: the server's, and that knowledge base's own."""
     allowed_groups = tuple(sorted(set(groups)))
     top_k, min_score = settings.top_k, settings.min_score
     if not allowed_groups:
         return Selection((), (), (), top_k, min_score)
     with store.read() as db:
-        allowed = list(db.scalars(select(Tool).where(Tool.tool_group.in_(allowed_groups)).order_by(Tool.name)))
+        mine = Tool.project_id.is_(None) | (Tool.project_id == project_id)
+        allowed = list(db.scalars(select(Tool).where(Tool.tool_group.in_(allowed_groups), mine).order_by(Tool.name)))
         stored = {
             v.tool_id: v for v in db.scalars(select(ToolVector).where(ToolVector.tool_id.in_(t.id for t in allowed)))
         }
@@ -152,6 +159,6 @@ def preview(
         text = clean_message(message, settings.chat.max_message_chars)
     except ValidationError as exc:
         raise ValidationError("message", exc.reason) from None
-    sessions.get(store, session_id, caller=caller)
+    chat = sessions.get(store, session_id, caller=caller)
     groups = tools.session_groups(store, [session_id])[session_id]
-    return select_tools(store, embedder, settings.tools, groups, text)
+    return select_tools(store, embedder, settings.tools, groups, text, chat.project_id)

@@ -10,13 +10,18 @@ import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import { TestToolDialog } from "../components/tools/TestToolDialog";
 import { ToolFormDialog } from "../components/tools/ToolFormDialog";
 import { ToolTable } from "../components/tools/ToolTable";
-import { DeleteToolDocument, type ToolFieldsFragment, ToolsDocument } from "../gql/graphql";
+import { DeleteToolDocument, ProjectsDocument, type ToolFieldsFragment, ToolsDocument } from "../gql/graphql";
 import { evictDeleted } from "../lib/evict";
 
 /** `/tools`: the tools chat models may call: built-in ones and registered HTTP endpoints. */
 export function ToolsPage() {
   const { data, loading, error, refetch } = useQuery(ToolsDocument);
   const tools = data?.tools ?? [];
+  // The knowledge bases the caller sees: a tool may belong to one of them (the server checks the role).
+  const projects = useQuery(ProjectsDocument);
+  const knowledgeBases =
+    projects.data?.projects.__typename === "ProjectConnection" ? projects.data.projects.edges.map((e) => ({ id: e.node.id, name: e.node.name })) : [];
+  const knowledgeBaseNames = new Map(knowledgeBases.map((kb) => [kb.id, kb.name]));
   const [editing, setEditing] = useState<ToolFieldsFragment | null>(null);
   const [creating, setCreating] = useState(false);
   const [doomed, setDoomed] = useState<ToolFieldsFragment | null>(null);
@@ -50,7 +55,7 @@ export function ToolsPage() {
       <Page>
         <PageHeader
           title="Tools"
-          lead="What a chat model may call while it answers. A chat offers the tools of the groups allowed in its settings, chosen for each message by similarity; a tool with side effects is only previewed until the user approves it."
+          lead="What a chat model may call while it answers. A chat offers the tools of the groups allowed in its settings — the server's, and its own knowledge base's — chosen for each message by similarity; a tool with side effects is only previewed until the user approves it."
         />
         {loading && !data && <Skeleton lines={4} label="Loading tools" />}
         {error && !data && <ErrorState title="Could not load the tools" message={error.message} onRetry={() => void refetch()} />}
@@ -64,6 +69,7 @@ export function ToolsPage() {
             tools={tools}
             onEdit={setEditing}
             onDelete={setDoomed}
+            knowledgeBaseNames={knowledgeBaseNames}
             extraActions={(tool) => (
               <Button size="small" variant="ghost" aria-label={`Test ${tool.name}`} onClick={() => setTesting(tool)}>
                 Test
@@ -72,7 +78,7 @@ export function ToolsPage() {
           />
         )}
       </Page>
-      <ToolFormDialog open={creating || editing != null} tool={editing} onClose={() => (setCreating(false), setEditing(null))} />
+      <ToolFormDialog open={creating || editing != null} tool={editing} knowledgeBases={knowledgeBases} onClose={() => (setCreating(false), setEditing(null))} />
       <TestToolDialog tool={testing} onClose={() => setTesting(null)} />
       <ConfirmDialog open={doomed != null} title="Delete tool?" confirmLabel="Delete tool" danger onConfirm={confirmDelete} onCancel={() => setDoomed(null)}>
         <p>

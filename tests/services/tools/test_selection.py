@@ -21,6 +21,7 @@ from tests.fakes import FakeEmbedder
 
 DIMS = 8
 MESSAGE = "please refund order 42"
+SERVER_TOOLS_ONLY = 0  # a knowledge base id no tool has: only the server's tools are in reach
 
 
 def axis(*weights: float) -> list[float]:
@@ -66,7 +67,7 @@ def names(chosen) -> list[tuple[str, str]]:  # type: ignore[no-untyped-def]
 
 def test_ranks_allowed_tools_by_cosine_keeps_top_k_and_adds_core(ops: Container, embedder: FakeEmbedder) -> None:
     embedder.calls.clear()
-    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=2), ["ops"], MESSAGE)
+    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=2), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert got.groups == ("ops",) and got.degraded is None
     assert [(c.tool.name, round(c.score or 0, 6)) for c in got.candidates] == [
         ("refund", 1.0),
@@ -80,7 +81,7 @@ def test_ranks_allowed_tools_by_cosine_keeps_top_k_and_adds_core(ops: Container,
 
 
 def test_a_core_tool_ranked_in_the_top_k_is_offered_once(ops: Container, embedder: FakeEmbedder) -> None:
-    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=4), ["ops"], MESSAGE)
+    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=4), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert names(got.chosen) == [
         ("refund", "ranked"),
         ("orders", "ranked"),
@@ -90,15 +91,17 @@ def test_a_core_tool_ranked_in_the_top_k_is_offered_once(ops: Container, embedde
 
 
 def test_minimum_score_drops_weak_matches_but_not_core_tools(ops: Container, embedder: FakeEmbedder) -> None:
-    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=6, min_score=0.5), ["ops"], MESSAGE)
+    got = select_tools(
+        ops.store, lambda: embedder, ToolSettings(top_k=6, min_score=0.5), ["ops"], MESSAGE, SERVER_TOOLS_ONLY
+    )
     assert names(got.chosen) == [("refund", "ranked"), ("orders", "ranked"), ("weather", "core")]
 
 
 def test_groups_filter_what_can_be_offered(ops: Container, embedder: FakeEmbedder) -> None:
-    got = select_tools(ops.store, lambda: embedder, ToolSettings(), ["hr", "ops"], MESSAGE)
+    got = select_tools(ops.store, lambda: embedder, ToolSettings(), ["hr", "ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert {c.tool.name for c in got.candidates} == {"refund", "orders", "status", "weather", "payroll"}
     embedder.calls.clear()
-    none = select_tools(ops.store, lambda: embedder, ToolSettings(), [], MESSAGE)
+    none = select_tools(ops.store, lambda: embedder, ToolSettings(), [], MESSAGE, SERVER_TOOLS_ONLY)
     assert none.chosen == () and none.candidates == () and embedder.calls == []  # no groups: no tools, no work
 
 
@@ -107,7 +110,7 @@ def test_embedder_failure_offers_every_allowed_tool_flagged_and_logged(
 ) -> None:
     embedder.fail_with = ProviderUnavailableError("embedding server down", provider="fake")
     with caplog.at_level(logging.WARNING, logger="ragchat.tools"):
-        got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=1), ["ops"], MESSAGE)
+        got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=1), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert got.degraded is not None and "ProviderUnavailableError" in got.degraded
     assert sorted(names(got.chosen)) == sorted((n, "all") for n in ("refund", "orders", "status", "weather"))
     assert all(c.score is None for c in got.candidates)
@@ -121,11 +124,11 @@ def test_a_tool_saved_while_the_embedder_failed_gets_its_vector_at_the_next_sele
     add(container, embedder, "refund", "ops", axis(1.0))
     assert tools.indexed(container.store, [t.id for t in tools.list_tools(container.store, "ops")]) == set()
     embedder.fail_with = None
-    got = select_tools(container.store, lambda: embedder, ToolSettings(), ["ops"], MESSAGE)
+    got = select_tools(container.store, lambda: embedder, ToolSettings(), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert embedder.calls == [[MESSAGE, "refund — the refund tool", "use refund"]]
     assert got.embedded_tools == 1 and [c.score for c in got.candidates] == [pytest.approx(1.0)]
     embedder.calls.clear()
-    select_tools(container.store, lambda: embedder, ToolSettings(), ["ops"], MESSAGE)
+    select_tools(container.store, lambda: embedder, ToolSettings(), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert embedder.calls == [[MESSAGE]]  # stored now
 
 
@@ -134,7 +137,7 @@ def test_vectors_of_another_space_or_stale_text_are_rebuilt_never_compared(
 ) -> None:
     other = FakeEmbedder(dimensions=DIMS, model="another-model")
     other.pinned = dict(embedder.pinned)
-    got = select_tools(ops.store, lambda: other, ToolSettings(), ["ops"], MESSAGE)
+    got = select_tools(ops.store, lambda: other, ToolSettings(), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert got.embedded_tools == 4
     with ops.store.read() as db:
         spaces = {v.space for v in db.query(ToolVector)}
@@ -143,7 +146,7 @@ def test_vectors_of_another_space_or_stale_text_are_rebuilt_never_compared(
     with ops.store.write() as db:  # text changed behind the service's back: the hash tells
         db.query(ToolVector).filter(ToolVector.tool_id == refund.id).update({"text_hash": "0" * 64})
     other.calls.clear()
-    select_tools(ops.store, lambda: other, ToolSettings(), ["ops"], MESSAGE)
+    select_tools(ops.store, lambda: other, ToolSettings(), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert other.calls == [[MESSAGE, "refund — the refund tool", "use refund"]]
 
 
@@ -154,7 +157,7 @@ def test_changing_a_tools_text_rebuilds_its_vector_on_save(ops: Container, embed
     changes = ToolChanges(description="refunds for an order", examples=["refund an order"])
     tools.update(ops.store, ToolSettings(), lambda: embedder, status.id, changes)
     embedder.calls.clear()
-    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=2), ["ops"], MESSAGE)
+    got = select_tools(ops.store, lambda: embedder, ToolSettings(top_k=2), ["ops"], MESSAGE, SERVER_TOOLS_ONLY)
     assert embedder.calls == [[MESSAGE]]
     assert names(got.chosen)[:2] == [("refund", "ranked"), ("status", "ranked")]
     stored = np.frombuffer(next(v.vector for v in _vectors(ops) if v.tool_id == status.id), dtype=np.float32)

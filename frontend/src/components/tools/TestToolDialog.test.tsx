@@ -22,6 +22,7 @@ const tool: ToolFieldsFragment = {
   sideEffects: false,
   dryRun: null,
   createdAt: "2026-01-01T00:00:00",
+  knowledgeBaseId: null,
   updatedAt: "2026-01-01T00:00:00",
 };
 

@@ -27,6 +27,7 @@ function createMock(result: CreateToolMutation["createTool"]): MockLink.MockedRe
           timeoutSeconds: 10,
           sideEffects: false,
           dryRun: null,
+          knowledgeBaseId: null,
         },
       },
     },

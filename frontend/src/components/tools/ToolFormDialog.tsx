@@ -14,12 +14,14 @@ export interface ToolFormDialogProps {
   onClose: () => void;
   /** Edit this tool; without it the dialog registers a new HTTP tool. */
   tool?: ToolFieldsFragment | null;
+  /** The knowledge bases a new tool may belong to (the caller's); its editors' tools. */
+  knowledgeBases?: readonly { id: string; name: string }[];
 }
 
 type Problem = { __typename: string; message?: string; fields?: { field: string; message: string }[] } | undefined;
 
 /** Register an HTTP tool or edit one; a built-in tool's name, schema and request are fixed. */
-export function ToolFormDialog({ open, onClose, tool = null }: ToolFormDialogProps) {
+export function ToolFormDialog({ open, onClose, tool = null, knowledgeBases = [] }: ToolFormDialogProps) {
   const [draft, setDraft] = useState<ToolDraft>(emptyDraft);
   const [errors, setErrors] = useState<FieldErrors>({});
   const [createTool, creating] = useMutation(CreateToolDocument, { refetchQueries: ["Tools"], awaitRefetchQueries: true });
@@ -95,6 +97,27 @@ export function ToolFormDialog({ open, onClose, tool = null }: ToolFormDialogPro
             <TextInput value={draft.group} maxLength={64} onChange={(e) => set("group", e.target.value)} />
           </Field>
         </FieldRow>
+        <Field
+          label="Belongs to"
+          error={errors.knowledgeBaseId}
+          hint={
+            tool
+              ? "Fixed once created."
+              : "The server's tools are for administrators to define; a knowledge base's, for its editors, and only its chats may call them."
+          }
+        >
+          <Select value={draft.knowledgeBaseId} disabled={tool != null} onChange={(e) => set("knowledgeBaseId", e.target.value)}>
+            <option value="">The server (every chat that allows its group)</option>
+            {knowledgeBases.map((kb) => (
+              <option key={kb.id} value={kb.id}>
+                {kb.name}
+              </option>
+            ))}
+            {tool?.knowledgeBaseId && !knowledgeBases.some((kb) => kb.id === tool.knowledgeBaseId) && (
+              <option value={tool.knowledgeBaseId}>Knowledge base {tool.knowledgeBaseId}</option>
+            )}
+          </Select>
+        </Field>
         <Field label="Description" error={errors.description} hint="What it does; the model reads it, and selection ranks by it.">
           <TextArea rows={3} value={draft.description} maxLength={2000} onChange={(e) => set("description", e.target.value)} />
         </Field>

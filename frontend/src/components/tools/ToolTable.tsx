@@ -12,16 +12,19 @@ export interface ToolTableProps {
   onDelete: (tool: ToolFieldsFragment) => void;
   /** Extra actions per row (the Test button). */
   extraActions?: (tool: ToolFieldsFragment) => ReactNode;
+  /** Knowledge base names by id, for the tools that belong to one. */
+  knowledgeBaseNames?: ReadonlyMap<string, string>;
 }
 
 /** Every tool, by group then name: what it does, how it runs, and whether it changes the world. */
-export function ToolTable({ tools, onEdit, onDelete, extraActions }: ToolTableProps) {
+export function ToolTable({ tools, onEdit, onDelete, extraActions, knowledgeBaseNames = new Map() }: ToolTableProps) {
   return (
     <Table label="Tools">
       <thead>
         <tr>
           <th scope="col">Name</th>
           <th scope="col">Group</th>
+          <th scope="col">Belongs to</th>
           <th scope="col">Kind</th>
           <th scope="col">Request</th>
           <th scope="col">
@@ -38,6 +41,13 @@ export function ToolTable({ tools, onEdit, onDelete, extraActions }: ToolTablePr
             </td>
             <td>
               <Badge mono>{tool.group}</Badge> {tool.core && <Badge tone="soft">core</Badge>}
+            </td>
+            <td data-testid="tool-owner">
+              {tool.knowledgeBaseId ? (
+                (knowledgeBaseNames.get(tool.knowledgeBaseId) ?? `Knowledge base ${tool.knowledgeBaseId}`)
+              ) : (
+                <span className="muted">the server</span>
+              )}
             </td>
             <td>
               <Badge tone={tool.kind === "BUILTIN" ? "neutral" : "soft"}>{tool.kind === "BUILTIN" ? "built-in" : "HTTP"}</Badge>{" "}

@@ -20,6 +20,7 @@ const tool: ToolFieldsFragment = {
   sideEffects: true,
   dryRun: { method: "GET", urlTemplate: "https://shop.example/orders/{order_id}" },
   createdAt: "2026-01-01T00:00:00",
+  knowledgeBaseId: null,
   updatedAt: "2026-01-01T00:00:00",
 };
 
@@ -73,6 +74,16 @@ describe("updateInputOf", () => {
     const builtin = { ...tool, kind: "BUILTIN" as const, method: null, urlTemplate: null, headers: [], dryRun: null, sideEffects: false };
     const draft = { ...draftOfTool(builtin), name: "renamed", group: "kb", urlTemplate: "https://x.example/" };
     expect(updateInputOf(builtin, draft)).toEqual({ group: "kb" });
+  });
+});
+
+describe("whose tool", () => {
+  it("a new tool is the server's unless a knowledge base is chosen, and it stays whose it is", () => {
+    const ticket = draftOfTool(tool);
+    expect(createInputOf({ ...ticket, knowledgeBaseId: "" }).knowledgeBaseId).toBeNull();
+    expect(createInputOf({ ...ticket, knowledgeBaseId: "7" }).knowledgeBaseId).toBe("7");
+    expect(updateInputOf(tool, { ...ticket, knowledgeBaseId: "7" })).toEqual({});
+    expect(toolFieldErrors([{ field: "knowledgeBaseId", message: "not yours" }])).toEqual({ knowledgeBaseId: "not yours" });
   });
 });
 

@@ -19,6 +19,8 @@ export interface ToolDraft {
   dryRun: boolean;
   dryRunMethod: HttpMethod;
   dryRunUrl: string;
+  /** Whose it is: a knowledge base's id, or "" for the server's. Fixed once created. */
+  knowledgeBaseId: string;
 }
 
 export const HTTP_METHODS: readonly HttpMethod[] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
@@ -53,6 +55,7 @@ export function emptyDraft(): ToolDraft {
     dryRun: false,
     dryRunMethod: "GET",
     dryRunUrl: "",
+    knowledgeBaseId: "",
   };
 }
 
@@ -72,6 +75,7 @@ export function draftOfTool(tool: ToolFieldsFragment): ToolDraft {
     dryRun: tool.dryRun != null,
     dryRunMethod: tool.dryRun?.method ?? "GET",
     dryRunUrl: tool.dryRun?.urlTemplate ?? "",
+    knowledgeBaseId: tool.knowledgeBaseId ?? "",
   };
 }
 
@@ -186,12 +190,13 @@ export function createInputOf(draft: ToolDraft): CreateToolInput {
     timeoutSeconds: Number(draft.timeoutSeconds),
     sideEffects: draft.sideEffects,
     dryRun: draft.sideEffects && draft.dryRun ? { method: draft.dryRunMethod, urlTemplate: draft.dryRunUrl.trim() } : null,
+    knowledgeBaseId: draft.knowledgeBaseId || null,
   };
 }
 
 /** Only what changed, so a save never rewrites a field nobody touched (and a built-in's fixed ones stay out). */
 export function updateInputOf(tool: ToolFieldsFragment, draft: ToolDraft): UpdateToolInput {
-  const next = createInputOf(draft);
+  const { knowledgeBaseId: _fixed, ...next } = createInputOf(draft);
   const input: UpdateToolInput = {};
   if (next.description !== tool.description) input.description = next.description;
   if (next.group !== tool.group) input.group = next.group;
@@ -225,7 +230,7 @@ export function toolFieldErrors(fields: readonly FieldErrorLike[]): FieldErrors 
     } else if (/^examples\[\d+\]$/.test(field)) {
       key = "examples";
       text = `Example ${Number(/\d+/.exec(field)![0]) + 1}: ${message}`;
-    } else if (["name", "description", "group", "examples", "inputSchema", "method", "urlTemplate", "headers", "timeoutSeconds", "core", "sideEffects"].includes(field)) {
+    } else if (["name", "description", "group", "examples", "inputSchema", "method", "urlTemplate", "headers", "timeoutSeconds", "core", "sideEffects", "knowledgeBaseId"].includes(field)) {
       key = field;
     } else {
       key = "_form";
