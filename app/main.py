@@ -24,6 +24,7 @@ from app.graphql.context import container_of, get_context
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.net import outbound
+from app.openai_api.router import openai_routes
 from app.request_log import RequestLog
 from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
 from app.services import health, leases
@@ -164,6 +165,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
     )
     app.include_router(graphql, prefix="/graphql")
     app.include_router(oidc_routes(settings))  # /auth/oidc/login and /callback (app/auth/oidc.py)
+    app.include_router(openai_routes())  # /v1/models and /v1/chat/completions (app/openai_api/)
 
     @app.get("/healthz")
     def healthz(request: Request) -> JSONResponse:

@@ -50,7 +50,9 @@ GRAPHQL_PATH = "/graphql"
 SESSION_COOKIE = "ragchat_session"
 # Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
 # route such as /sessions/7): no data, and the browser must load it before it can send a key.
-API_PATHS = frozenset({GRAPHQL_PATH, "/healthz"})
+API_PATHS = frozenset({GRAPHQL_PATH, "/healthz", "/v1/models"})
+# The OpenAI-compatible door (app/openai_api/): its clients read OpenAI's error shape.
+OPENAI_PREFIX = "/v1/"
 KEY_REQUIRED = "an API key is required: send 'Authorization: Bearer <key>'"
 CSRF_REFUSED = (
     "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send a "
@@ -314,7 +316,11 @@ class Refusal:
     headers: Mapping[str, str] | None = None
 
     async def send(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse({"errors": [{"message": self.message}]}, self.status, headers=self.headers)
+        body: dict[str, object] = {"errors": [{"message": self.message}]}
+        if scope.get("path", "").startswith(OPENAI_PREFIX):
+            kind = "authentication_error" if self.status == 401 else "invalid_request_error"
+            body = {"error": {"message": self.message, "type": kind, "param": None, "code": None}}
+        response = JSONResponse(body, self.status, headers=self.headers)
         if scope["type"] == "http":
             await response(scope, receive, send)
         elif "websocket.http.response" in scope.get("extensions", {}):

@@ -146,6 +146,16 @@ def delete(store: Database, project_id: int, *, caller: Caller = THE_SERVER) -> 
 ORDER = Order((Project.name, Project.id))
 
 
+def visible(store: Database, *, caller: Caller = THE_SERVER, limit: int = 1000) -> list[Project]:
+    """The knowledge bases the caller sees, by name (at most ``limit``)."""
+    query = select(Project).order_by(Project.name, Project.id).limit(limit)
+    with store.read() as db:
+        ids = access.visible_projects(db, caller)
+        if ids is not None:
+            query = query.where(Project.id.in_(sorted(ids)))
+        return list(db.scalars(query))
+
+
 def list_page(store: Database, request: PageRequest, *, caller: Caller = THE_SERVER) -> Page[Project]:
     """A page of the knowledge bases the caller sees, by name."""
     with store.read() as db:

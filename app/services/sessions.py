@@ -6,12 +6,14 @@ when it starts, and records in its trace the values it used.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic.alias_generators import to_camel
 from sqlalchemy import select
 
 from app.db.database import Database
+from app.db.enums import MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession
 from app.errors import ForbiddenError, ValidationError
 from app.llm.base import ChatModels
@@ -63,9 +65,12 @@ def create(
     changes: SessionChanges,
     *,
     caller: Caller = THE_SERVER,
+    history: Sequence[tuple[Role, str]] = (),
 ) -> ChatSession:
     """A new chat in a knowledge base the caller may search (a viewer may), owned by the person
-    who asks (no one for the server: then it is the administrators')."""
+    who asks (no one for the server: then it is the administrators'). ``history``: earlier turns a
+    client brings with it (the OpenAI door), stored as complete messages in the same transaction, so
+    the first question is asked with them as its conversation."""
     validate_changes(changes)
     provider = changes.provider or settings.llm.provider
     model = changes.model or settings.llm.model
@@ -86,6 +91,8 @@ def create(
         )
         db.add(row)
         db.flush()
+        for role, content in history:
+            db.add(ChatMessage(session_id=row.id, role=role, content=content, status=MessageStatus.COMPLETE))
         return row
 
 
