@@ -12,6 +12,7 @@ import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import Scope
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
@@ -23,6 +24,7 @@ from app.errors import StorageError
 from app.graphql.context import container_of, get_context
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
+from app.mcp_api.server import MCP_PATH, McpApp
 from app.net import outbound
 from app.openai_api.router import openai_routes
 from app.request_log import RequestLog
@@ -111,7 +113,8 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
                 "no API keys configured: anyone who can reach %s:%s can use this server", settings.host, settings.port
             )
         try:
-            yield
+            async with mcp.manager.run():  # the MCP transport's task group, for the server's life
+                yield
         finally:
             if tune:
                 gc.set_threshold(*thresholds)
@@ -127,6 +130,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
                 await app.state.container.aclose()
                 del app.state.container
 
+    mcp = McpApp()  # /mcp (app/mcp_api/): one per app, its manager runs once
     # No OpenAPI pages: the API is GraphQL (schema.graphql, GraphiQL at /graphql).
     app = FastAPI(
         title="ragchat", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
@@ -166,6 +170,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
     app.include_router(graphql, prefix="/graphql")
     app.include_router(oidc_routes(settings))  # /auth/oidc/login and /callback (app/auth/oidc.py)
     app.include_router(openai_routes())  # /v1/models and /v1/chat/completions (app/openai_api/)
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp.asgi, methods=["GET", "POST", "DELETE"]))
 
     @app.get("/healthz")
     def healthz(request: Request) -> JSONResponse:

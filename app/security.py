@@ -50,7 +50,7 @@ GRAPHQL_PATH = "/graphql"
 SESSION_COOKIE = "ragchat_session"
 # Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
 # route such as /sessions/7): no data, and the browser must load it before it can send a key.
-API_PATHS = frozenset({GRAPHQL_PATH, "/healthz", "/v1/models"})
+API_PATHS = frozenset({GRAPHQL_PATH, "/healthz", "/v1/models", "/mcp"})
 # The OpenAI-compatible door (app/openai_api/): its clients read OpenAI's error shape.
 OPENAI_PREFIX = "/v1/"
 KEY_REQUIRED = "an API key is required: send 'Authorization: Bearer <key>'"

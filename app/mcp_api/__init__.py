@@ -1,0 +1,1 @@
+"""The MCP server at /mcp: knowledge bases for MCP clients."""
