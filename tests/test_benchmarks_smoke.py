@@ -13,7 +13,7 @@ import pytest
 from benchmarks import run
 from benchmarks.common import Config
 
-NEEDS_LLAMA = {"first_token", "llama_builds"}  # run the local GGUF chat model
+NEEDS_LLAMA = {"first_token", "llama_builds", "openai_door"}  # run the local GGUF chat model
 
 
 @pytest.fixture(scope="module")
