@@ -30,7 +30,8 @@ class _ChatSessionInputHead:
     """The chat session inputs' fields that come before the RAG settings' in the schema."""
 
     title: str | None = strawberry.field(
-        default=None, description=f'Shown in the chat list, 1-{TITLE_MAX} characters. Omitted on create: "New chat".'
+        default=None,
+        description=f'Shown in the chat list, 1-{TITLE_MAX} characters. Omitted on create: "New chat", until its first question names it.',
     )
     system_prompt: str | None = strawberry.field(
         default=None,

@@ -18,6 +18,7 @@ from app.db.models import ChatMessage, ChatSession
 from app.errors import ForbiddenError, ValidationError
 from app.llm.base import ChatModels
 from app.rag.session_settings import RagSettings, RagSettingsPatch
+from app.services.chat.store import DEFAULT_TITLE
 from app.services.pages import Order, Page, PageRequest, page, pages
 from app.services.people import access
 from app.services.people.access import THE_SERVER, Caller, CallerKind
@@ -83,7 +84,7 @@ def create(
         row = ChatSession(
             project_id=project_id,
             owner_id=caller.user_id if caller.kind == CallerKind.PERSON else None,
-            title=(changes.title or "New chat").strip(),
+            title=(changes.title or DEFAULT_TITLE).strip(),
             system_prompt=changes.system_prompt or "",
             provider=provider,
             model=model,

@@ -143,6 +143,20 @@ def settings_for_answer(store: Database, message_id: int) -> SessionSnapshot:
         return _snapshot(row)
 
 
+DEFAULT_TITLE = "New chat"
+TITLE_CHARS = 60
+
+
+def title_of(question: str) -> str:
+    """A chat's title from its first question: its first line, spaces collapsed, cut at a word
+    within TITLE_CHARS (deterministic; no model is asked)."""
+    line = " ".join(question.strip().splitlines()[0].split()) if question.strip() else DEFAULT_TITLE
+    if len(line) <= TITLE_CHARS:
+        return line
+    cut = line[: TITLE_CHARS - 1].rsplit(" ", 1)[0] or line[: TITLE_CHARS - 1]
+    return cut.rstrip(" ,;:-") + "…"
+
+
 def begin(store: Database, session_id: int, question: str, history_turns: int, client_key: str | None = None) -> Turn:
     """Store the user's message and a placeholder for the answer, before any model is called."""
     with store.write() as db:
@@ -174,7 +188,10 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
             .returning(messages.c.id)
         ).scalar_one()
         sessions = cast(Table, ChatSession.__table__)
-        db.execute(update(sessions).where(sessions.c.id == session_id).values(updated_at=utcnow()))
+        changes: dict[str, object] = {"updated_at": utcnow()}
+        if row.title == DEFAULT_TITLE:  # a chat nobody named is named by its first question
+            changes["title"] = title_of(question)
+        db.execute(update(sessions).where(sessions.c.id == session_id).values(**changes))
         history = _history(db, session_id, user_id, history_turns)
         return Turn(_snapshot(row), user_id, answer_id, question, history)
 
