@@ -40,7 +40,7 @@ describe("a server with API keys", () => {
     const page = await openPage(browser, server, { path: "/" });
     const dialog = page.getByRole("dialog", { name: "API key" });
     await dialog.waitFor();
-    assert.match(await dialog.textContent(), /requires an API key/);
+    assert.match(await dialog.textContent(), /asked for an API key/);
 
     await dialog.getByLabel("Key").fill("wrong-key");
     await dialog.getByLabel("Key").press("Enter");

@@ -26,7 +26,7 @@ export function ApiKeyDialog() {
   function save(event: FormEvent) {
     event.preventDefault();
     if (!value.trim()) {
-      setError("Paste the key the server was configured with.");
+      setError("Paste an API key.");
       return;
     }
     keys.setKey(value);
@@ -48,8 +48,10 @@ export function ApiKeyDialog() {
       testId="api-key-dialog"
       description={
         needed === "rejected" && key
-          ? "The server refused the saved key, or you want to change it. Enter a valid key."
-          : "This server requires an API key. Ask whoever runs it for one."
+          ? "The server refused the saved key. Enter a valid key."
+          : needed === "missing"
+            ? "The server asked for an API key: it refused the request without one. Ask whoever runs it for one, or make your own on your Keys page."
+            : "Use an API key in this browser: a personal key from your Keys page, or one whoever runs the server gave you."
       }
       footer={
         <>

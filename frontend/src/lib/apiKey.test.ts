@@ -38,6 +38,16 @@ describe("ApiKeyStore", () => {
     keys.requestKey();
     expect(keys.getSnapshot().needed).toBe("rejected");
   });
+
+  it("opened by the user, the dialog says it was chosen, not that the server asked", () => {
+    const keys = new ApiKeyStore(memoryStorage());
+    keys.openDialog();
+    expect(keys.getSnapshot().needed).toBe("chosen");
+    keys.dismiss();
+    keys.requestKey();
+    keys.openDialog(); // already open because the server asked: it stays that
+    expect(keys.getSnapshot().needed).toBe("missing");
+  });
 });
 
 describe("authFetch", () => {

@@ -9,7 +9,9 @@ type Listener = () => void;
 export interface ApiKeyState {
   key: string | null;
   /** Set when a request was refused for want of a (valid) key; the dialog shows while set. */
-  needed: "missing" | "rejected" | null;
+  /** Why the dialog is open: the server refused a request without a key (missing) or with this one
+   * (rejected), or the user opened it (chosen); null: closed. */
+  needed: "missing" | "rejected" | "chosen" | null;
 }
 
 export class ApiKeyStore {
@@ -64,7 +66,7 @@ export class ApiKeyStore {
 
   /** Open the dialog without a failed request (the sidebar's "API key" button). */
   openDialog(): void {
-    this.update({ ...this.state, needed: this.state.needed ?? (this.state.key ? "rejected" : "missing") });
+    this.update({ ...this.state, needed: this.state.needed ?? "chosen" });
   }
 
   dismiss(): void {

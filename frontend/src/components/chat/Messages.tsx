@@ -80,7 +80,16 @@ export function AssistantMessage({ item, busy, onRetry, onOpenTrace, onOpenSetti
   const streaming = item.status === "STREAMING";
   const failed = item.error !== null;
   const error = item.error && describeTurnError(item.error);
-  const sourcesTitle = item.cited ? "Cited sources" : streaming || pending ? "Sources" : "Sources given to the model";
+  const extractive = item.trace?.answer?.mode === "EXTRACTIVE";
+  const sourcesTitle = item.cited
+    ? extractive
+      ? "Quoted sources"
+      : "Cited sources"
+    : streaming || pending
+      ? "Sources"
+      : extractive
+        ? "Sources searched"
+        : "Sources given to the model";
 
   return (
     <article

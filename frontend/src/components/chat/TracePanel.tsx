@@ -172,8 +172,12 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
       {trace.citations && (
         <TraceSection id="trace-citations" title="Citations">
           <p>
-            {formatCount(trace.citations.valid, "source")} cited
-            {trace.citations.attributed ? " (attributed by ragchat: the model wrote no markers)" : " by the model"}
+            {formatCount(trace.citations.valid, "source")}
+            {trace.answer?.mode === "EXTRACTIVE"
+              ? " quoted (an extractive answer: its sentences are the sources' own, no model wrote it)"
+              : trace.citations.attributed
+                ? " cited (attributed by ragchat: the model wrote no markers)"
+                : " cited by the model"}
             {trace.citations.invalidRemoved > 0 && `; ${formatCount(trace.citations.invalidRemoved, "invalid marker")} removed`}.
           </p>
         </TraceSection>
