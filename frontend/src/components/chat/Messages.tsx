@@ -244,11 +244,27 @@ export function UserMessage({ item, busy, onResend, onDiscard }: UserMessageProp
   );
 }
 
+/** How the chat's answers are made, in words (the trace's Answer section says which ran each time). */
+const ANSWER_MODES: Record<string, string> = {
+  EXTRACTIVE: "quotes the documents",
+  GENERATIVE: "the model writes",
+  AUTO: "auto: writes or quotes",
+};
+
 export function SettingsSummary({
   session,
   onOpen,
 }: {
-  session: { enableRag: boolean; topK: number; threshold: number; includeCitations: boolean; provider: string; model: string; toolGroups?: readonly string[] };
+  session: {
+    enableRag: boolean;
+    topK: number;
+    threshold: number;
+    includeCitations: boolean;
+    provider: string;
+    model: string;
+    answerMode?: string;
+    toolGroups?: readonly string[];
+  };
   onOpen: () => void;
 }) {
   return (
@@ -269,6 +285,12 @@ export function SettingsSummary({
         <>
           <span aria-hidden="true">·</span>
           <span data-testid="summary-tools">tools: {session.toolGroups.join(", ")}</span>
+        </>
+      )}
+      {session.answerMode && (
+        <>
+          <span aria-hidden="true">·</span>
+          <span data-testid="summary-mode">{ANSWER_MODES[session.answerMode] ?? session.answerMode.toLowerCase()}</span>
         </>
       )}
       <span aria-hidden="true">·</span>
