@@ -224,6 +224,7 @@ expose(
         SkipReason.BINARY: "Not text: NUL bytes, or bytes that are not UTF-8.",
         SkipReason.MINIFIED: "Machine-packed text: most of it on very long lines with almost no whitespace.",
         SkipReason.GENERATED: 'The file says it is generated (@generated, "DO NOT EDIT").',
+        SkipReason.EMPTY: "Empty: no bytes, or only whitespace. Nothing to read, so nothing to retry.",
     },
 )
 expose(

@@ -57,6 +57,7 @@ class SkipReason(StrEnum):
     BINARY = "binary"  # not text (NUL bytes, or bytes that are not UTF-8)
     MINIFIED = "minified"  # text, but machine-packed: very long lines, almost no whitespace
     GENERATED = "generated"  # says so itself (@generated, "Code generated ... DO NOT EDIT")
+    EMPTY = "empty"  # no bytes, or only whitespace: nothing to read, and nothing a retry could change
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,8 @@ def inspect(name: str, data: bytes) -> Skipped | None:
     PDF and HTML go to their parsers, which judge them (extracted text is never minified)."""
     kind = kind_by_name(name)
     head = data[:_SNIFF]
+    if not head.strip() and not data.strip():
+        return Skipped(name, SkipReason.EMPTY, "the file is empty: nothing to read")
     for magic, what in _MAGIC:
         if head.startswith(magic):
             return Skipped(name, SkipReason.COMPRESSED, f"{what}-compressed data; archives are not unpacked")
@@ -164,8 +167,6 @@ def inspect(name: str, data: bytes) -> Skipped | None:
         return Skipped(name, SkipReason.UNSUPPORTED, f"no parser reads {suffix} files (images, fonts, archives...)")
     if kind not in _TEXT_KINDS or (kind is DocumentKind.UNKNOWN and _sniffs_as_document(head)):
         return None
-    if not head.strip():
-        return None  # empty: the parser says so, as it always did
     if head.startswith(_BOMS):
         return None  # a declared text encoding: the parser decodes it
     if b"\x00" in head:

@@ -142,7 +142,9 @@ def test_two_databases_in_one_folder_never_sweep_each_others_uploads(tmp_path: P
     a = Container.build(first, embedder=FakeEmbedder())
     try:
         with live_api(a) as api:
-            parts = {"variables.files.0": ("blank.txt", b"  \n\n ")}  # fails: its file is kept for a retry
+            parts = {
+                "variables.files.0": ("blank.html", b"<html><body><script>go()</script></body></html>")
+            }  # fails: its file is kept for a retry
             job = api.upload(UPLOAD, parts, {"p": _project(api, "kb"), "wait": True})["data"]["uploadDocuments"]
             assert job["items"][0]["state"] == "FAILED"
         (kept,) = [Path(p) for p in _source_paths(a, job["id"])]
@@ -164,7 +166,9 @@ def test_the_worker_removes_expired_files_when_it_starts(migrated: Settings) -> 
     container = Container.build(migrated, embedder=FakeEmbedder())
     try:
         with live_api(container) as api:
-            parts = {"variables.files.0": ("blank.txt", b"  \n\n ")}  # fails: its file is kept for a retry
+            parts = {
+                "variables.files.0": ("blank.html", b"<html><body><script>go()</script></body></html>")
+            }  # fails: its file is kept for a retry
             job = api.upload(UPLOAD, parts, {"p": _project(api, "kb"), "wait": True})["data"]["uploadDocuments"]
         (kept,) = [Path(p) for p in _source_paths(container, job["id"])]
         assert kept.is_file()

@@ -96,25 +96,28 @@ def test_a_bad_file_is_reported_and_the_batch_goes_on(container: Container) -> N
             Source.from_bytes("good.txt", b"good text"),
             Source.from_bytes("binary.txt", b"\x00\x01\x02\xff" * 50),
             Source.from_bytes("empty.md", b"   \n\n  "),
+            Source.from_bytes("scripts.html", b"<html><body><script>go()</script></body></html>"),
             Source.from_bytes("also-good.md", b"# Title\n\nmore text"),
         ],
     )
-    # Binary bytes are skipped with their reason (issue 17 item 7), nothing stored; an empty file fails.
-    assert [f.status for f in summary.files] == ["added", "skipped", "failed", "added"]
+    # Binary bytes and an empty file are skipped with their reasons, nothing stored (a retry could
+    # change neither); a page with no visible text fails.
+    assert [f.status for f in summary.files] == ["added", "skipped", "skipped", "failed", "added"]
     assert all(f.error for f in summary.files if f.status in ("failed", "skipped"))
-    assert summary.files[1].skip_reason == "binary"
+    assert summary.files[1].skip_reason == "binary" and summary.files[2].skip_reason == "empty"
     with container.store.read() as db:
         rows = db.connection().exec_driver_sql("SELECT name, status, error, chunk_count FROM documents").all()
     failed = {r[0]: r for r in rows if r[1] == "failed"}
-    assert set(failed) == {"empty.md"} and all(r[3] == 0 for r in failed.values())
+    assert set(failed) == {"scripts.html"} and all(r[3] == 0 for r in failed.values())
+    assert "empty.md" not in {r[0] for r in rows}
     assert "binary.txt" not in {r[0] for r in rows}
 
 
-def test_a_failed_update_keeps_the_last_good_version(container: Container) -> None:
+def test_an_update_that_cannot_be_read_keeps_the_last_good_version(container: Container) -> None:
     ingestor, _, pid = _setup(container)
     ingestor.ingest(pid, [Source.from_bytes("a.txt", b"good version")])
     result = ingestor.ingest(pid, [Source.from_bytes("a.txt", b"  \n\n ")]).files[0]
-    assert result.status == "failed" and result.error
+    assert result.status == "skipped" and result.skip_reason == "empty"
     skipped = ingestor.ingest(pid, [Source.from_bytes("a.txt", b"\x00\x00 broken")]).files[0]
     assert skipped.status == "skipped" and skipped.skip_reason == "binary"
     with container.store.read() as db:

@@ -87,7 +87,11 @@ def test_minified_and_generated_text_is_skipped_but_long_prose_lines_are_not() -
         is SkipReason.GENERATED
     )  # type: ignore[union-attr]
     assert inspect("guide.pdf", b"%PDF-1.7 \x00\x01") is None  # the PDF parser judges PDFs
-    assert inspect("empty.md", b"  \n") is None  # empty fails in the parser, as before
+    # Empty is skipped, not failed: nothing to read, and a retry could never change that.
+    for empty in (b"", b"  \n", b"\n" * 10_000):
+        skipped = inspect("empty.md", empty)
+        assert skipped is not None and skipped.reason is SkipReason.EMPTY and "empty" in skipped.detail
+    assert inspect("empty.pdf", b"") is not None
 
 
 def test_types_that_are_never_text_are_unsupported_whatever_their_bytes() -> None:
