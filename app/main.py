@@ -170,7 +170,9 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
     app.include_router(graphql, prefix="/graphql")
     app.include_router(oidc_routes(settings))  # /auth/oidc/login and /callback (app/auth/oidc.py)
     app.include_router(openai_routes())  # /v1/models and /v1/chat/completions (app/openai_api/)
-    app.router.routes.append(Route(MCP_PATH, endpoint=mcp.asgi, methods=["GET", "POST", "DELETE"]))
+    # POST only: stateless, so no session to DELETE and no stream a GET would hold open (MCP lets a
+    # server answer those 405).
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp.asgi, methods=["POST"]))
 
     @app.get("/healthz")
     def healthz(request: Request) -> JSONResponse:
