@@ -31,7 +31,8 @@ class _ChatSessionInputHead:
 
     title: str | None = strawberry.field(
         default=None,
-        description=f'Shown in the chat list, 1-{TITLE_MAX} characters. Omitted on create: "New chat", until its first question names it.',
+        description=f"Shown in the chat list, 1-{TITLE_MAX} characters. Omitted on create: "
+        '"New chat", until its first question names it.',
     )
     system_prompt: str | None = strawberry.field(
         default=None,
