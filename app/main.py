@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
 from starlette.types import Scope
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
@@ -24,10 +25,20 @@ from app.graphql.context import container_of, get_context
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.net import outbound
+from app.ops import metrics, scrape
 from app.request_log import RequestLog
-from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
+from app.security import (
+    KEY_REQUIRED,
+    PREFLIGHT_HEADERS,
+    HostPolicy,
+    Perimeter,
+    allowed_origins,
+    bearer_token,
+    client_address,
+    session_cookie,
+)
 from app.services import health, leases
-from app.services.people.access import Caller
+from app.services.people.access import Caller, CallerKind
 from app.services.people.identify import Credentials
 from app.settings import Settings
 from app.web import BUILT_FRONTEND, frontend_app
@@ -86,6 +97,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         if owned:
             app.state.container = Container.build(settings)
         store = app.state.container.store
+        scrape.watch_pool(store.engine)
         lease = leases.ServerLease(store)
         ready = await _open_store(app.state.container, lease)
         worker = app.state.container.jobs
@@ -125,6 +137,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             if owned:
                 await app.state.container.aclose()
                 del app.state.container
+            metrics.process_stopped()
 
     # No OpenAPI pages: the API is GraphQL (schema.graphql, GraphiQL at /graphql).
     app = FastAPI(
@@ -173,6 +186,29 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             return JSONResponse({**vars(health.check(store)), "server": store.owner, "pid": os.getpid()})
         except StorageError as exc:
             return JSONResponse({"ok": False, "error": exc.message}, status_code=503)
+
+    scrapers = scrape.Allowed(settings.ops.metrics_allow)
+
+    @app.get("/metrics")
+    async def metrics_page(request: Request) -> Response:
+        """Prometheus's scrape (app/ops/metrics.py): for an allow-listed peer, or a caller with full
+        rights (the server's key, an administrator's unrestricted key, an open server)."""
+        if not scrapers.allows(client_address(request.scope)):
+            headers = Headers(scope=request.scope)
+            caller = await identify_request(
+                request.scope, bearer_token(headers.get("authorization")), session_cookie(headers.get("cookie"))
+            )
+            if not isinstance(caller, Caller) or caller.kind == CallerKind.ANONYMOUS:
+                refused = {"errors": [{"message": KEY_REQUIRED}]}
+                return JSONResponse(refused, 401, headers={"WWW-Authenticate": "Bearer"})
+            if not caller.full_rights:
+                return JSONResponse({"errors": [{"message": "reading metrics needs full rights"}]}, 403)
+        try:
+            await anyio.to_thread.run_sync(scrape.read_ingestion, container_of(request).store)
+        except StorageError as exc:  # the other families still say how the server is doing
+            log.warning("metrics: the ingestion queue could not be read: %s", exc.message)
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
 
     frontend = settings.frontend_dir or BUILT_FRONTEND
     if (frontend / "index.html").is_file():

@@ -67,6 +67,11 @@ class TraceBuilder:
         """How the answer was written, once that is known."""
         return self._trace.answer
 
+    @property
+    def tokens(self) -> TraceTokens | None:
+        """The token counts so far (the prompt's, then the model's usage once it is known)."""
+        return self._trace.tokens
+
     def timing(self, stage: Stage, ms: float) -> None:
         self._timings[stage] = round(ms, 3)
 
