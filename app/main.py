@@ -26,6 +26,7 @@ from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.net import outbound
 from app.ops import metrics, scrape
+from app.ops.readiness import Readiness
 from app.request_log import RequestLog
 from app.security import (
     KEY_REQUIRED,
@@ -100,6 +101,9 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         scrape.watch_pool(store.engine)
         lease = leases.ServerLease(store)
         ready = await _open_store(app.state.container, lease)
+        # /readyz: the embedder and the indexes load in the background meanwhile (app/ops/readiness.py).
+        readiness = app.state.readiness = Readiness(store, lambda: app.state.container.embedder)
+        readiness.start()
         worker = app.state.container.jobs
         recoverer = None
         if ready:  # the ingestion worker needs the migrated tables
@@ -129,6 +133,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
                 gc.unfreeze()
             if recoverer is not None:
                 await recoverer.stop()
+            await readiness.stop()
             await worker.stop()
             try:
                 await anyio.to_thread.run_sync(lease.release)
@@ -186,6 +191,16 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             return JSONResponse({**vars(health.check(store)), "server": store.owner, "pid": os.getpid()})
         except StorageError as exc:
             return JSONResponse({"ok": False, "error": exc.message}, status_code=503)
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        """200 when this process can serve turns at full speed, else 503 with the reasons
+        (app/ops/readiness.py); /healthz says whether it is alive."""
+        readiness: Readiness = request.app.state.readiness
+        ready, body = await anyio.to_thread.run_sync(readiness.check)
+        if not ready:
+            readiness.start()  # a warm-up that hit a problem (say, before `ragchat migrate`) tries again
+        return JSONResponse({**body, "pid": os.getpid()}, status_code=200 if ready else 503)
 
     scrapers = scrape.Allowed(settings.ops.metrics_allow)
 

@@ -78,6 +78,9 @@ INGESTION_QUEUE = Gauge(
 INGESTION_ITEMS = Gauge(
     "ragchat_ingestion_items", "Ingestion items by state", ["state"], multiprocess_mode="mostrecent"
 )
+INDEX_WARMUP_SECONDS = Gauge(
+    "ragchat_index_warmup_seconds", "Loading the embedder and the indexes at start-up", multiprocess_mode="livemax"
+)
 
 _operations: set[str] = set()
 
