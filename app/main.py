@@ -26,6 +26,7 @@ from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.net import outbound
 from app.ops import metrics, scrape
+from app.ops.draining import Drain
 from app.ops.readiness import Readiness
 from app.request_log import RequestLog
 from app.security import (
@@ -104,6 +105,9 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         # /readyz: the embedder and the indexes load in the background meanwhile (app/ops/readiness.py).
         readiness = app.state.readiness = Readiness(store, lambda: app.state.container.embedder)
         readiness.start()
+        # On SIGTERM / SIGINT: no new turns, streaming answers finish first (app/ops/draining.py).
+        drain = Drain(settings.ops.shutdown_grace, lambda: app.state.container.live.running)
+        drain.install()
         worker = app.state.container.jobs
         recoverer = None
         if ready:  # the ingestion worker needs the migrated tables
@@ -128,6 +132,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         try:
             yield
         finally:
+            drain.uninstall()
             if tune:
                 gc.set_threshold(*thresholds)
                 gc.unfreeze()

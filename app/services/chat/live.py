@@ -32,7 +32,8 @@ import anyio.to_thread
 
 from app.db.database import Database
 from app.db.enums import MessageStatus
-from app.errors import ConflictError, StorageError, ValidationError
+from app.errors import BusyError, ConflictError, StorageError, ValidationError
+from app.ops import draining
 from app.services import sessions
 from app.services.chat import follow as chat_follow
 from app.services.chat import store as chat_store
@@ -180,6 +181,16 @@ class LiveTurns:
         self._live: dict[int, LiveTurn] = {}
         self._opening: dict[tuple[object, ...], tuple[asyncio.Lock, list[int]]] = {}
 
+    @property
+    def running(self) -> int:
+        """The turns running in this process (a stopping server waits for them, app/ops/draining.py)."""
+        return len(self._live)
+
+    @staticmethod
+    def _open() -> None:
+        if draining.stopping():
+            raise BusyError("this server is stopping and takes no new chat turns: retry in a moment", retry_after=1)
+
     async def chat(
         self,
         session_id: int,
@@ -192,6 +203,7 @@ class LiveTurns:
         """Ask ``content`` in the session, or follow the turn ``key`` already names there. Raises
         (RagchatError) before anything streams: bad input, busy, not found, a key's conflict.
         ``queued`` is told the place in line while the turn waits for a generation slot."""
+        self._open()
         key = client_key(key)
         if key is None:
             return self._listen(await self.engine.start(session_id, content, None, queued), lost, keyed=False)
@@ -209,6 +221,7 @@ class LiveTurns:
         self, message_id: int, key: str | None, *, lost: Callable[[], bool], queued: Queued | None = None
     ) -> Listener:
         """Generate answer ``message_id`` again, or follow the regeneration ``key`` already names."""
+        self._open()
         key = client_key(key)
         if key is None:
             return self._listen(await self._start_regenerate(message_id, None, queued), lost, keyed=False)
