@@ -25,7 +25,7 @@ from app.graphql.context import container_of, get_context
 from app.graphql.router import RagchatGraphQLRouter
 from app.graphql.schema import build_schema
 from app.net import outbound
-from app.ops import metrics, scrape
+from app.ops import metrics, scrape, tracing
 from app.ops.draining import Drain
 from app.ops.readiness import Readiness
 from app.request_log import RequestLog
@@ -96,6 +96,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         owned = container is None
         # Requests to addresses users chose wait for a slot of their own, never for the thread pool.
         outbound.configure(settings.outbound)
+        traced = bool(settings.ops.otlp_endpoint) and tracing.configure(settings.ops.otlp_endpoint)
         if owned:
             app.state.container = Container.build(settings)
         store = app.state.container.store
@@ -148,6 +149,8 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
                 await app.state.container.aclose()
                 del app.state.container
             metrics.process_stopped()
+            if traced:
+                tracing.shutdown()  # sends the spans still buffered
 
     # No OpenAPI pages: the API is GraphQL (schema.graphql, GraphiQL at /graphql).
     app = FastAPI(
@@ -173,6 +176,8 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             allow_headers=["authorization", "content-type", "x-request-id", *PREFLIGHT_HEADERS],
             expose_headers=["x-request-id"],
         )
+    # A span per request when tracing is on (app/ops/tracing.py), inside the request log so its line has the trace id.
+    app.add_middleware(tracing.TraceRequests)
     # Outermost of all: refusals and preflights get their id and their line too (app/request_log.py).
     app.add_middleware(RequestLog)
     graphql = RagchatGraphQLRouter(

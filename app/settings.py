@@ -491,6 +491,8 @@ class OpsSettings(BaseModel):
     metrics_allow: list[str] = Field(default_factory=list)
     # Seconds a stopping server gives streaming answers to finish before it cancels them.
     shutdown_grace: float = Field(30.0, ge=0, le=3600)
+    # An OTLP/HTTP collector's traces endpoint (e.g. http://127.0.0.1:4318/v1/traces): tracing is off without one.
+    otlp_endpoint: str | None = None
 
     @field_validator("metrics_allow")
     @classmethod

@@ -35,8 +35,8 @@ def test_a_stopping_server_finishes_its_streaming_answer_and_refuses_new_turns(
 ) -> None:
     srv = scripted_server(tmp_path, "s", migrated.database_url, [SHORT, SHORT], delay_ms=30)
     srv.env["RAGCHAT_LOG__LEVEL"] = "info"
-    with srv:
-        api = Api(srv.base)
+    api = Api(srv.base)
+    with srv, api.http:  # the client's connections closed with the block
         sid = _session(api)
         with api.websocket() as ws:
             _, stream = stream_until_tokens(ws, sid, "How do penguins keep warm?", tokens=3)
@@ -58,8 +58,8 @@ def test_a_stopping_server_finishes_its_streaming_answer_and_refuses_new_turns(
 def test_an_answer_outlasting_the_grace_is_cut_off_and_the_log_says_so(tmp_path: Path, migrated: Settings) -> None:
     srv = scripted_server(tmp_path, "s", migrated.database_url, [SLOW], delay_ms=30)
     srv.env.update({"RAGCHAT_LOG__LEVEL": "info", "RAGCHAT_OPS__SHUTDOWN_GRACE": "0.5"})
-    with srv:
-        api = Api(srv.base)
+    api = Api(srv.base)
+    with srv, api.http:  # the client's connections closed with the block
         sid = _session(api)
         with api.websocket() as ws:
             stream_until_tokens(ws, sid, "How do penguins keep warm?", tokens=3)

@@ -68,6 +68,13 @@ class TurnLog:
             tokens_in=tokens.prompt if tokens is not None else None,
             tokens_out=tokens.completion if tokens is not None else None,
         )
+        self.trace.flush_spans()
+        self.trace.span.end(
+            self.outcome,
+            mode,
+            tokens.prompt if tokens is not None else None,
+            tokens.completion if tokens is not None else None,
+        )
         stages = ", ".join(f"{stage} {value:.1f}" for stage, value in timings.items()) or "none"
         log.info(
             "chat turn %s (session %s) %s%s in %.1f ms: %s/%s, %s answer; stages (ms): %s",
