@@ -1,10 +1,13 @@
 """Operations overhead: a full ``sendMessage`` over HTTP on a live server with the Prometheus
-metrics recorded (app/ops/metrics.py) ÷ the same turn with every recording call made a no-op, back
-to back in rounds (the order alternating), the time inside the fake providers taken out of both.
+metrics recorded (app/ops/metrics.py) and OpenTelemetry tracing on (app/ops/tracing.py: the request's,
+the turn's and every stage's span, through the SDK's batch processor to an exporter that drops
+them, so no collector's time is counted) ÷ the same turn with both off, back to back in rounds (the
+order alternating), the time inside the fake providers taken out of both.
 
 Metrics are always on in a server; "off" here swaps the recording functions (the operation's, the
 turn's, the slots' and the pool's counters) for ones that do nothing, which is what the turn would
-cost without them. Goal: on ÷ off <= 1.05 (median of the per-round ratios).
+cost without them, and turns tracing off as a server without an endpoint has it. Goal: on ÷ off
+<= 1.05 (median of the per-round ratios).
 
 Usage: python -m benchmarks.ops_overhead [--quick]
 """
@@ -18,8 +21,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
 from app.llm.base import ChatModel, Embedder
-from app.ops import metrics
+from app.ops import metrics, tracing
 from benchmarks import common, data
 from benchmarks.chat_overhead import SEND_ANSWER, CitingChatModel
 from benchmarks.common import Config
@@ -44,16 +49,23 @@ def _nothing(*_: object, **__: object) -> None:
     pass
 
 
+class _Dropped(SpanExporter):
+    def export(self, spans: Any) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
+
+
 @contextmanager
-def metrics_off() -> Iterator[None]:
-    """The recording calls as no-ops (they are looked up on the module at each call)."""
+def ops_off() -> Iterator[None]:
+    """The recording calls as no-ops (they are looked up on the module at each call), no tracer."""
     saved = {name: getattr(metrics, name) for name in ("operation", "turn", "slots", "DB_CONNECTIONS_IN_USE")}
     for name in ("operation", "turn", "slots"):
         setattr(metrics, name, _nothing)
     metrics.DB_CONNECTIONS_IN_USE = cast(Any, _Nothing())
+    tracer, tracing._tracer = tracing._tracer, None
     try:
         yield
     finally:
+        tracing._tracer = tracer
         for name, value in saved.items():
             setattr(metrics, name, value)
 
@@ -80,15 +92,19 @@ def measure(cfg: Config, n: int, questions: list[str], count: int) -> dict[str, 
                 return seconds - clock.take()
 
             def off(r: int) -> float:
-                with metrics_off():
+                with ops_off():
                     return send(r)
 
             send(0)  # the index loads, the connection pool fills
-            times = common.rounds(count, {"metrics_on": send, "metrics_off": off})
+            tracing.configure(processor=BatchSpanProcessor(_Dropped()))
+            try:
+                times = common.rounds(count, {"ops_on": send, "ops_off": off})
+            finally:
+                tracing.shutdown()
     return {
         "n": n,
         "times_ms": {name: common.summary(values) for name, values in times.items()},
-        "ratio": common.ratio(times["metrics_on"], times["metrics_off"]),
+        "ratio": common.ratio(times["ops_on"], times["ops_off"]),
     }
 
 
@@ -100,13 +116,13 @@ def run(cfg: Config) -> dict[str, Any]:
     result = measure(cfg, n, questions, count)
     ratio = result["ratio"]["median"]
     text = common.table(
-        f"Chat turn with metrics ÷ without (sendMessage over HTTP minus the fakes; medians of {count} rounds)",
+        f"Chat turn with metrics and tracing ÷ without (sendMessage minus the fakes; medians of {count} rounds)",
         ["N", "on ms", "off ms", "ratio (median)", "p95", "goal <=", "reached"],
         [
             [
                 n,
-                result["times_ms"]["metrics_on"]["median"],
-                result["times_ms"]["metrics_off"]["median"],
+                result["times_ms"]["ops_on"]["median"],
+                result["times_ms"]["ops_off"]["median"],
                 ratio,
                 result["ratio"]["p95"],
                 GOAL,
@@ -119,10 +135,10 @@ def run(cfg: Config) -> dict[str, Any]:
 
 def _plot(result: dict[str, Any]) -> Any:
     fig, (ax,) = common.figure(1)
-    names = ["metrics_off", "metrics_on"]
+    names = ["ops_off", "ops_on"]
     ax.bar(names, [result["times_ms"][name]["median"] for name in names])
     ax.set(ylabel="ms per turn (median, fakes' time removed)")
-    fig.suptitle(f"Metrics overhead: {result['ratio']['median']:.3f}x")
+    fig.suptitle(f"Metrics and tracing overhead: {result['ratio']['median']:.3f}x")
     return fig
 
 

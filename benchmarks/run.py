@@ -148,7 +148,7 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
         ratio = results["ops_overhead"]["ratio"]["median"]
         rows.append(
             [
-                "chat turn with metrics ÷ without",
+                "chat turn with metrics and tracing ÷ without",
                 f"{ratio:.3f}x",
                 f"<= {ops_overhead.GOAL}x",
                 common.goal(ratio <= ops_overhead.GOAL),
