@@ -78,6 +78,8 @@ INGESTION_QUEUE = Gauge(
 INGESTION_ITEMS = Gauge(
     "ragchat_ingestion_items", "Ingestion items by state", ["state"], multiprocess_mode="mostrecent"
 )
+INGESTED_ITEMS = Counter("ragchat_ingestion_finished_items", "Ingestion items finished, by final state", ["state"])
+INGESTED_CHUNKS = Counter("ragchat_ingestion_chunks", "Chunks embedded and stored by ingestion (rate: chunks/s)")
 INDEX_WARMUP_SECONDS = Gauge(
     "ragchat_index_warmup_seconds", "Loading the embedder and the indexes at start-up", multiprocess_mode="livemax"
 )
@@ -134,6 +136,13 @@ def slots(pool: str, in_use: int, waiting: int) -> None:
     """A pool's slots in this process, as they are now."""
     SLOTS_IN_USE.labels(pool).set(in_use)
     SLOTS_WAITING.labels(pool).set(waiting)
+
+
+def ingested(state: str, chunks: int) -> None:
+    """One ingestion item finished in ``state`` after storing ``chunks`` chunks."""
+    INGESTED_ITEMS.labels(state).inc()
+    if chunks:
+        INGESTED_CHUNKS.inc(chunks)
 
 
 def ingestion(counts: Mapping[str, int], unfinished: tuple[str, ...]) -> None:

@@ -68,6 +68,8 @@ def test_a_scrape_after_a_turn_an_upload_and_errors_has_every_family(api: Api, m
 
     assert value(samples, "ragchat_ingestion_items", state="ready") >= 1
     assert value(samples, "ragchat_ingestion_queue_depth") == 0
+    assert value(samples, "ragchat_ingestion_finished_items_total", state="ready") >= 1
+    assert value(samples, "ragchat_ingestion_chunks_total") >= 1
     assert "ragchat_db_connections_in_use" in {s.name for s in samples}
     # No user text in any label: not the question, not the document's name or text.
     text = " ".join(str(s.labels) for s in samples)
