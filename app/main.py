@@ -101,6 +101,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             app.state.container = Container.build(settings)
         store = app.state.container.store
         scrape.watch_pool(store.engine)
+        metrics.forget_dead_workers()
         lease = leases.ServerLease(store)
         ready = await _open_store(app.state.container, lease)
         # /readyz: the embedder and the indexes load in the background meanwhile (app/ops/readiness.py).

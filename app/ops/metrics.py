@@ -41,6 +41,7 @@ MAX_OPERATIONS = 64  # distinct operation names per process; a client inventing 
 OTHER = "other"
 ANONYMOUS = "anonymous"
 _NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,99}")
+_LIVE_FILE = re.compile(r"gauge_live[a-z]+_(\d+)\.db")
 # Seconds: an operation is usually milliseconds, a turn's stages up to a minute's generation.
 _FAST = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _SLOW = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 40.0, 60.0, 120.0)
@@ -162,6 +163,22 @@ def exposition() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(registry)
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def forget_dead_workers() -> None:
+    """A worker starting (a killed one's replacement, say) drops the live gauges of workers that are
+    gone without saying so (SIGKILL), so their slots and connections stop counting."""
+    folder = multiprocess_dir()
+    if folder is None:
+        return
+    pids = {int(m.group(1)) for name in os.listdir(folder) if (m := _LIVE_FILE.fullmatch(name))}
+    for pid in pids - {os.getpid()}:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            multiprocess.mark_process_dead(pid, folder)
+        except PermissionError:  # alive, another user's
+            pass
 
 
 def process_stopped() -> None:

@@ -3,6 +3,9 @@ labels; who may read it; and one scrape covering two worker processes."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -118,3 +121,20 @@ def test_one_scrape_covers_two_workers(tmp_path: Path, migrated: Settings) -> No
         # Every probe counted, whichever worker ran it and whichever worker answers the scrape.
         for _ in range(4):
             assert value(scrape(srv.base), "ragchat_graphql_operations_total", operation="Probe") == sent
+
+
+def _python(folder: Path, code: str) -> str:
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(folder)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_killed_workers_slots_stop_counting_when_a_worker_starts(tmp_path: Path) -> None:
+    # A worker holding two slots dies without a word (os._exit, as under SIGKILL): its file stays.
+    _python(tmp_path, "import os; from app.ops import metrics; metrics.slots('fake', 2, 1); os._exit(0)")
+    read = "from app.ops import metrics; print(metrics.exposition()[0].decode())"
+    before = _python(tmp_path, read)
+    assert 'ragchat_generation_slots_in_use{pool="fake"} 2.0' in before
+    after = _python(tmp_path, "from app.ops import metrics; metrics.forget_dead_workers(); " + read.split("; ", 1)[1])
+    assert 'ragchat_generation_slots_in_use{pool="fake"}' not in after
