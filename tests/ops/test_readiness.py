@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 import httpx
+import pytest
 
 from app.container import Container
 from app.db.database import Database
@@ -35,6 +36,7 @@ def test_a_migrated_server_with_its_embedder_and_indexes_loaded_is_ready(api: Ap
     assert api.http.get("/healthz").json()["ok"] is True
 
 
+@pytest.mark.sqlite_only(reason="the in-memory vector index; PostgreSQL searches pgvector's")
 def test_the_warm_up_loads_every_active_spaces_index(fake_container: Container) -> None:
     with live_api(fake_container) as api:
         pid = api.run(CREATE)["createProject"]["id"]
