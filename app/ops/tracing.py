@@ -15,7 +15,8 @@ at once and nothing is recorded.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace as otel
@@ -66,6 +67,17 @@ def enabled() -> bool:
 
 def _hex(span: otel.Span) -> str:
     return format(span.get_span_context().trace_id, "032x")
+
+
+@contextmanager
+def span(name: str, attributes: Mapping[str, str | int]) -> Iterator[otel.Span | None]:
+    """A span of its own (a background task's: an ingestion item), or None when tracing is off."""
+    tracer = _tracer
+    if tracer is None:
+        yield None
+        return
+    with tracer.start_as_current_span(name, attributes=dict(attributes)) as current:
+        yield current
 
 
 class TraceRequests:

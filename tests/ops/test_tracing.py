@@ -152,3 +152,18 @@ def test_with_an_otlp_endpoint_the_spans_reach_the_collector(fake_container: Con
     finally:
         collector.shutdown()
         collector.server_close()
+
+
+UPLOAD = """mutation Upload($p: ID!, $files: [Upload!]!) { uploadDocuments(projectId: $p, files: $files, wait: true) {
+  ... on IngestionJob { id finished items { id state } } } }"""
+
+
+def test_an_ingested_item_has_a_span_with_ids_not_names(spans: InMemorySpanExporter, fake_container: Container) -> None:
+    with live_api(fake_container) as api:
+        pid = api.run(CREATE)["createProject"]["id"]
+        job = api.upload(UPLOAD, {"variables.files.0": ("secret-plans.txt", b"alpha beta gamma")}, {"p": pid})
+        job = job["data"]["uploadDocuments"]
+    item = next(span for span in spans.get_finished_spans() if span.name == "ingestion item")
+    assert item.attributes["ragchat.job_id"] == int(job["id"]) and item.attributes["ragchat.state"] == "ready"
+    assert item.attributes["ragchat.chunks"] >= 1
+    assert "secret" not in json.dumps(dict(item.attributes or {}))
