@@ -233,6 +233,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             await anyio.to_thread.run_sync(scrape.read_ingestion, container_of(request).store)
         except StorageError as exc:  # the other families still say how the server is doing
             log.warning("metrics: the ingestion queue could not be read: %s", exc.message)
+        scrape.read_indexes(container_of(request).store)
         body, content_type = metrics.exposition()
         return Response(body, media_type=content_type)
 

@@ -81,6 +81,9 @@ INGESTION_ITEMS = Gauge(
 )
 INGESTED_ITEMS = Counter("ragchat_ingestion_finished_items", "Ingestion items finished, by final state", ["state"])
 INGESTED_CHUNKS = Counter("ragchat_ingestion_chunks", "Chunks embedded and stored by ingestion (rate: chunks/s)")
+# Each worker holds its own copy of the same indexes: the largest reading counts.
+INDEX_SPACES = Gauge("ragchat_index_spaces_loaded", "Embedding spaces held in memory", multiprocess_mode="livemax")
+INDEX_VECTORS = Gauge("ragchat_index_vectors", "Vectors held in memory (all spaces)", multiprocess_mode="livemax")
 INDEX_WARMUP_SECONDS = Gauge(
     "ragchat_index_warmup_seconds", "Loading the embedder and the indexes at start-up", multiprocess_mode="livemax"
 )

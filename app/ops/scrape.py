@@ -17,6 +17,7 @@ from app.db.database import Database
 from app.db.enums import UNFINISHED_ITEM_STATES, ItemState
 from app.db.models import IngestionItem
 from app.ops import metrics
+from app.rag.index import vector_index
 
 
 def read_ingestion(store: Database) -> None:
@@ -24,6 +25,13 @@ def read_ingestion(store: Database) -> None:
         rows = db.execute(select(IngestionItem.state, func.count()).group_by(IngestionItem.state)).all()
     counts = {str(state): 0 for state in ItemState} | {str(state): int(count) for state, count in rows}
     metrics.ingestion(counts, tuple(str(state) for state in UNFINISHED_ITEM_STATES))
+
+
+def read_indexes(store: Database) -> None:
+    """The in-memory vector indexes of this process (SQLite; PostgreSQL's are pgvector's, in the database)."""
+    spaces, vectors = vector_index.loaded_rows(store.engine.pool)
+    metrics.INDEX_SPACES.set(spaces)
+    metrics.INDEX_VECTORS.set(vectors)
 
 
 def watch_pool(engine: Engine) -> None:

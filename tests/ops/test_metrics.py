@@ -41,7 +41,9 @@ def _turn(api: Api) -> None:
     assert api.run(SEND, s=sid, c="How do penguins survive winter?")["sendMessage"]["status"] == "COMPLETE"
 
 
-def test_a_scrape_after_a_turn_an_upload_and_errors_has_every_family(api: Api, model: FakeChatModel) -> None:
+def test_a_scrape_after_a_turn_an_upload_and_errors_has_every_family(
+    api: Api, model: FakeChatModel, backend: str
+) -> None:
     model.enqueue("Penguins huddle [1].")
     _turn(api)
     # Errors: a result union's error member, a field that does not exist, a document that does not parse.
@@ -74,6 +76,8 @@ def test_a_scrape_after_a_turn_an_upload_and_errors_has_every_family(api: Api, m
     assert value(samples, "ragchat_ingestion_finished_items_total", state="ready") >= 1
     assert value(samples, "ragchat_ingestion_chunks_total") >= 1
     assert "ragchat_db_connections_in_use" in {s.name for s in samples}
+    if backend == "sqlite":  # PostgreSQL's vectors stay in pgvector
+        assert value(samples, "ragchat_index_spaces_loaded") == 1 and value(samples, "ragchat_index_vectors") == 2
     # No user text in any label: not the question, not the document's name or text.
     text = " ".join(str(s.labels) for s in samples)
     assert "penguins" not in text.lower() and "a.txt" not in text
