@@ -28,9 +28,17 @@ from typing import IO, Any
 from app.settings import LogSettings, Settings
 
 request_id: ContextVar[str | None] = ContextVar("ragchat_request_id", default=None)
+# The OpenTelemetry trace of the request being served, when tracing is on (app/ops/tracing.py): the
+# log lines and the spans (and the stored retrieval trace) join on it.
+trace_id: ContextVar[str | None] = ContextVar("ragchat_trace_id", default=None)
 
 # The attributes every LogRecord has; anything else on a record came from ``extra=``.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "request_id"}
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "request_id",
+    "trace_id",
+}
 # uvicorn's colour variant of its own message; noise in a log file.
 _DROPPED_EXTRAS = frozenset({"color_message"})
 # Chatty at info (a line per HTTP call to a provider; alembic at every start); shown at debug.
@@ -51,6 +59,8 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if getattr(record, "request_id", None) is None:
             record.request_id = request_id.get()
+        if getattr(record, "trace_id", None) is None:
+            record.trace_id = trace_id.get()
         return True
 
 
@@ -102,6 +112,8 @@ class JsonFormatter(_Redacting):
         }
         if (rid := getattr(record, "request_id", None)) is not None:
             entry["request_id"] = rid
+        if (tid := getattr(record, "trace_id", None)) is not None:
+            entry["trace_id"] = tid
         for key, value in extras(record).items():
             entry.setdefault(key, value)
         if record.exc_info:

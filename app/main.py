@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
 from starlette.routing import Route
 from starlette.types import Scope
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
@@ -27,10 +28,22 @@ from app.graphql.schema import build_schema
 from app.mcp_api.server import MCP_PATH, McpApp
 from app.net import outbound
 from app.openai_api.router import openai_routes
+from app.ops import metrics, scrape, tracing
+from app.ops.draining import Drain
+from app.ops.readiness import Readiness
 from app.request_log import RequestLog
-from app.security import PREFLIGHT_HEADERS, HostPolicy, Perimeter, allowed_origins
+from app.security import (
+    KEY_REQUIRED,
+    PREFLIGHT_HEADERS,
+    HostPolicy,
+    Perimeter,
+    allowed_origins,
+    bearer_token,
+    client_address,
+    session_cookie,
+)
 from app.services import health, leases
-from app.services.people.access import Caller
+from app.services.people.access import Caller, CallerKind
 from app.services.people.identify import Credentials
 from app.settings import Settings
 from app.web import BUILT_FRONTEND, frontend_app
@@ -86,11 +99,20 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         owned = container is None
         # Requests to addresses users chose wait for a slot of their own, never for the thread pool.
         outbound.configure(settings.outbound)
+        traced = bool(settings.ops.otlp_endpoint) and tracing.configure(settings.ops.otlp_endpoint)
         if owned:
             app.state.container = Container.build(settings)
         store = app.state.container.store
+        scrape.watch_pool(store.engine)
+        metrics.forget_dead_workers()
         lease = leases.ServerLease(store)
         ready = await _open_store(app.state.container, lease)
+        # /readyz: the embedder and the indexes load in the background meanwhile (app/ops/readiness.py).
+        readiness = app.state.readiness = Readiness(store, lambda: app.state.container.embedder)
+        readiness.start()
+        # On SIGTERM / SIGINT: no new turns, streaming answers finish first (app/ops/draining.py).
+        drain = Drain(settings.ops.shutdown_grace, lambda: app.state.container.live.running)
+        drain.install()
         worker = app.state.container.jobs
         recoverer = None
         if ready:  # the ingestion worker needs the migrated tables
@@ -116,11 +138,13 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             async with mcp.manager.run():  # the MCP transport's task group, for the server's life
                 yield
         finally:
+            drain.uninstall()
             if tune:
                 gc.set_threshold(*thresholds)
                 gc.unfreeze()
             if recoverer is not None:
                 await recoverer.stop()
+            await readiness.stop()
             await worker.stop()
             try:
                 await anyio.to_thread.run_sync(lease.release)
@@ -129,6 +153,9 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             if owned:
                 await app.state.container.aclose()
                 del app.state.container
+            metrics.process_stopped()
+            if traced:
+                tracing.shutdown()  # sends the spans still buffered
 
     mcp = McpApp()  # /mcp (app/mcp_api/): one per app, its manager runs once
     # No OpenAPI pages: the API is GraphQL (schema.graphql, GraphiQL at /graphql).
@@ -155,6 +182,8 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             allow_headers=["authorization", "content-type", "x-request-id", *PREFLIGHT_HEADERS],
             expose_headers=["x-request-id"],
         )
+    # A span per request when tracing is on (app/ops/tracing.py), inside the request log so its line has the trace id.
+    app.add_middleware(tracing.TraceRequests)
     # Outermost of all: refusals and preflights get their id and their line too (app/request_log.py).
     app.add_middleware(RequestLog)
     graphql = RagchatGraphQLRouter(
@@ -182,6 +211,40 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
             return JSONResponse({**vars(health.check(store)), "server": store.owner, "pid": os.getpid()})
         except StorageError as exc:
             return JSONResponse({"ok": False, "error": exc.message}, status_code=503)
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> JSONResponse:
+        """200 when this process can serve turns at full speed, else 503 with the reasons
+        (app/ops/readiness.py); /healthz says whether it is alive."""
+        readiness: Readiness = request.app.state.readiness
+        ready, body = await anyio.to_thread.run_sync(readiness.check)
+        if not ready:
+            readiness.start()  # a warm-up that hit a problem (say, before `ragchat migrate`) tries again
+        return JSONResponse({**body, "pid": os.getpid()}, status_code=200 if ready else 503)
+
+    scrapers = scrape.Allowed(settings.ops.metrics_allow)
+
+    @app.get("/metrics")
+    async def metrics_page(request: Request) -> Response:
+        """Prometheus's scrape (app/ops/metrics.py): for an allow-listed peer, or a caller with full
+        rights (the server's key, an administrator's unrestricted key, an open server)."""
+        if not scrapers.allows(client_address(request.scope)):
+            headers = Headers(scope=request.scope)
+            caller = await identify_request(
+                request.scope, bearer_token(headers.get("authorization")), session_cookie(headers.get("cookie"))
+            )
+            if not isinstance(caller, Caller) or caller.kind == CallerKind.ANONYMOUS:
+                refused = {"errors": [{"message": KEY_REQUIRED}]}
+                return JSONResponse(refused, 401, headers={"WWW-Authenticate": "Bearer"})
+            if not caller.full_rights:
+                return JSONResponse({"errors": [{"message": "reading metrics needs full rights"}]}, 403)
+        try:
+            await anyio.to_thread.run_sync(scrape.read_ingestion, container_of(request).store)
+        except StorageError as exc:  # the other families still say how the server is doing
+            log.warning("metrics: the ingestion queue could not be read: %s", exc.message)
+        scrape.read_indexes(container_of(request).store)
+        body, content_type = metrics.exposition()
+        return Response(body, media_type=content_type)
 
     frontend = settings.frontend_dir or BUILT_FRONTEND
     if (frontend / "index.html").is_file():

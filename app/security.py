@@ -50,9 +50,12 @@ GRAPHQL_PATH = "/graphql"
 SESSION_COOKIE = "ragchat_session"
 # Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
 # route such as /sessions/7): no data, and the browser must load it before it can send a key.
-API_PATHS = frozenset({GRAPHQL_PATH, "/healthz", "/v1/models", "/mcp"})
+API_PATHS = frozenset({GRAPHQL_PATH, "/healthz", "/readyz", "/v1/models", "/mcp"})
 # The OpenAI-compatible door (app/openai_api/): its clients read OpenAI's error shape.
 OPENAI_PREFIX = "/v1/"
+# Data a route guards itself: /metrics is for a caller with full rights or an allow-listed scraper
+# (RAGCHAT_OPS__METRICS_ALLOW, app/main.py), which the perimeter cannot tell apart.
+SELF_GUARDED = frozenset({"/metrics"})
 KEY_REQUIRED = "an API key is required: send 'Authorization: Bearer <key>'"
 CSRF_REFUSED = (
     "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send a "
@@ -70,7 +73,7 @@ _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
 def is_public(method: str, path: str) -> bool:
-    return method in ("GET", "HEAD") and path not in API_PATHS
+    return method in ("GET", "HEAD") and path not in API_PATHS and path not in SELF_GUARDED
 
 
 def wants_graphiql(method: str, query_params: Mapping[str, object], accept: str) -> bool:
@@ -363,7 +366,7 @@ class Perimeter:
         page = path == GRAPHQL_PATH and wants_graphiql(
             method, QueryParams(scope["query_string"]), headers.get("accept", "")
         )
-        if page or is_public(method, path):
+        if page or is_public(method, path) or (path in SELF_GUARDED and method in ("GET", "HEAD")):
             return None
         caller = await self.identify(
             scope, bearer_token(headers.get("authorization")), session_cookie(headers.get("cookie"))
@@ -371,7 +374,7 @@ class Perimeter:
         if caller is None:
             return Refusal(401, KEY_REQUIRED, {"WWW-Authenticate": "Bearer"})
         scope.setdefault("state", {})["caller"] = caller
-        runs_operations = path == GRAPHQL_PATH or method not in ("GET", "HEAD")  # not GET /healthz
+        runs_operations = path == GRAPHQL_PATH or method not in ("GET", "HEAD")  # not GET /healthz, /readyz
         if runs_operations and not _preflighted(headers):
             return Refusal(400, CSRF_REFUSED)
         return None

@@ -12,7 +12,8 @@ what a killed worker was writing is marked failed by the others (or by its repla
 its in-memory indexes follow the other workers' writes through the journals, as separate servers'
 do; a client that reconnects to another worker follows its turn through the database
 (app/services/chat/follow.py); and the workers count their generation slots together, so a cap
-stays the server's (app/services/chat/shared_slots.py, in a folder made for the run). ``ragchat serve``
+stays the server's (app/services/chat/shared_slots.py, in a folder made for the run); their metrics
+are written to another such folder, so that /metrics reports them all (app/ops/metrics.py). ``ragchat serve``
 never migrates, so workers never race to: the database is brought up to date by ``ragchat migrate``
 beforehand, as for one process.
 """
@@ -28,6 +29,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from app import logs
+from app.ops.metrics import MULTIPROCESS_DIR
 from app.security import check_exposure
 from app.services.chat import shared_slots
 from app.settings import Settings, env_name, load_settings
@@ -75,6 +77,10 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
         os.environ[env_name((field,))] = str(getattr(settings, field))
     slots = tempfile.mkdtemp(prefix="ragchat-slots-")
     os.environ[shared_slots.WORKER_SLOTS] = slots
+    # The workers' metrics, for a scrape of any of them to report the whole server (app/ops/metrics.py):
+    # a fresh folder each run, as prometheus-client asks, set before the workers import it.
+    samples = tempfile.mkdtemp(prefix="ragchat-metrics-")
+    os.environ[MULTIPROCESS_DIR] = samples
     try:
         from uvicorn.config import STARTUP_FAILURE  # the status uvicorn exits with when it cannot start
         from uvicorn.supervisors import Multiprocess
@@ -95,6 +101,7 @@ def serve(settings: Settings, *, factory: str = APP_FACTORY, **uvicorn_options: 
         Multiprocess(config, sockets=[sock]).run()
     finally:
         shutil.rmtree(slots, ignore_errors=True)
+        shutil.rmtree(samples, ignore_errors=True)
 
 
 # Linux spreads connections over sockets bound to one port with SO_REUSEPORT (by a hash of each

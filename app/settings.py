@@ -494,6 +494,28 @@ class ApiSettings(BaseModel):
         return [k.get_secret_value() for k in [*self.api_keys, *self.operator_keys]]
 
 
+class OpsSettings(BaseModel):
+    """What operators watch and how the server stops (app/ops/, docs/OPERATIONS.md)."""
+
+    # Addresses or networks whose requests may read /metrics without a key (JSON list, e.g.
+    # ["10.0.0.0/8"]): a Prometheus server that holds no key. Judged by the connection's own peer.
+    metrics_allow: list[str] = Field(default_factory=list)
+    # Seconds a stopping server gives streaming answers to finish before it cancels them.
+    shutdown_grace: float = Field(30.0, ge=0, le=3600)
+    # An OTLP/HTTP collector's traces endpoint (e.g. http://127.0.0.1:4318/v1/traces): tracing is off without one.
+    otlp_endpoint: str | None = None
+
+    @field_validator("metrics_allow")
+    @classmethod
+    def _networks(cls, networks: list[str]) -> list[str]:
+        for network in networks:
+            try:
+                ipaddress.ip_network(network.strip(), strict=False)
+            except ValueError as exc:
+                raise ValueError(f"not an address or network: {network!r} ({exc})") from None
+        return [network.strip() for network in networks]
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -534,6 +556,7 @@ class Settings(BaseSettings):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     outbound: OutboundSettings = Field(default_factory=OutboundSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    ops: OpsSettings = Field(default_factory=OpsSettings)
 
     @field_validator("embedder", "llm")
     @classmethod

@@ -27,6 +27,7 @@ from benchmarks import (
     ingestion,
     llama_builds,
     openai_door,
+    ops_overhead,
     provider_concurrency,
     upload_jobs,
     vector_options,
@@ -47,6 +48,7 @@ BENCHMARKS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "concurrency": concurrency.run,
     "provider_concurrency": provider_concurrency.run,
     "upload_jobs": upload_jobs.run,
+    "ops_overhead": ops_overhead.run,
 }
 DOC = common.ROOT / "docs" / "BENCHMARKS.md"
 START = "<!-- benchmarks:results:start (written by `make bench`; edit benchmarks/run.py instead) -->"
@@ -142,6 +144,16 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
                 f"{ratio:.2f}x",
                 f"<= {chat_overhead.goal(r['n'])}x",
                 common.goal(ratio <= chat_overhead.goal(r["n"])),
+            ]
+        )
+    if "ops_overhead" in results:
+        ratio = results["ops_overhead"]["ratio"]["median"]
+        rows.append(
+            [
+                "chat turn with metrics and tracing ÷ without",
+                f"{ratio:.3f}x",
+                f"<= {ops_overhead.GOAL}x",
+                common.goal(ratio <= ops_overhead.GOAL),
             ]
         )
     if "first_token" in results:

@@ -25,6 +25,7 @@ ORDER = (
     "openai_api",
     "mcp_api",
     "services",
+    "ops",
     "rag",
     "llm",
     "db",

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from app import logs
-from app.cli import bench, chat, database, ingest, users
+from app.cli import backup, bench, chat, database, ingest, users
 from app.cli.settings import settings_or_exit
 from app.errors import RagchatError
 
@@ -65,6 +65,7 @@ def export_schema() -> None:
 cli.add_typer(ingest.commands)
 cli.add_typer(chat.commands)
 cli.add_typer(database.commands)
+cli.add_typer(backup.commands)
 cli.add_typer(bench.commands, name="bench")
 cli.add_typer(users.commands, name="users")
 cli.add_typer(users.key_commands, name="keys")

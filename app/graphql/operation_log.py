@@ -18,9 +18,11 @@ from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from graphql import OperationDefinitionNode
 from strawberry.extensions import SchemaExtension
 
 from app import request_log
+from app.ops import metrics
 from app.request_log import INTERNAL_ERROR, OK, worst
 
 log = logging.getLogger("ragchat.graphql.operation")
@@ -66,6 +68,7 @@ class OperationLog(SchemaExtension):
             kind: str | None = context.operation_type.value
         except RuntimeError:  # the document did not parse, or names no operation it holds
             kind = None
+        metrics.operation(metrics.operation_label(name, in_document=self._defined(name)), kind, outcome, ms / 1000)
         record = request_log.current()
         if record is not None:
             record.operation(name, kind, outcome)
@@ -73,3 +76,15 @@ class OperationLog(SchemaExtension):
             level = logging.WARNING if outcome == INTERNAL_ERROR else logging.INFO
             fields = {"operation_name": name, "operation_type": kind, "outcome": outcome, "duration_ms": round(ms, 1)}
             log.log(level, "%s %s %.1f ms %s", kind or "graphql", name or "(anonymous)", ms, outcome, extra=fields)
+
+    def _defined(self, name: str | None) -> bool:
+        """Whether the parsed document defines an operation called ``name`` (None: an unnamed one);
+        only such a name becomes a metric label (app/ops/metrics.py)."""
+        document = self.execution_context.graphql_document
+        if document is None:
+            return False
+        return any(
+            (node.name.value if node.name else None) == name
+            for node in document.definitions
+            if isinstance(node, OperationDefinitionNode)
+        )

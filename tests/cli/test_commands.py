@@ -21,6 +21,8 @@ COMMANDS = {
     "demo": [],
     "ask": ["question", "--session", "-s", "--project", "-p", "--top-k", "--threshold", "--mode"],
     "copy-database": ["--to", "--from", "--replace"],
+    "backup": ["path", "--check"],
+    "restore": ["path", "--replace"],
     "bench retrieval": [
         *("--dataset", "--split", "--mode", "--max-docs", "--max-queries", "--json", "--cache", "--rrf-k"),
         *("--vector-weight", "--keyword-weight", "--feedback-docs", "--fusion", "--convex-alpha", "--expansion"),

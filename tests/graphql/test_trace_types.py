@@ -32,10 +32,10 @@ def test_every_trace_field_shows_under_its_name_with_its_own_description() -> No
 
 def test_stored_only_fields_are_kept_in_the_json_and_not_shown() -> None:
     hidden = {f.name for f in fields(trace_model.RetrievalTrace) if f.metadata.get("stored_only")}
-    assert hidden == {"version", "history_turns", "source_chunk_ids"}
+    assert hidden == {"version", "history_turns", "source_chunk_ids", "trace_id"}
     trace = build_schema()._schema.get_type("RetrievalTrace")
     assert isinstance(trace, GraphQLObjectType)
-    assert not {"version", "historyTurns", "sourceChunkIds"} & set(trace.fields)
+    assert not {"version", "historyTurns", "sourceChunkIds", "traceId"} & set(trace.fields)
 
 
 def test_a_field_that_is_neither_described_nor_stored_only_is_refused() -> None:

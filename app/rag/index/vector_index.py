@@ -313,6 +313,14 @@ def _view_for(db: Session, table: str, space_id: int) -> tuple[View, bool]:
     return view, exact
 
 
+def loaded_rows(pool: object) -> tuple[int, int]:
+    """(spaces, vectors) this process holds in memory for the engine whose pool is ``pool``."""
+    with _registry_lock:
+        indexes = list(_registries.get(pool, {}).values())
+    views = [index._view for index in indexes if index._view is not None]
+    return len(views), sum(view.size for view in views)
+
+
 def _indexes(db: Session) -> dict[str, SpaceIndex]:
     bind = db.get_bind()
     pool = bind.engine.pool if isinstance(bind, Connection) else bind.pool

@@ -32,7 +32,8 @@ import anyio.to_thread
 
 from app.db.database import Database
 from app.db.enums import MessageStatus
-from app.errors import ConflictError, StorageError, ValidationError
+from app.errors import BusyError, ConflictError, StorageError, ValidationError
+from app.ops import draining
 from app.services import sessions
 from app.services.chat import follow as chat_follow
 from app.services.chat import store as chat_store
@@ -181,6 +182,16 @@ class LiveTurns:
         self._live: dict[int, LiveTurn] = {}
         self._opening: dict[tuple[object, ...], tuple[asyncio.Lock, list[int]]] = {}
 
+    @property
+    def running(self) -> int:
+        """The turns running in this process (a stopping server waits for them, app/ops/draining.py)."""
+        return len(self._live)
+
+    @staticmethod
+    def _open() -> None:
+        if draining.stopping():
+            raise BusyError("this server is stopping and takes no new chat turns: retry in a moment", retry_after=1)
+
     async def chat(
         self,
         session_id: int,
@@ -192,9 +203,10 @@ class LiveTurns:
         caller: Caller = THE_SERVER,
     ) -> Listener:
         """Ask ``content`` in the session, or follow the turn ``key`` already names there. Raises
-        (RagchatError) before anything streams: bad input, busy, not found (or not the caller's to
-        ask in), a key's conflict. ``queued`` is told the place in line while the turn waits for a
-        generation slot."""
+        (RagchatError) before anything streams: bad input, busy (or the server stopping), not found (or
+        not the caller's to ask in), a key's conflict. ``queued`` is told the place in line while the
+        turn waits for a generation slot."""
+        self._open()
         await anyio.to_thread.run_sync(lambda: sessions.require_writable(self.engine.store, session_id, caller=caller))
         key = client_key(key)
         if key is None:
@@ -220,6 +232,7 @@ class LiveTurns:
     ) -> Listener:
         """Generate answer ``message_id`` again, or follow the regeneration ``key`` already names
         (the chat's owner only)."""
+        self._open()
         await anyio.to_thread.run_sync(
             lambda: sessions.message(self.engine.store, message_id, caller=caller, change=True)
         )

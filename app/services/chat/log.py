@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 
+from app.ops import metrics
 from app.services.chat.store import Turn
 from app.services.chat.trace import TraceBuilder
 
@@ -57,6 +58,23 @@ class TurnLog:
             "timings_ms": timings,
             "degraded": [d.message for d in self.trace.degraded],
         }
+        tokens = self.trace.tokens
+        metrics.turn(
+            mode=mode,
+            provider=chat.provider,
+            outcome=self.outcome,
+            seconds=ms / 1000,
+            stages_ms={str(stage): value for stage, value in timings.items()},
+            tokens_in=tokens.prompt if tokens is not None else None,
+            tokens_out=tokens.completion if tokens is not None else None,
+        )
+        self.trace.flush_spans()
+        self.trace.span.end(
+            self.outcome,
+            mode,
+            tokens.prompt if tokens is not None else None,
+            tokens.completion if tokens is not None else None,
+        )
         stages = ", ".join(f"{stage} {value:.1f}" for stage, value in timings.items()) or "none"
         log.info(
             "chat turn %s (session %s) %s%s in %.1f ms: %s/%s, %s answer; stages (ms): %s",

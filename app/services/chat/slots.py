@@ -35,6 +35,7 @@ from pathlib import Path
 
 from app.errors import BusyError
 from app.llm.base import ChatModels
+from app.ops import metrics
 from app.services.chat import shared_slots
 from app.services.chat.shared_slots import SharedCount
 from app.settings import ChatSettings
@@ -108,6 +109,7 @@ class SlotPool:
         free = self.shared.take(self.limit) if self.shared is not None else self.in_use < self.limit
         if free:
             self.in_use += 1
+            self._report()
         return free
 
     async def acquire(self, patience: float, queued: Queued | None = None) -> Slot:
@@ -118,6 +120,7 @@ class SlotPool:
             raise self._busy(self.waiting + 1, waited=0.0)
         waiter = _Waiter(queued)
         self._line.append(waiter)
+        self._report()
         waiter.tell(len(self._line))
         if self.shared is not None and self._poller is None:
             self._poller = asyncio.create_task(self._poll(), name=f"slots of {self.label}")
@@ -141,6 +144,7 @@ class SlotPool:
         if self._hand_over():  # the slot changes hands: in_use (and the shared count) stay
             return
         self.in_use -= 1
+        self._report()
         if self.shared is not None:
             self.shared.give_back()
 
@@ -172,7 +176,12 @@ class SlotPool:
             self._moved()
         return place
 
+    def _report(self) -> None:
+        """This process's share of the pool, for /metrics (summed over the workers there)."""
+        metrics.slots(self.label, self.in_use, len(self._line))
+
     def _moved(self) -> None:
+        self._report()
         for place, waiter in enumerate(self._line, start=1):
             waiter.tell(place)
 

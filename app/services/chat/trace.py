@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 
 from app.llm.base import Usage
+from app.ops.tracing import TurnSpan
 from app.rag.answer.budget import BudgetReport
 from app.rag.search.candidates import CandidateFate
 from app.rag.search.degradation import Degradation, DegradationReason
@@ -38,6 +39,8 @@ from app.settings import Settings
 __all__ = ["TRACE_VERSION", "TraceBuilder"]
 
 _CANDIDATE_FIELDS = [f.name for f in fields(TraceCandidate)]
+# Timed before the search's own stages but recorded with them, once the search ended (service.py).
+_SEARCH_PRELUDE = frozenset({Stage.REWRITE, Stage.RETRIEVAL_EMBED})
 
 
 class TraceBuilder:
@@ -46,12 +49,15 @@ class TraceBuilder:
         self.degraded: list[Degradation] = []
         self._timings: dict[Stage, float] = {}
         self._retrieval: RetrievalResult | None = None
+        self.span = TurnSpan(chat.provider, chat.model)  # ended with the turn's log line (log.py)
+        self._prelude: list[tuple[Stage, float]] = []
         self._trace = RetrievalTrace(
             query=turn.question,
             provider=chat.provider,
             model=chat.model,
             settings=TraceSettings.of(chat.rag, settings.rag.mode),
             history_turns=len(turn.history),
+            trace_id=self.span.trace_id,
         )
 
     def degrade(self, reason: DegradationReason, message: str) -> None:
@@ -67,8 +73,22 @@ class TraceBuilder:
         """How the answer was written, once that is known."""
         return self._trace.answer
 
+    @property
+    def tokens(self) -> TraceTokens | None:
+        """The token counts so far (the prompt's, then the model's usage once it is known)."""
+        return self._trace.tokens
+
     def timing(self, stage: Stage, ms: float) -> None:
         self._timings[stage] = round(ms, 3)
+        if stage in _SEARCH_PRELUDE:  # recorded when the search ended: its span waits for the search's stages
+            self._prelude.append((stage, ms))
+        else:
+            self.span.stage(stage, ms)
+
+    def flush_spans(self) -> None:
+        """Stage spans still waiting (a search that ended without a result)."""
+        prelude, self._prelude = self._prelude, []
+        self.span.stages(prelude)
 
     @contextmanager
     def stage(self, name: Stage) -> Iterator[None]:
@@ -82,7 +102,10 @@ class TraceBuilder:
         self._retrieval = result
         self.degraded.extend(result.degraded)
         for stage, ms in result.timings_ms.items():
-            self.timing(stage, ms)
+            self._timings[stage] = round(ms, 3)
+        # The rewrite, the question's embedding and the search's stages ran one after the other, and just ended.
+        prelude, self._prelude = self._prelude, []
+        self.span.stages([*prelude, *result.timings_ms.items()])
         self._trace.embedding_space = result.space
         self._trace.effective_mode = result.mode
         self._trace.fusion = result.fusion

@@ -415,6 +415,8 @@ class RetrievalTrace(_Camel):
     )
     no_context: bool = field(default=False, metadata=api("Retrieval was on and no source passed the threshold."))
     history_turns: int = field(default=0, metadata=STORED_ONLY)
+    # The OpenTelemetry trace of the turn when tracing is on (app/ops/tracing.py): joins the spans and logs.
+    trace_id: str | None = field(default=None, metadata=STORED_ONLY)
     degraded: list[StoredDegradation] = field(
         default_factory=list,
         metadata=api("What went wrong without stopping the answer (empty when all went well)."),

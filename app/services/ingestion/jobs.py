@@ -29,6 +29,7 @@ from app.db.engine import is_postgres, sqlite_path
 from app.db.enums import RETRYABLE_ITEM_STATES, UNFINISHED_ITEM_STATES, ItemState, JobOrigin, MemberRole
 from app.db.models import IngestionItem, IngestionJob, utcnow
 from app.errors import ConflictError, LimitExceededError, NotFoundError
+from app.ops import metrics
 from app.rag.ingest.pipeline import FileResult, FileStatus
 from app.services.pages import Order, Page, PageRequest, pages
 from app.services.people import access
@@ -343,6 +344,7 @@ def finish_in(db: Session, item_id: int, result: FileResult) -> None:
     row.outcome, row.error, row.document_id = result.status.value, error, result.document_id
     row.chunks_done = row.chunks_total = max(row.chunks_total, result.embedded)
     row.finished_at = utcnow()
+    metrics.ingested(str(row.state), result.embedded)
 
 
 def fail(store: Database, item_id: int, reason: str) -> IngestionItem | None:

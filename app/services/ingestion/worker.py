@@ -26,6 +26,7 @@ from app.db.enums import ItemState
 from app.db.models import IngestionItem
 from app.errors import RagchatError
 from app.llm.base import Embedder
+from app.ops import tracing
 from app.rag.ingest.parse_worker import ParseWorker
 from app.rag.ingest.parsing import ParseLimits
 from app.rag.ingest.pipeline import Ingestor, Source
@@ -96,6 +97,17 @@ class ItemRunner:
     def run(self, row: IngestionItem, *, owned: bool) -> IngestionItem | None:
         """Ingest a started item (PARSING); its file is removed once it is ready when ``owned`` (a
         spooled copy). Returns the item as it ended (None: the worker is stopping, or it is gone)."""
+        # Its span (when tracing is on) names ids and sizes, never the file's name or text.
+        ids = {"ragchat.item_id": row.id, "ragchat.job_id": row.job_id, "ragchat.project_id": row.project_id}
+        with tracing.span("ingestion item", ids) as traced:
+            final = self._run(row, owned=owned)
+            if traced is not None:
+                traced.set_attribute("ragchat.state", str(final.state) if final is not None else "requeued")
+                if final is not None:
+                    traced.set_attribute("ragchat.chunks", final.chunks_done)
+            return final
+
+    def _run(self, row: IngestionItem, *, owned: bool) -> IngestionItem | None:
         self.publish(row)
         path = Path(row.source_path)
 

@@ -1,0 +1,1 @@
+"""What an operator runs the server with: metrics (:mod:`.metrics`), readiness (:mod:`.readiness`)."""
