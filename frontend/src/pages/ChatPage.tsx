@@ -163,7 +163,16 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   const outcomes = new Set(items.flatMap((i) => i.toolCalls.map((c) => c.outcomeMessageId)));
   const lastQuestion = [...items].reverse().find((i) => i.role === "USER")?.content;
   const traceItem = items.find((i) => i.key === traceKey) ?? null;
-  const openSettings = () => setSettingsOpen(true);
+  // "Adjust retrieval" under an older answer previews that answer's question, not the latest one.
+  const [previewQuestion, setPreviewQuestion] = useState<string | undefined>(undefined);
+  const openSettings = () => {
+    setPreviewQuestion(undefined);
+    setSettingsOpen(true);
+  };
+  const openSettingsFor = (question: string | undefined) => {
+    setPreviewQuestion(question);
+    setSettingsOpen(true);
+  };
 
   async function toggleShared() {
     setShareProblem(null);
@@ -225,7 +234,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
               </div>
             )}
             {items.length === 0 && <ChatEmpty session={session} onOpenSettings={openSettings} />}
-            {items.map((item) =>
+            {items.map((item, index) =>
               item.role === "USER" ? (
                 <UserMessage key={item.key} item={item} busy={chat.busy} onResend={chat.resend} onDiscard={chat.discard} />
               ) : (
@@ -235,7 +244,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
                   busy={chat.busy}
                   onRetry={chat.regenerate}
                   onOpenTrace={setTraceKey}
-                  onOpenSettings={openSettings}
+                  onOpenSettings={() => openSettingsFor(items.slice(0, index).findLast((i) => i.role === "USER")?.content)}
                   regenerable={mine && !outcomes.has(item.id)}
                   onDecideTool={chat.decideTool}
                 />
@@ -260,7 +269,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
           </div>
         </div>
       </div>
-      <SettingsDrawer session={session} open={settingsOpen} onClose={() => setSettingsOpen(false)} lastQuestion={lastQuestion} isNew={isNew && items.length === 0} />
+      <SettingsDrawer session={session} open={settingsOpen} onClose={() => setSettingsOpen(false)} lastQuestion={previewQuestion ?? lastQuestion} isNew={isNew && items.length === 0} />
       <TraceDrawer messageId={traceItem?.id ?? null} open={traceKey !== null} onClose={() => setTraceKey(null)} />
       <RenameDialog open={renaming} onClose={() => setRenaming(false)} session={session} />
       <ConfirmDialog open={deleting} title="Delete chat?" confirmLabel="Delete chat" danger onConfirm={confirmDelete} onCancel={() => setDeleting(false)}>
