@@ -64,7 +64,7 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
         UPLOAD,
         {
             "variables.files.0": ("a.txt", b"alpha beta gamma"),
-            "variables.files.1": ("bad.txt", b"  \n\n "),
+            "variables.files.1": ("bad.html", b"<script>go()</script>"),
             "variables.files.2": ("blob.txt", b"\x00\x01\x02binary"),
         },
         {"p": pid},
@@ -74,8 +74,8 @@ def test_documents_by_text_and_multipart_upload(api: Api, fake_container: Contai
     assert (progress["ready"], progress["failed"], progress["skipped"]) == (1, 1, 1)
     assert sorted(f["outcome"] for f in report["items"]) == ["ADDED", "FAILED", "SKIPPED"]
     failed = next(f for f in report["items"] if f["state"] == "FAILED")
-    assert failed["name"] == "bad.txt" and failed["error"] and failed["document"]["status"] == "FAILED"
-    assert failed["document"]["kind"] == "TEXT"  # named .txt: the text parser refused it (empty)
+    assert failed["name"] == "bad.html" and failed["error"] and failed["document"]["status"] == "FAILED"
+    assert failed["document"]["kind"] == "HTML"  # named .html: the HTML parser refused it (no visible text)
     skipped = next(f for f in report["items"] if f["state"] == "SKIPPED")  # binary: nothing stored (issue 17 item 7)
     assert (skipped["name"], skipped["document"]) == ("blob.txt", None)
     assert skipped["error"].startswith("binary: ") and "NUL" in skipped["error"]
