@@ -16,6 +16,9 @@ class DocumentKind(StrEnum):
     HTML = "html"
     PDF = "pdf"
     CODE = "code"
+    DOCX = "docx"
+    PPTX = "pptx"
+    XLSX = "xlsx"
     # A document that failed before a parser was chosen: an unsupported type, or no extension.
     UNKNOWN = "unknown"
 

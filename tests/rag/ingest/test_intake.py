@@ -91,7 +91,7 @@ def test_minified_and_generated_text_is_skipped_but_long_prose_lines_are_not() -
 
 
 def test_types_that_are_never_text_are_unsupported_whatever_their_bytes() -> None:
-    for name in ("diagram.bmp", "logo.svg", "font.woff2", "report.docx"):
+    for name in ("diagram.bmp", "logo.svg", "font.woff2", "report.doc"):
         skipped = inspect(name, b"BM not really an image")
         assert skipped is not None and skipped.reason is SkipReason.UNSUPPORTED, name
     with pytest.raises(IngestError, match="not supported"):
