@@ -198,6 +198,7 @@ expose(
         DocumentKind.DOCX: "Word (.docx); headings, lists and tables (as Markdown tables) are kept.",
         DocumentKind.PPTX: "PowerPoint (.pptx); one page per slide, so citations give the slide number.",
         DocumentKind.XLSX: "Excel (.xlsx); each sheet's rows as tables under headings naming the cell range.",
+        DocumentKind.IMAGE: "An image (.png, .jpg) read by OCR; its heading says (OCR).",
         DocumentKind.UNKNOWN: "Not known: the document failed before a parser was chosen (an unsupported type).",
     },
 )

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 import pathspec
 
 from app.rag.ingest.parsers.text import looks_like_text
-from app.rag.ingest.parsing import NOT_TEXT_EXTENSIONS, OFFICE_KINDS, kind_by_name
+from app.rag.ingest.parsing import BINARY_KINDS, NOT_TEXT_EXTENSIONS, kind_by_name
 from app.rag.ingest.types import DocumentKind
 
 IGNORE_FILE = ".ragchatignore"
@@ -155,8 +155,8 @@ def inspect(name: str, data: bytes) -> Skipped | None:
     """Why ``data`` is not worth ingesting as ``name``, judged by content; None when it is.
     PDF and HTML go to their parsers, which judge them (extracted text is never minified)."""
     kind = kind_by_name(name)
-    if kind in OFFICE_KINDS:
-        return None  # a zip archive by design: its parser checks the container and reads it
+    if kind in BINARY_KINDS:
+        return None  # binary by design (an Office zip, an image): its parser checks and reads it
     head = data[:_SNIFF]
     for magic, what in _MAGIC:
         if head.startswith(magic):

@@ -17,15 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from app.errors import IngestError
+from app.rag.ingest.parsers import ocr
 from app.rag.ingest.parsers.code import code_headings
 from app.rag.ingest.parsers.html import parse_html
 from app.rag.ingest.parsers.markdown import parse_markdown
 from app.rag.ingest.parsers.office import ZipLimits, parse_docx, parse_pptx, parse_xlsx
 from app.rag.ingest.parsers.pdf import parse_pdf
-from app.rag.ingest.parsers.text import decode_text, looks_like_text, too_much_text
-from app.rag.ingest.types import DocumentKind, ParsedDocument
+from app.rag.ingest.parsers.text import decode_text, looks_like_text, normalise, too_much_text
+from app.rag.ingest.types import DocumentKind, Heading, ParsedDocument
 
 __all__ = [
+    "BINARY_KINDS",
     "CODE_EXTENSIONS",
     "KINDS_BY_EXTENSION",
     "NOT_TEXT_EXTENSIONS",
@@ -66,12 +68,17 @@ KINDS_BY_EXTENSION: dict[str, DocumentKind] = {
     ".docx": DocumentKind.DOCX,
     ".pptx": DocumentKind.PPTX,
     ".xlsx": DocumentKind.XLSX,
+    ".png": DocumentKind.IMAGE,
+    ".jpg": DocumentKind.IMAGE,
+    ".jpeg": DocumentKind.IMAGE,
 }
 OFFICE_KINDS = frozenset({DocumentKind.DOCX, DocumentKind.PPTX, DocumentKind.XLSX})
+# Kinds whose bytes are binary by design: intake leaves judging them to their parsers.
+BINARY_KINDS = OFFICE_KINDS | {DocumentKind.IMAGE}
 # Types that are never text, whatever their first bytes: images, fonts, archives, office documents,
 # media, binaries. Any other extension no parser knows is read as text when its bytes are text.
 NOT_TEXT_EXTENSIONS = frozenset(
-    {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tif", ".tiff", ".svg", ".psd", ".heic"}
+    {".gif", ".bmp", ".ico", ".webp", ".tif", ".tiff", ".svg", ".psd", ".heic"}
     | {".woff", ".woff2", ".ttf", ".otf", ".eot"}
     | {".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".whl", ".deb", ".rpm"}
     | {".doc", ".xls", ".ppt", ".odt", ".ods", ".odp", ".epub", ".rtf"}
@@ -129,7 +136,7 @@ def detect_kind(filename: str, data: bytes) -> DocumentKind:
     # The full list is KINDS_BY_EXTENSION, for a UI to show; the message stays readable.
     raise IngestError(
         f"files of type {suffix} are not supported;"
-        " upload text, Markdown, HTML, PDF, Word, PowerPoint, Excel or source code"
+        " upload text, Markdown, HTML, PDF, Word, PowerPoint, Excel, images or source code"
     )
 
 
@@ -157,6 +164,8 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
         return parse_pptx(data, max_pages=limits.max_pages, max_chars=limits.max_chars_per_file, zip_limits=limits.zip)
     if kind is DocumentKind.XLSX:
         return parse_xlsx(data, max_chars=limits.max_chars_per_file, zip_limits=limits.zip)
+    if kind is DocumentKind.IMAGE:
+        return _parse_image(data, limits.max_chars_per_file)
     if kind is DocumentKind.HTML:
         return parse_html(data, max_chars=limits.max_chars_per_file)
     text = decode_text(data)
@@ -169,3 +178,18 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
             text=text, kind=DocumentKind.CODE, headings=code_headings(text, PurePosixPath(filename).suffix)
         )
     return ParsedDocument(text=text, kind=DocumentKind.TEXT)
+
+
+def _parse_image(data: bytes, max_chars: int) -> ParsedDocument:
+    """An image's text by OCR, under one heading that says so (citations show it)."""
+    if not ocr.available():
+        raise IngestError("images are read by OCR, which is not installed (pip install ragchat[ocr])")
+    text = normalise(ocr.ocr_image(data)).strip()
+    if not text:
+        raise IngestError("OCR found no text in the image")
+    if len(text) > max_chars:
+        raise IngestError(too_much_text(max_chars))
+    heading = f"# Image {ocr.OCR_MARK}"
+    return ParsedDocument(
+        text=f"{heading}\n\n{text}", kind=DocumentKind.IMAGE, headings=(Heading(0, 1, f"Image {ocr.OCR_MARK}"),)
+    )

@@ -19,6 +19,7 @@ class DocumentKind(StrEnum):
     DOCX = "docx"
     PPTX = "pptx"
     XLSX = "xlsx"
+    IMAGE = "image"  # .png, .jpg: read by OCR
     # A document that failed before a parser was chosen: an unsupported type, or no extension.
     UNKNOWN = "unknown"
 
