@@ -201,3 +201,18 @@ def test_the_intake_report_gives_each_office_file_its_outcome_and_a_bomb_leaves_
         pages = {c.page for c in db.query(Chunk).filter_by(document_id=slides.id)}
     assert pages == {1, 2, 3}
     assert multiprocessing.active_children() == []
+
+
+def test_a_sheet_that_starts_lower_down_names_the_rows_it_has() -> None:
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "Q1"
+    sheet["B3"], sheet["C3"] = "Region", "Sales"
+    sheet["B4"], sheet["C4"] = "North", 120
+    sheet["B5"], sheet["C5"] = "South", 95
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    doc = parse(buffer.getvalue(), "sales.xlsx")
+    assert [h.title for h in doc.headings] == ["Sheet Q1", "Q1!A4:C5"]
+    assert "|  | Region | Sales |\n|---|---|---|\n|  | North | 120 |\n|  | South | 95 |" in doc.text

@@ -310,7 +310,8 @@ def parse_xlsx(data: bytes, *, max_chars: int, zip_limits: ZipLimits) -> ParsedD
                     cells.pop()
                 if not cells:
                     continue
-                number = getattr(row[0], "row", None) or len(rows) + 1
+                # Read-only rows pad gaps with EmptyCell, which has no row number; a stored cell has.
+                number = next((c.row for c in row if getattr(c, "row", None)), None) or len(rows) + 1
                 used += sum(len(cell) + 3 for cell in cells)
                 if used > budget:
                     raise IngestError(too_much_text(max_chars))
