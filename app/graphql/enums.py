@@ -195,6 +195,10 @@ expose(
         DocumentKind.HTML: "HTML; the text is extracted, so locations point into the extracted text.",
         DocumentKind.PDF: "PDF; the text is extracted per page, and citations give the page.",
         DocumentKind.CODE: "Source code or configuration; headings are its definitions.",
+        DocumentKind.DOCX: "Word (.docx); headings, lists and tables (as Markdown tables) are kept.",
+        DocumentKind.PPTX: "PowerPoint (.pptx); one page per slide, so citations give the slide number.",
+        DocumentKind.XLSX: "Excel (.xlsx); each sheet's rows as tables under headings naming the cell range.",
+        DocumentKind.IMAGE: "An image (.png, .jpg) read by OCR; its heading says (OCR).",
         DocumentKind.UNKNOWN: "Not known: the document failed before a parser was chosen (an unsupported type).",
     },
 )

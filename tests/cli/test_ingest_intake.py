@@ -38,7 +38,7 @@ def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path, dat
     (docs / "book" / "searchindex-1a2b.js").write_bytes(SEARCH_INDEX)
     (docs / "book" / "book.js").write_bytes(MINIFIED_JS)
     (docs / "book" / "elasticlunr.min.js").write_bytes(MINIFIED_JS)
-    (docs / "book" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (docs / "book" / "logo.gif").write_bytes(b"GIF89a\x01\x00\x01\x00")
     (docs / "drafts").mkdir()
     (docs / "drafts" / "wip.md").write_bytes(PROSE)
     (docs / ".ragchatignore").write_text("drafts/\n")
@@ -53,7 +53,7 @@ def test_a_documentation_folder_says_what_it_skipped_and_why(tmp_path: Path, dat
         "skipped (compressed): 1",
         "pkg/changelog.Debian.gz: gzip-compressed data",
         "skipped (unsupported): 1",
-        "book/logo.png: no parser reads .png files",
+        "book/logo.gif: no parser reads .gif files",
         "skipped (minified): 1",
         "book/book.js: minified or machine-written text",
     ):

@@ -63,7 +63,7 @@ def test_document_kinds_are_an_enum_and_old_rows_read_as_the_kind_they_name(
     assert kinds == {"notes.md": "MARKDOWN", "page.html": "HTML", "main.py": "CODE", "plain.txt": "TEXT"}
     # Before kinds were an enum, a failed document stored its file's extension (or "unknown").
     with fake_container.store.write() as db:
-        for name, stored in (("notes.md", "md"), ("page.html", "HTM"), ("main.py", "docx"), ("plain.txt", "unknown")):
+        for name, stored in (("notes.md", "md"), ("page.html", "HTM"), ("main.py", "odt"), ("plain.txt", "unknown")):
             db.execute(text("UPDATE documents SET kind = :kind WHERE name = :name"), {"kind": stored, "name": name})
     kinds = {d["name"]: d["kind"] for d in nodes(api.run(PROJECT, id=pid)["project"]["documents"])}
     assert kinds == {"notes.md": "MARKDOWN", "page.html": "HTML", "main.py": "UNKNOWN", "plain.txt": "UNKNOWN"}

@@ -26,8 +26,9 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
+from app.rag.ingest.parsers import ocr
 from app.rag.ingest.parsers.text import looks_like_text
-from app.rag.ingest.parsing import NOT_TEXT_EXTENSIONS, kind_by_name
+from app.rag.ingest.parsing import BINARY_KINDS, NOT_TEXT_EXTENSIONS, kind_by_name
 from app.rag.ingest.types import DocumentKind
 
 IGNORE_FILE = ".ragchatignore"
@@ -156,6 +157,11 @@ def inspect(name: str, data: bytes) -> Skipped | None:
     """Why ``data`` is not worth ingesting as ``name``, judged by content; None when it is.
     PDF and HTML go to their parsers, which judge them (extracted text is never minified)."""
     kind = kind_by_name(name)
+    if kind is DocumentKind.IMAGE and not ocr.available():
+        suffix = PurePosixPath(name).suffix.lower()
+        return Skipped(name, SkipReason.UNSUPPORTED, f"no parser reads {suffix} files without OCR (ragchat[ocr])")
+    if kind in BINARY_KINDS:
+        return None  # binary by design (an Office zip, an image): its parser checks and reads it
     head = data[:_SNIFF]
     if not head.strip() and not data.strip():
         return Skipped(name, SkipReason.EMPTY, "the file is empty: nothing to read")

@@ -13,21 +13,25 @@ yield (pages, characters); the time a parse may take is bounded by running it in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from app.errors import IngestError
+from app.rag.ingest.parsers import ocr
 from app.rag.ingest.parsers.code import code_headings
 from app.rag.ingest.parsers.html import parse_html
 from app.rag.ingest.parsers.markdown import parse_markdown
+from app.rag.ingest.parsers.office import ZipLimits, parse_docx, parse_pptx, parse_xlsx
 from app.rag.ingest.parsers.pdf import parse_pdf
-from app.rag.ingest.parsers.text import decode_text, looks_like_text, too_much_text
-from app.rag.ingest.types import DocumentKind, ParsedDocument
+from app.rag.ingest.parsers.text import decode_text, looks_like_text, normalise, too_much_text
+from app.rag.ingest.types import DocumentKind, Heading, ParsedDocument
 
 __all__ = [
+    "BINARY_KINDS",
     "CODE_EXTENSIONS",
     "KINDS_BY_EXTENSION",
     "NOT_TEXT_EXTENSIONS",
+    "OFFICE_KINDS",
     "ParseLimits",
     "detect_kind",
     "kind_by_name",
@@ -44,6 +48,7 @@ class ParseLimits:
     max_pages: int = 2_000
     max_chars_per_page: int = 200_000
     max_chars_per_file: int = 5_000_000
+    zip: ZipLimits = field(default_factory=ZipLimits)  # what an Office file's zip container may unpack to
 
 
 TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log", ".csv", ".tsv", ".adoc", ".org", ".tex", ".srt"})
@@ -60,14 +65,23 @@ KINDS_BY_EXTENSION: dict[str, DocumentKind] = {
     **dict.fromkeys(HTML_EXTENSIONS, DocumentKind.HTML),
     **dict.fromkeys(CODE_EXTENSIONS, DocumentKind.CODE),
     ".pdf": DocumentKind.PDF,
+    ".docx": DocumentKind.DOCX,
+    ".pptx": DocumentKind.PPTX,
+    ".xlsx": DocumentKind.XLSX,
+    ".png": DocumentKind.IMAGE,
+    ".jpg": DocumentKind.IMAGE,
+    ".jpeg": DocumentKind.IMAGE,
 }
+OFFICE_KINDS = frozenset({DocumentKind.DOCX, DocumentKind.PPTX, DocumentKind.XLSX})
+# Kinds whose bytes are binary by design: intake leaves judging them to their parsers.
+BINARY_KINDS = OFFICE_KINDS | {DocumentKind.IMAGE}
 # Types that are never text, whatever their first bytes: images, fonts, archives, office documents,
 # media, binaries. Any other extension no parser knows is read as text when its bytes are text.
 NOT_TEXT_EXTENSIONS = frozenset(
-    {".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".tif", ".tiff", ".svg", ".psd", ".heic"}
+    {".gif", ".bmp", ".ico", ".webp", ".tif", ".tiff", ".svg", ".psd", ".heic"}
     | {".woff", ".woff2", ".ttf", ".otf", ".eot"}
     | {".zip", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".7z", ".rar", ".tar", ".jar", ".whl", ".deb", ".rpm"}
-    | {".docx", ".xlsx", ".pptx", ".doc", ".xls", ".ppt", ".odt", ".ods", ".odp", ".epub", ".rtf"}
+    | {".doc", ".xls", ".ppt", ".odt", ".ods", ".odp", ".epub", ".rtf"}
     | {".mp3", ".mp4", ".wav", ".ogg", ".flac", ".webm", ".mov", ".avi", ".mkv"}
     | {".exe", ".dll", ".so", ".dylib", ".bin", ".o", ".a", ".class", ".pyc", ".wasm", ".sqlite", ".db", ".inv"}
 )
@@ -120,7 +134,10 @@ def detect_kind(filename: str, data: bytes) -> DocumentKind:
     if suffix not in NOT_TEXT_EXTENSIONS and looks_like_text(data):
         return DocumentKind.TEXT  # an extension no parser knows, on a text file: README.Debian, app.conf
     # The full list is KINDS_BY_EXTENSION, for a UI to show; the message stays readable.
-    raise IngestError(f"files of type {suffix} are not supported; upload text, Markdown, HTML, PDF or source code")
+    raise IngestError(
+        f"files of type {suffix} are not supported;"
+        " upload text, Markdown, HTML, PDF, Word, PowerPoint, Excel, images or source code"
+    )
 
 
 def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> ParsedDocument:
@@ -141,6 +158,14 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
             max_chars_per_page=limits.max_chars_per_page,
             max_chars=limits.max_chars_per_file,
         )
+    if kind is DocumentKind.DOCX:
+        return parse_docx(data, max_chars=limits.max_chars_per_file, zip_limits=limits.zip)
+    if kind is DocumentKind.PPTX:
+        return parse_pptx(data, max_pages=limits.max_pages, max_chars=limits.max_chars_per_file, zip_limits=limits.zip)
+    if kind is DocumentKind.XLSX:
+        return parse_xlsx(data, max_chars=limits.max_chars_per_file, zip_limits=limits.zip)
+    if kind is DocumentKind.IMAGE:
+        return _parse_image(data, limits.max_chars_per_file)
     if kind is DocumentKind.HTML:
         return parse_html(data, max_chars=limits.max_chars_per_file)
     text = decode_text(data)
@@ -153,3 +178,18 @@ def parse(data: bytes, filename: str, limits: ParseLimits | None = None) -> Pars
             text=text, kind=DocumentKind.CODE, headings=code_headings(text, PurePosixPath(filename).suffix)
         )
     return ParsedDocument(text=text, kind=DocumentKind.TEXT)
+
+
+def _parse_image(data: bytes, max_chars: int) -> ParsedDocument:
+    """An image's text by OCR, under one heading that says so (citations show it)."""
+    if not ocr.available():
+        raise IngestError("images are read by OCR, which is not installed (pip install ragchat[ocr])")
+    text = normalise(ocr.ocr_image(data)).strip()
+    if not text:
+        raise IngestError("OCR found no text in the image")
+    if len(text) > max_chars:
+        raise IngestError(too_much_text(max_chars))
+    heading = f"# Image {ocr.OCR_MARK}"
+    return ParsedDocument(
+        text=f"{heading}\n\n{text}", kind=DocumentKind.IMAGE, headings=(Heading(0, 1, f"Image {ocr.OCR_MARK}"),)
+    )

@@ -16,6 +16,10 @@ class DocumentKind(StrEnum):
     HTML = "html"
     PDF = "pdf"
     CODE = "code"
+    DOCX = "docx"
+    PPTX = "pptx"
+    XLSX = "xlsx"
+    IMAGE = "image"  # .png, .jpg: read by OCR
     # A document that failed before a parser was chosen: an unsupported type, or no extension.
     UNKNOWN = "unknown"
 

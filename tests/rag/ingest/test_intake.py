@@ -95,7 +95,7 @@ def test_minified_and_generated_text_is_skipped_but_long_prose_lines_are_not() -
 
 
 def test_types_that_are_never_text_are_unsupported_whatever_their_bytes() -> None:
-    for name in ("diagram.bmp", "logo.svg", "font.woff2", "report.docx"):
+    for name in ("diagram.bmp", "logo.svg", "font.woff2", "report.doc"):
         skipped = inspect(name, b"BM not really an image")
         assert skipped is not None and skipped.reason is SkipReason.UNSUPPORTED, name
     with pytest.raises(IngestError, match="not supported"):
@@ -137,3 +137,14 @@ def test_a_folder_lists_every_file_it_leaves_out(tmp_path: Path) -> None:
         ("html/static.files/", SkipReason.EXCLUDED),
         ("html/searchindex-1.js", SkipReason.EXCLUDED),
     }
+
+
+def test_images_are_unsupported_where_ocr_is_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.rag.ingest.parsers import ocr
+
+    monkeypatch.setattr(ocr, "available", lambda: False)
+    skipped = inspect("scan.png", b"\x89PNG\r\n\x1a\n")
+    assert skipped is not None and skipped.reason is SkipReason.UNSUPPORTED
+    assert skipped.detail == "no parser reads .png files without OCR (ragchat[ocr])"
+    monkeypatch.setattr(ocr, "available", lambda: True)
+    assert inspect("scan.png", b"\x89PNG\r\n\x1a\n") is None  # the OCR parser judges it

@@ -95,9 +95,10 @@ def test_detect_kind(filename: str, data: bytes, kind: str) -> None:
 
 def test_unsupported_extension_is_refused_by_name() -> None:
     with pytest.raises(
-        IngestError, match=r"files of type \.docx are not supported; upload text, Markdown, HTML, PDF or source code"
+        IngestError,
+        match=r"files of type \.odt are not supported; upload text, Markdown, HTML, PDF, Word, PowerPoint, Excel, images or source",
     ) as caught:
-        parse(b"PK\x03\x04 zipped", "report.docx")
+        parse(b"PK\x03\x04 zipped", "report.odt")
     assert caught.value.code == "ingest"
 
 

@@ -14,8 +14,9 @@ from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
 from app.errors import IngestError
+from app.rag.ingest.parsers import ocr
 from app.rag.ingest.parsers.text import normalise, too_much_text
-from app.rag.ingest.types import DocumentKind, ParsedDocument
+from app.rag.ingest.types import DocumentKind, Heading, ParsedDocument
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -32,7 +33,7 @@ def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars
         _unlock(reader)
         if len(reader.pages) > max_pages:
             raise IngestError(f"the PDF has {len(reader.pages):,} pages; the limit is {max_pages:,}")
-        pages = _pages_text(reader, max_chars_per_page, max_chars)
+        pages, ocr_pages = _pages_text(reader, max_chars_per_page, max_chars)
         title = _title(reader)
     except IngestError:
         raise
@@ -40,23 +41,46 @@ def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
         raise IngestError(f"this is a damaged PDF that cannot be read ({exc})") from exc
     if not any(page.strip() for page in pages):
-        raise IngestError("the PDF has no extractable text (a scanned PDF needs OCR first)")
+        if ocr.available():
+            raise IngestError("the PDF has no extractable text, and OCR found none in its images")
+        raise IngestError("the PDF has no extractable text (a scanned PDF needs OCR: pip install ragchat[ocr])")
     page_starts = []
     offset = 0
     for page in pages:
         page_starts.append(offset)
         offset += len(page) + len(PAGE_SEPARATOR)
+    # A page read by OCR is said so where a citation shows it: its heading path. Once one page is,
+    # every page gets a heading, so a text-layer page does not sit under the OCR page's heading.
+    headings = (
+        tuple(
+            Heading(start, 1, f"Page {number} {ocr.OCR_MARK}" if number in ocr_pages else f"Page {number}")
+            for number, start in enumerate(page_starts, start=1)
+        )
+        if ocr_pages
+        else ()
+    )
     return ParsedDocument(
-        text=PAGE_SEPARATOR.join(pages), kind=DocumentKind.PDF, title=title, page_starts=tuple(page_starts)
+        text=PAGE_SEPARATOR.join(pages),
+        kind=DocumentKind.PDF,
+        title=title,
+        headings=headings,
+        page_starts=tuple(page_starts),
     )
 
 
-def _pages_text(reader: PdfReader, max_chars_per_page: int, max_chars: int) -> list[str]:
-    """Each page's text, failing at the first page over a limit rather than after the last."""
+def _pages_text(reader: PdfReader, max_chars_per_page: int, max_chars: int) -> tuple[list[str], set[int]]:
+    """Each page's text, failing at the first page over a limit rather than after the last; a page
+    without a text layer is read by OCR from its images when OCR is installed (those pages' numbers
+    are the second value)."""
     pages: list[str] = []
+    ocr_pages: set[int] = set()
     total = 0
     for number, page in enumerate(reader.pages, start=1):
         text = _page_text(page.extract_text())
+        if not text.strip() and ocr.available():
+            text = _page_text("\n\n".join(ocr.ocr_image(image.data) for image in page.images))
+            if text:
+                ocr_pages.add(number)
         if len(text) > max_chars_per_page:
             raise IngestError(
                 f"page {number} has {len(text):,} characters of text; the limit per page is {max_chars_per_page:,}"
@@ -65,7 +89,7 @@ def _pages_text(reader: PdfReader, max_chars_per_page: int, max_chars: int) -> l
         if total > max_chars + len(PAGE_SEPARATOR):  # the separators between pages count, not after the last
             raise IngestError(too_much_text(max_chars))
         pages.append(text)
-    return pages
+    return pages, ocr_pages
 
 
 def _unlock(reader: PdfReader) -> None:

@@ -5,7 +5,7 @@ import styles from "./Dropzone.module.css";
 
 // What the backend parses (app/rag/ingest/parsing.py); the server still has the last word.
 export const ACCEPTED =
-  ".txt,.text,.md,.markdown,.rst,.log,.csv,.tsv,.adoc,.org,.tex,.srt,.html,.htm,.xhtml,.pdf," +
+  ".txt,.text,.md,.markdown,.rst,.log,.csv,.tsv,.adoc,.org,.tex,.srt,.html,.htm,.xhtml,.pdf,.docx,.pptx,.xlsx,.png,.jpg,.jpeg," +
   ".py,.js,.mjs,.ts,.tsx,.jsx,.go,.rs,.java,.c,.h,.cpp,.cs,.rb,.php,.sh,.sql,.yaml,.yml,.toml,.json,.ini,.css,.xml,.graphql";
 
 export interface DropzoneProps {
