@@ -71,7 +71,7 @@ $(LLAMA_STAMP): | $(VENV)/bin/python
 # The variant's wheel replaces whatever llama-cpp-python build the venv had (same version number).
 $(VENV)/.installed: pyproject.toml $(LLAMA_STAMP) | $(VENV)/bin/python
 	$(PIP) install --quiet --no-deps --force-reinstall $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl
-	$(PIP) install --quiet --find-links $(LLAMA_WHEELS) -e ".[dev,local-llm]"
+	$(PIP) install --quiet --find-links $(LLAMA_WHEELS) -e ".[dev,local-llm,ocr]"
 	@touch $@
 
 migrate: install
