@@ -296,12 +296,7 @@ class ToolSettings(BaseModel):
     @field_validator("allowed_networks")
     @classmethod
     def _tool_networks(cls, networks: list[str]) -> list[str]:
-        for network in networks:
-            try:
-                ipaddress.ip_network(network, strict=False)
-            except ValueError as exc:
-                raise ValueError(f"not a network: {network!r} ({exc})") from None
-        return networks
+        return networks_of(networks)
 
     @field_validator("secrets")
     @classmethod
@@ -355,6 +350,16 @@ class ToolSettings(BaseModel):
         )
 
 
+def networks_of(networks: list[str]) -> list[str]:
+    """A list setting of addresses or CIDR networks, each checked (one bad entry names itself)."""
+    for network in networks:
+        try:
+            ipaddress.ip_network(network.strip(), strict=False)
+        except ValueError as exc:
+            raise ValueError(f"not an address or network: {network!r} ({exc})") from None
+    return [network.strip() for network in networks]
+
+
 def _has_path(origin: str) -> bool:
     parts = urlsplit(origin.strip())
     return parts.path not in ("", "/") or bool(parts.query or parts.fragment or parts.username or parts.password)
@@ -401,12 +406,7 @@ class PeopleSettings(BaseModel):
     @field_validator("trusted_proxies")
     @classmethod
     def _proxies(cls, networks: list[str]) -> list[str]:
-        for network in networks:
-            try:
-                ipaddress.ip_network(network.strip(), strict=False)
-            except ValueError as exc:
-                raise ValueError(f"not an address or network: {network!r} ({exc})") from None
-        return [network.strip() for network in networks]
+        return networks_of(networks)
 
 
 class OidcSettings(BaseModel):
@@ -508,12 +508,7 @@ class OpsSettings(BaseModel):
     @field_validator("metrics_allow")
     @classmethod
     def _networks(cls, networks: list[str]) -> list[str]:
-        for network in networks:
-            try:
-                ipaddress.ip_network(network.strip(), strict=False)
-            except ValueError as exc:
-                raise ValueError(f"not an address or network: {network!r} ({exc})") from None
-        return [network.strip() for network in networks]
+        return networks_of(networks)
 
 
 class Settings(BaseSettings):

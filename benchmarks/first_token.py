@@ -58,21 +58,30 @@ def _wait_idle(model: LocalChatModel) -> None:
         time.sleep(0.005)
 
 
-def run(cfg: Config) -> dict[str, Any]:
+# Answered before each measured generation, so neither side gets a warm prompt prefix.
+FLUSH = [Message("user", "Reply with one word.")]
+
+
+def local_models() -> tuple[LocalChatModel, Any, TimedChatModel]:
+    """SmolLM2 loaded, the local embedder warm, and the model timed: what the TTFT benchmarks use."""
     from app.llm.embedders.local import LocalEmbedder
 
+    local = LocalChatModel(SMOLLM2, shipped_models()[SMOLLM2])
+    asyncio.run(local.load())
+    embedder = LocalEmbedder()
+    embedder.embed(["warm up"])
+    return local, embedder, TimedChatModel(local, Clock())
+
+
+def run(cfg: Config) -> dict[str, Any]:
     n = cfg.pick(10_000, 10_000, 300)
     top_k = cfg.pick(TOP_K, TOP_K, 1)
     count = cfg.pick(5, 2, 1)
     questions = data.questions(cfg.pick(50, 20, 4))[1:]
     kb = data.knowledge_base(cfg, n)
-    local = LocalChatModel(SMOLLM2, shipped_models()[SMOLLM2])
-    asyncio.run(local.load())
-    embedder = LocalEmbedder()
-    embedder.embed(["warm up"])
-    model = TimedChatModel(local, Clock())
+    local, embedder, model = local_models()
     options = GenerationOptions(max_tokens=ANSWER_TOKENS, temperature=0.2)
-    flush = [Message("user", "Reply with one word.")]
+    flush = FLUSH
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         copy = kb.copy_to(Path(tmp))
         settings = settings_for(copy.path, rag={"mode": "vector"}, llm={"max_answer_tokens": ANSWER_TOKENS})

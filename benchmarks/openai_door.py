@@ -23,12 +23,12 @@ from typing import Any
 
 import httpx
 
-from app.llm.base import GenerationOptions, Message
-from app.llm.chat.local import SMOLLM2, LocalChatModel, shipped_models
+from app.llm.base import GenerationOptions
+from app.llm.chat.local import SMOLLM2
 from benchmarks import common, data
 from benchmarks.common import Config
-from benchmarks.first_token import ANSWER_TOKENS, TOP_K, _first_token
-from benchmarks.providers import Clock, Models, TimedChatModel
+from benchmarks.first_token import ANSWER_TOKENS, FLUSH, TOP_K, _first_token, local_models
+from benchmarks.providers import Models
 from benchmarks.server import create_session, live, settings_for
 from tests.graphql.ops import CHAT
 
@@ -54,19 +54,13 @@ def _door_first_token(base: str, project_id: int, question: str) -> float:
 
 
 def run(cfg: Config) -> dict[str, Any]:
-    from app.llm.embedders.local import LocalEmbedder
-
     n = cfg.pick(10_000, 10_000, 300)
     top_k = cfg.pick(TOP_K, TOP_K, 1)
     count = cfg.pick(5, 3, 1)
     questions = data.questions(cfg.pick(50, 20, 4))[1:]
     kb = data.knowledge_base(cfg, n)
-    local = LocalChatModel(SMOLLM2, shipped_models()[SMOLLM2])
-    asyncio.run(local.load())
-    embedder = LocalEmbedder()
-    embedder.embed(["warm up"])
-    model = TimedChatModel(local, Clock())
-    flush = [Message("user", "Reply with one word.")]
+    local, embedder, model = local_models()
+    flush = FLUSH
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         copy = kb.copy_to(Path(tmp))
         settings = settings_for(

@@ -61,6 +61,14 @@ async function signInWithProvider(browser, server, sub) {
   return page;
 }
 
+/** A GraphQL query sent from the page, with its cookies, as the app sends its own. */
+function fromPage(page, query) {
+  return page.evaluate(async (q) => {
+    const response = await fetch("/graphql", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ query: q }) });
+    return (await response.json()).data;
+  }, query);
+}
+
 let provider;
 
 describe("single sign-on in the browser", () => {
@@ -106,14 +114,7 @@ describe("single sign-on in the browser", () => {
     assert.ok(page.url().startsWith(server.url), page.url());
     assert.match(await person.textContent(), /Carol|carol@example\.com/);
     // Her session is the app's own cookie: the API answers as her, and she sees no knowledge base.
-    const me = await page.evaluate(async () => {
-      const response = await fetch("/graphql", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ query: "{ me { email isAdmin } projects { ... on ProjectConnection { totalCount } } }" }),
-      });
-      return (await response.json()).data;
-    });
+    const me = await fromPage(page, "{ me { email isAdmin } projects { ... on ProjectConnection { totalCount } } }");
     assert.deepEqual(me, { me: { email: "carol@example.com", isAdmin: false }, projects: { totalCount: 0 } });
     // The provider's page fetched its stylesheet from a CDN (unreachable here): only the app's own
     // loading is ours to judge, so reload it signed in and expect it clean.
@@ -131,14 +132,7 @@ describe("single sign-on in the browser", () => {
     await alert.waitFor();
     assert.match(await alert.textContent(), /has not verified that the address is yours/);
     assert.equal(await page.getByTestId("signed-in-person").count(), 0);
-    const me = await page.evaluate(async () => {
-      const response = await fetch("/graphql", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ query: "{ me { email } }" }),
-      });
-      return (await response.json()).data;
-    });
+    const me = await fromPage(page, "{ me { email } }");
     assert.deepEqual(me, { me: null });
     await page.context().close();
   });
