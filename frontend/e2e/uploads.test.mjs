@@ -46,18 +46,24 @@ describe("uploads follow their ingestion job", () => {
   test("files go queued -> embedding n/m -> ready; a failed one is retried, a queued one cancelled and retried; a reload keeps the progress", async () => {
     await page.getByRole("heading", { name: "Jobs", level: 2 }).waitFor();
     await page.getByLabel("Choose files to upload").setInputFiles([
-      { name: "broken.txt", mimeType: "text/plain", buffer: Buffer.from("  \n\n  ") }, // no text: fails, retryable
+      { name: "broken.html", mimeType: "text/html", buffer: Buffer.from("<script>go()</script>") }, // no visible text: fails, retryable
+      { name: "empty.txt", mimeType: "text/plain", buffer: Buffer.from("  \n\n  ") }, // nothing to read: skipped, no retry
       note("alpha.md"),
       note("beta.md"),
       note("gamma.md"),
       note("delta.md"),
     ]);
 
-    // The file with no text fails with the reason; retrying it runs it again (and it fails again).
-    const broken = row(page, "broken.txt", "failed");
+    // An empty file is skipped with its reason, and offers no Retry that could never help.
+    const empty = page.locator('[data-testid="upload-item"][data-outcome="SKIPPED"]', { hasText: "empty.txt" });
+    await empty.waitFor({ timeout: 30_000 });
+    assert.match(await empty.textContent(), /empty/i);
+    assert.equal(await page.getByRole("button", { name: "Retry empty.txt" }).count(), 0);
+    // The page with no text fails with the reason; retrying it runs it again (and it fails again).
+    const broken = row(page, "broken.html", "failed");
     await broken.waitFor({ timeout: 30_000 });
-    assert.match(await broken.textContent(), /empty|no text/i);
-    await page.getByRole("button", { name: "Retry broken.txt" }).click();
+    assert.match(await broken.textContent(), /no visible text/i);
+    await page.getByRole("button", { name: "Retry broken.html" }).click();
     await broken.waitFor({ timeout: 30_000 });
 
     // Live progress: a file being embedded shows how far it is.
@@ -87,10 +93,10 @@ describe("uploads follow their ingestion job", () => {
     const items = Object.fromEntries(jobs.project.ingestionJobs.edges.flatMap((edge) => edge.node.items.map((item) => [item.name, item])));
     assert.deepEqual(
       Object.fromEntries(Object.entries(items).map(([name, item]) => [name, item.state])),
-      { "broken.txt": "FAILED", "alpha.md": "READY", "beta.md": "READY", "gamma.md": "READY", "delta.md": "READY" },
+      { "broken.html": "FAILED", "empty.txt": "SKIPPED", "alpha.md": "READY", "beta.md": "READY", "gamma.md": "READY", "delta.md": "READY" },
     );
-    assert.equal(items["broken.txt"].attempts, 2, "the retry ran it again");
-    assert.ok(items["broken.txt"].error);
+    assert.equal(items["broken.html"].attempts, 2, "the retry ran it again");
+    assert.ok(items["broken.html"].error);
     await page.locator('[data-testid="document-row"]', { hasText: "delta.md" }).waitFor();
     assert.deepEqual(page.problems, []);
   });
