@@ -26,6 +26,7 @@ from app.errors import RagchatError
 from app.rag.search.retrieval_mode import RetrievalMode
 from app.services import documents, projects, search, sessions
 from app.services.chat import turns
+from app.services.chat.store import title_of
 from app.services.pages import PageRequest
 from app.services.people.access import Caller, CallerKind
 from app.services.sessions import SessionChanges
@@ -123,7 +124,7 @@ def build() -> MCPServer:
     )
     async def ask(knowledge_base: str, question: str, ctx: Context) -> dict[str, Any]:
         container, caller, kb = await _knowledge_base(ctx, knowledge_base)
-        title = " ".join(question.split())[:80] or "MCP question"
+        title = title_of(question)
         try:
             chat = await anyio.to_thread.run_sync(
                 lambda: sessions.create(

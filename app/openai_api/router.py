@@ -30,6 +30,7 @@ from app.openai_api import wire
 from app.services import projects, sessions
 from app.services.chat.events import DoneEvent, ErrorEvent, RetrievalEvent, TokenEvent
 from app.services.chat.live import Listener
+from app.services.chat.store import title_of
 from app.services.people.access import Caller, CallerKind
 from app.services.sessions import SessionChanges
 
@@ -157,8 +158,10 @@ async def _chat_for(
         if chat.project_id != project_id:
             raise wire.BadRequest(f"chat session {chat_id} is not in {asked.model}", "ragchat.session_id")
         return chat_id, True
-    title = " ".join(said.question.split())[:80] or "API chat"
-    changes = SessionChanges(title=title, system_prompt=said.system_prompt)
+    limit = settings.chat.max_message_chars
+    if any(len(text) > limit for _, text in said.history):  # stored as the chat's turns: held to a question's limit
+        raise wire.BadRequest(f"an earlier message is over {limit:,} characters", "messages")
+    changes = SessionChanges(title=title_of(said.question), system_prompt=said.system_prompt)
     chat = await anyio.to_thread.run_sync(
         lambda: sessions.create(
             store, settings, container.chat_models, project_id, changes, caller=caller, history=said.history

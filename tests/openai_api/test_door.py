@@ -172,6 +172,12 @@ def test_errors_come_in_openais_shape_with_its_status_codes(door: tuple[Api, Con
         client(api).chat.completions.create(
             model="ragchat/field-notes", messages=[{"role": "assistant", "content": "Hello."}]
         )
+    too_long = "x" * (container.settings.chat.max_message_chars + 1)
+    with pytest.raises(openai.BadRequestError, match="earlier message"):
+        client(api).chat.completions.create(
+            model="ragchat/field-notes",
+            messages=[{"role": "assistant", "content": too_long}, {"role": "user", "content": QUESTION}],
+        )
     assert chats(container) == 0  # nothing was half-made
 
 
