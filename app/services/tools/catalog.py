@@ -340,8 +340,8 @@ def session_groups(store: Database, session_ids: Sequence[int]) -> dict[int, lis
 def set_session_groups(
     store: Database, models: ChatModels, session_id: int, groups: Sequence[str], *, caller: Caller = THE_SERVER
 ) -> list[str]:
-    """Replace the session's allowed groups (its owner may). Each must hold a tool, and a non-empty
-    list needs a chat model that can call tools."""
+    """Replace the session's allowed groups (its owner may). Each must hold a tool the chat can be
+    offered, and a non-empty list needs a chat model that can call tools."""
     wanted = sorted(set(groups))
     if len(wanted) > MAX_SESSION_GROUPS:
         raise ValidationError("groups", f"at most {MAX_SESSION_GROUPS} groups")
@@ -349,7 +349,10 @@ def set_session_groups(
         chat = access.require_chat(db, caller, session_id, change=True)
         if wanted:
             require_tool_calling(models, chat.provider, chat.model, "groups")
-            known = set(db.scalars(select(Tool.tool_group).where(Tool.tool_group.in_(wanted))))
+            # Groups this chat could be offered: the server's tools and its own knowledge base's
+            # (another knowledge base's group neither counts nor is named as existing).
+            reachable = Tool.project_id.is_(None) | (Tool.project_id == chat.project_id)
+            known = set(db.scalars(select(Tool.tool_group).where(Tool.tool_group.in_(wanted), reachable)))
             _raise([("groups", f"no tool is in group {g!r}") for g in wanted if g not in known])
         db.execute(delete(SessionToolGroup).where(SessionToolGroup.session_id == session_id))
         db.add_all(SessionToolGroup(session_id=session_id, tool_group=g) for g in wanted)

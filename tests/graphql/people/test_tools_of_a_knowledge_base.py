@@ -8,17 +8,21 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 from sqlalchemy import func, select
 
 from app.db.enums import MemberRole
 from app.db.models import Membership, Tool, ToolVector
-from app.services import projects
+from app.errors import ValidationError
+from app.llm.base import ModelCapabilities
+from app.services import projects, sessions
+from app.services.sessions import SessionChanges
 from app.services.tools import catalog
 from app.services.tools.definitions import ToolChanges
 from app.services.tools.selection import select_tools
 from app.settings import ToolSettings
-from tests.fakes import FakeEmbedder
+from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.graphql.people.conftest import gql, signed_in
 
 CREATE = """mutation($input: CreateToolInput!) { createTool(input: $input) {
@@ -125,3 +129,20 @@ def test_a_chat_is_offered_the_servers_tools_and_its_own_knowledge_bases_only(
             left = set(db.scalars(select(Tool.name).where(Tool.tool_group == "crm")))
             vectors = db.scalar(select(func.count()).where(ToolVector.tool_id == made["a_crm"]))
         assert left == {"server_crm", "b_crm"} and vectors == 0
+
+
+def test_a_chat_cannot_allow_another_knowledge_bases_tool_group(people_server: Callable[..., Any]) -> None:
+    with people_server() as server:
+        store, settings = server.container.store, server.container.settings
+        models = FakeModels(FakeChatModel(capabilities=ModelCapabilities(tool_calling=True)))
+        a, b = projects.create(store, "A").id, projects.create(store, "B").id
+        changes = ToolChanges(
+            name="a_only", description="A's lookup.", input_schema={"type": "object", "properties": {}},
+            method="GET", url_template="https://crm.example.com/a", group="a-tools",
+        )  # fmt: skip
+        catalog.create(store, ToolSettings(), lambda: FakeEmbedder(), changes, project_id=a)
+        fake = SessionChanges(provider="fake", model="scripted")
+        in_a, in_b = (sessions.create(store, settings, models, kb, fake).id for kb in (a, b))
+        assert catalog.set_session_groups(store, models, in_a, ["a-tools"]) == ["a-tools"]
+        with pytest.raises(ValidationError, match="no tool is in group 'a-tools'"):
+            catalog.set_session_groups(store, models, in_b, ["a-tools"])
