@@ -30,6 +30,20 @@ describe("TestToolDialog", () => {
   it("starts from the schema's properties", () => {
     expect(JSON.parse(argumentsSkeleton(tool.inputSchema))).toEqual({ city: "", days: 0 });
     expect(argumentsSkeleton(null)).toBe("{}");
+    // Values the schema accepts where it says one; optional properties only when it suggests a value.
+    const schema = {
+      type: "object",
+      required: ["city", "days", "units", "code"],
+      properties: {
+        city: { type: "string", examples: ["Paris"] },
+        days: { type: "integer", minimum: 1, maximum: 14 },
+        units: { type: "string", enum: ["metric", "imperial"] },
+        code: { type: "string", minLength: 3 },
+        detail: { type: "boolean", default: true },
+        note: { type: "string" },
+      },
+    };
+    expect(JSON.parse(argumentsSkeleton(schema))).toEqual({ city: "Paris", days: 1, units: "metric", code: "xxx", detail: true });
   });
 
   it("refuses arguments that are not a JSON object, then shows what the tool returned", async () => {

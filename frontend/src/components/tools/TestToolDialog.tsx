@@ -9,11 +9,53 @@ import styles from "./ToolFormDialog.module.css";
 
 type ToolTest = Extract<TestToolMutation["testTool"], { __typename: "ToolTest" }>;
 
-/** Arguments to start from: each property of the schema with an empty value of its type. */
+type PropertySchema = {
+  type?: unknown;
+  default?: unknown;
+  examples?: unknown[];
+  example?: unknown;
+  enum?: unknown[];
+  const?: unknown;
+  minLength?: number;
+  minimum?: number;
+  exclusiveMinimum?: number;
+};
+
+/** A value the property's own schema accepts where it says one: its default, an example, the first
+ * allowed value, or an empty value of its type kept within its bounds. */
+function startingValue(p: PropertySchema | undefined): unknown {
+  if (!p) return "";
+  if (p.default !== undefined) return p.default;
+  if (Array.isArray(p.examples) && p.examples.length > 0) return p.examples[0];
+  if (p.example !== undefined) return p.example;
+  if (Array.isArray(p.enum) && p.enum.length > 0) return p.enum[0];
+  if (p.const !== undefined) return p.const;
+  switch (p.type) {
+    case "integer":
+    case "number": {
+      const low = p.minimum ?? (p.exclusiveMinimum !== undefined ? p.exclusiveMinimum + 1 : 0);
+      return p.type === "integer" ? Math.ceil(low) : low;
+    }
+    case "boolean":
+      return false;
+    case "array":
+      return [];
+    case "object":
+      return {};
+    default:
+      return p.minLength ? "x".repeat(p.minLength) : "";
+  }
+}
+
+/** Arguments to start from: the required properties, and the optional ones whose schema suggests a
+ * value, each with a value its schema accepts where the schema says one (see startingValue). */
 export function argumentsSkeleton(schema: unknown): string {
-  const props = (schema as { properties?: Record<string, { type?: unknown }> } | null)?.properties ?? {};
-  const empty = (type: unknown) => (type === "integer" || type === "number" ? 0 : type === "boolean" ? false : type === "array" ? [] : type === "object" ? {} : "");
-  return JSON.stringify(Object.fromEntries(Object.entries(props).map(([name, p]) => [name, empty(p?.type)])), null, 2);
+  const s = schema as { properties?: Record<string, PropertySchema>; required?: unknown } | null;
+  const props = s?.properties ?? {};
+  const required = new Set(Array.isArray(s?.required) ? (s.required as string[]) : []);
+  const suggested = (p: PropertySchema) => p.default !== undefined || p.examples !== undefined || p.example !== undefined;
+  const chosen = Object.entries(props).filter(([name, p]) => required.size === 0 || required.has(name) || suggested(p ?? {}));
+  return JSON.stringify(Object.fromEntries(chosen.map(([name, p]) => [name, startingValue(p)])), null, 2);
 }
 
 /** Run a tool once with typed arguments and show what a model would read (a side-effecting tool: its preview only). */
