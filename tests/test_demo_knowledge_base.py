@@ -99,3 +99,16 @@ def test_the_demo_answers_a_natural_question_with_the_fact_quoted_from_its_docum
     assert fact in answer.text, f"{question!r} -> {answer.text!r}"
     assert document in answer.cited, f"{question!r} cites {answer.cited}: {answer.text!r}"
     assert answer.kinds == {"extracted"}
+
+
+def test_the_demo_says_how_hybrid_results_are_fused_as_the_server_does_by_default() -> None:
+    """The demo answers questions about ragchat itself: its words about fusion must be the default's."""
+    from app.settings import RagDefaults
+
+    text = " ".join((DEMO_DIR / "how-answers-are-built.md").read_text(encoding="utf-8").split())
+    defaults = RagDefaults()
+    said = {"convex": "fused by score (convex fusion)", "rrf": "fused by rank (reciprocal rank fusion)"}
+    assert said[defaults.fusion] in text
+    # The share of cosine in words (a new default needs its words here and in the demo).
+    share = {0.75: "three quarters cosine"}[defaults.convex_alpha]
+    assert share in text
