@@ -161,6 +161,7 @@ class ProviderModels:
     default_model: str | None  # the configured default, when this is the default provider
     reachable: bool = True  # answered its probe (cached briefly); never when not available
     concurrency: int | None = None  # what it declares (ModelCapabilities.concurrency)
+    tool_calling: bool = False  # its models can be offered tools (ModelCapabilities.tool_calling)
 
 
 class ChatModels(Protocol):

@@ -143,6 +143,7 @@ class ProviderRegistry(Generic[T]):
                 default_model=self._default_model(p),
                 reachable=reach.reachable,
                 concurrency=p.capabilities.concurrency,
+                tool_calling=p.capabilities.tool_calling,
             )
             for p, reach in zip(providers, found, strict=True)
         ]

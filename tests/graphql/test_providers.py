@@ -10,7 +10,7 @@ from app.settings import ChatModelSettings, OllamaSettings, Settings
 from tests.graphql.client import live_api
 from tests.llm.wire.server import refusing_url
 
-QUERY = "{ providers { provider available reachable reason defaultModel } }"
+QUERY = "{ providers { provider available reachable reason defaultModel toolCalling } }"
 
 
 def test_each_provider_says_whether_it_answers_and_why_not(migrated: Settings, tmp_path: Path) -> None:
@@ -32,6 +32,9 @@ def test_each_provider_says_whether_it_answers_and_why_not(migrated: Settings, t
                 cached = {p["provider"]: p["reachable"] for p in api.run(QUERY)["providers"]}
         finally:
             container.close()
+    # Whether a provider's models can be offered tools: the bundled model cannot, Ollama's can.
+    calling = {name: p.pop("toolCalling") for name, p in found.items()}
+    assert (calling["local"], calling["ollama"], calling["openai"]) == (False, True, True)
     assert found["local"] == {"available": True, "reachable": True, "reason": None, "defaultModel": None}
     assert found["scripted"] == {"available": True, "reachable": True, "reason": None, "defaultModel": "scripted"}
     assert found["ollama"] == {

@@ -50,6 +50,9 @@ class ProviderInfo:
     default_model: str | None = strawberry.field(
         description="The model to suggest for this provider (its default); null when it has none."
     )
+    tool_calling: bool = strawberry.field(
+        description="Its models can be offered tools: a chat allows tool groups only on such a model."
+    )
     generations: list[GenerationLoad] = strawberry.field(
         description="Its generation slots, live: the shared pool first, then any model's own."
     )
@@ -120,6 +123,7 @@ class ProviderQuery:
                 models=list(p.models),
                 open_ended=p.open_ended,
                 default_model=p.default_model,
+                tool_calling=p.tool_calling,
                 generations=[
                     GenerationLoad(model=g.model, limit=g.limit, in_use=g.in_use, waiting=g.waiting)
                     for g in slots.loads(p.provider, p.concurrency)

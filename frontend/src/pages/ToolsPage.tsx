@@ -10,7 +10,8 @@ import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import { TestToolDialog } from "../components/tools/TestToolDialog";
 import { ToolFormDialog } from "../components/tools/ToolFormDialog";
 import { ToolTable } from "../components/tools/ToolTable";
-import { DeleteToolDocument, ProjectsDocument, type ToolFieldsFragment, ToolsDocument } from "../gql/graphql";
+import { Notice } from "../components/Notice";
+import { DeleteToolDocument, ProjectsDocument, ToolCallingModelsDocument, type ToolFieldsFragment, ToolsDocument } from "../gql/graphql";
 import { evictDeleted } from "../lib/evict";
 
 /** `/tools`: the tools chat models may call: built-in ones and registered HTTP endpoints. */
@@ -22,6 +23,7 @@ export function ToolsPage() {
   const knowledgeBases =
     projects.data?.projects.__typename === "ProjectConnection" ? projects.data.projects.edges.map((e) => ({ id: e.node.id, name: e.node.name })) : [];
   const knowledgeBaseNames = new Map(knowledgeBases.map((kb) => [kb.id, kb.name]));
+  const calling = useQuery(ToolCallingModelsDocument).data;
   const [editing, setEditing] = useState<ToolFieldsFragment | null>(null);
   const [creating, setCreating] = useState(false);
   const [doomed, setDoomed] = useState<ToolFieldsFragment | null>(null);
@@ -57,6 +59,7 @@ export function ToolsPage() {
           title="Tools"
           lead="What a chat model may call while it answers. A chat offers the tools of the groups allowed in its settings — the server's, and its own knowledge base's — chosen for each message by similarity; a tool with side effects is only previewed until the user approves it."
         />
+        {calling && <ToolCallingNotice defaults={calling.sessionDefaults} providers={calling.providers} />}
         {loading && !data && <Skeleton lines={4} label="Loading tools" />}
         {error && !data && <ErrorState title="Could not load the tools" message={error.message} onRetry={() => void refetch()} />}
         {data && tools.length === 0 && (
@@ -86,5 +89,26 @@ export function ToolsPage() {
         </p>
       </ConfirmDialog>
     </AppShell>
+  );
+}
+
+/** Says so when the model new chats use cannot call tools, and which providers here can. */
+export function ToolCallingNotice({
+  defaults,
+  providers,
+}: {
+  defaults: { provider: string; model: string };
+  providers: readonly { provider: string; available: boolean; toolCalling: boolean }[];
+}) {
+  const byDefault = providers.find((p) => p.provider === defaults.provider);
+  if (byDefault?.toolCalling) return null;
+  const able = providers.filter((p) => p.available && p.toolCalling).map((p) => p.provider);
+  return (
+    <Notice tone="info" icon={<SlidersIcon width={18} height={18} />} data-testid="tool-calling-notice">
+      New chats use {defaults.provider}/{defaults.model}, which cannot call tools.{" "}
+      {able.length > 0
+        ? `To use tools, choose a model of ${able.join(" or ")} in a chat's settings, then allow its tool groups.`
+        : "No provider configured on this server can: set up an OpenAI-compatible server or Ollama (docs/CONFIGURATION.md)."}
+    </Notice>
   );
 }
