@@ -1,7 +1,7 @@
 import { useMutation, useQuery } from "@apollo/client/react";
 import { type FormEvent, useState } from "react";
 import { AddMemberDocument, type MemberFieldsFragment, type MemberRole, MembersDocument, RemoveMemberDocument, SetMemberRoleDocument } from "../../gql/graphql";
-import { useMe } from "../../lib/access";
+import { useServerAccess } from "../../lib/access";
 import { Badge } from "../Badge";
 import { Button } from "../Button";
 import { ConfirmDialog } from "../Dialog";
@@ -31,9 +31,12 @@ function problemOf(result: { __typename?: string; message?: string } | undefined
 
 /** A knowledge base's members: who may do what there. Its owners (and administrators) change them; everyone else reads. */
 export function MembersPanel({ knowledgeBaseId }: { knowledgeBaseId: string }) {
-  const me = useMe();
+  // Who the caller is decides the controls: until that is known the rows wait too, so a viewer
+  // never sees (and cannot click) an owner's controls for the moment before it arrives.
+  const { access, loading: accessLoading } = useServerAccess();
+  const me = access?.me ?? null;
   const { data, loading, error } = useQuery(MembersDocument, { variables: { knowledgeBaseId } });
-  const list = data?.members.__typename === "MemberList" ? data.members.members : null;
+  const list = data?.members.__typename === "MemberList" && (access || !accessLoading) ? data.members.members : null;
   const editable = list !== null && canManageMembers(me, list);
   const refetch = { refetchQueries: [{ query: MembersDocument, variables: { knowledgeBaseId } }], awaitRefetchQueries: true };
   const [add, adding] = useMutation(AddMemberDocument, refetch);
@@ -74,7 +77,7 @@ export function MembersPanel({ knowledgeBaseId }: { knowledgeBaseId: string }) {
 
   return (
     <Section id="members-title" title="Members">
-      {loading && !data && <Skeleton lines={2} label="Loading members" />}
+      {(loading || accessLoading) && !list && <Skeleton lines={2} label="Loading members" />}
       {error && !data && <FormError role="alert">Could not load the members: {error.message}</FormError>}
       {data && !list && "message" in data.members && <FormError role="alert">{data.members.message}</FormError>}
       {list && (
