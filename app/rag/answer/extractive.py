@@ -81,6 +81,10 @@ class ExtractiveOptions:
     max_code_chars: int = 400
     max_list_items: int = 8  # a list a chosen sentence introduces ("… the following:") joins it up to this size
     max_list_chars: int = 600
+    # The words no source has must carry the question: without them it reads as another question (its
+    # embedding this far from the whole one's), not the same question with a story around it ("I joined
+    # eight months ago and we're expecting a baby. Can I use paid parental leave yet?").
+    beyond_similarity: float = 0.85
     embed_limit: int = 64  # more candidates than this: only the best by words and rank are embedded
 
 
@@ -183,7 +187,7 @@ def compose(
     asked = _score(question, candidates, embed, opts)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
-    beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed)
+    beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
     if best.score < bar or beyond:
         closest = _evidence(best)
         why = _Why(bar, bar, opts, beyond=beyond)
@@ -348,10 +352,14 @@ def _score(
     editions: dict[int, bool] = {}  # per source: whether its title is another edition's
     for source in {id(c.source): c.source for c in candidates}.values():
         about = _about(source, source.location.heading_path, source.text)
-        mentions.setdefault(source.document_id, set()).update(sentences.runs(about), sentences.initials(about))
+        mentions.setdefault(source.document_id, set()).update(
+            sentences.runs(about), sentences.initials(about), map(sentences.stem, sentences.words(about))
+        )
         editions[id(source)] = _other_edition(names, _title(source))
+    entities = _entities(names)
     for c in candidates:
-        c.missing_entity = bool(names.keys() - mentions[c.source.document_id])
+        said = mentions[c.source.document_id]
+        c.missing_entity = any(e not in said and sentences.stem(e) not in said for e in entities)
         c.other_edition = editions[id(c.source)]
         c.subject = len(names.keys() & sentences.runs(c.about)) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
@@ -371,12 +379,23 @@ def _score(
     return vectors[0] if embed is not None else None
 
 
+# An amount the asker states ("about $3,000", "12,500 users") is their case, which a document states
+# as a range or a bar ("more than $2,500"), not a name it must repeat.
+_QUANTITY = re.compile(r"[$\u20ac\u00a3\u00a5]\d[\d,.]*|\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _entities(names: dict[str, str]) -> list[str]:
+    """The question's names a source must have to be about what it asks (quantities left out)."""
+    return [squashed for squashed, written in names.items() if not _QUANTITY.fullmatch(written)]
+
+
 def _beyond_sources(
     question: str,
     sources: Sequence[Passage],
     best: _Candidate,
     asked: Vectors | None,
     embed: Callable[[list[str]], Vectors] | None,
+    opts: ExtractiveOptions,
 ) -> bool:
     """Whether the question is about something the sources never mention, though its best sentence
     scores well on the rest: at least half of its focus words are in no source (text, headings or
@@ -391,7 +410,8 @@ def _beyond_sources(
         return False
     without = re.sub(r"[^\W\d_]+", lambda m: "" if sentences.stem(m[0].lower()) in missing else m[0], question)
     (reduced,) = embed([" ".join(without.split())])
-    return float(best.vector @ asked) <= float(best.vector @ reduced)
+    carried = float(asked @ reduced) < opts.beyond_similarity
+    return carried and float(best.vector @ asked) <= float(best.vector @ reduced)
 
 
 def _unmentioned(question: str, sources: Sequence[Passage]) -> set[str]:

@@ -322,16 +322,24 @@ def names(text: str) -> dict[str, str]:
     capitals or digits ("SM-40", "Q1", "NB-IoT"), numbers ("2024"). Squashed to lower-case letters
     and digits -> as written; compare them with :func:`runs`."""
     out = {}
-    for n, word in enumerate(text.split()):
+    previous = ""
+    for word in text.split():
         token = _POSSESSIVE.sub("", word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d"))
         squashed = _NOT_LETTER_OR_DIGIT.sub("", token).lower()
+        # A capital after a sentence's end is the sentence's, not a name's ("… trusted. Anything I can try?").
+        opens = not previous or previous.endswith((".", "!", "?", ":"))
+        previous = word
         # A number is a name ("2024"), a number with a word is not ("12-month"): :func:`numbers` has it.
-        if token[:1].isdigit() and not token.isdigit():
+        if (token[:1].isdigit() and not token.isdigit()) or _CONTRACTION.fullmatch(token):
             continue
         coded = any(map(str.isdigit, token)) or any(map(str.isupper, token[1:]))
-        if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (n > 0 and token[:1].isupper())):
+        if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (not opens and token[:1].isupper())):
             out[squashed] = token
     return out
+
+
+# "I'm", "We're", "They'll": a pronoun with its verb, capitalised because "I" is.
+_CONTRACTION = re.compile(r"[^\W\d_]+['\u2019](?:m|re|ve|ll|d)", re.I)
 
 
 def runs(text: str) -> set[str]:
