@@ -81,6 +81,7 @@ class ExtractiveOptions:
     max_code_chars: int = 400
     max_list_items: int = 8  # a list a chosen sentence introduces ("… the following:") joins it up to this size
     max_list_chars: int = 600
+    max_lead_chars: int = 120  # a list item's lead-in longer than this is not repeated before it
     # The words no source has must carry the question: without them it reads as another question (its
     # embedding this far from the whole one's), not the same question with a story around it ("I joined
     # eight months ago and we're expecting a baby. Can I use paid parental leave yet?").
@@ -162,6 +163,7 @@ class _Candidate:
     index: int = 0  # its unit's position in ``units``
     units: list[sentences.Unit] = field(default_factory=list, compare=False, repr=False)  # its source's
     code: str | None = None  # the code block it introduces, when composed with it
+    lead: str | None = None  # a list item's lead-in ("Three to five weeks in advance for:"), which ``text`` starts with
     items: tuple[str, ...] = ()  # the list it introduces, when composed with it
 
     @property
@@ -251,6 +253,11 @@ class _Why:
         return f"beyond the {self.opts.max_sentences} sentences an answer quotes" + penalised
 
 
+def _content(text: str) -> list[str]:
+    """Content words, with numbers written out as digits: an asker's "three days" is a table's "3 days"."""
+    return sentences.terms(text, digits=True)
+
+
 def _cut(text: str) -> str:
     return text if len(text) <= CONSIDERED_CHARS else text[: CONSIDERED_CHARS - 1].rstrip() + "…"
 
@@ -267,6 +274,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
         first_prose = next((u for u in units if u.kind in sentences.PROSE), None)
         header: list[str] = []
         for n, unit in enumerate(units):
+            lead = None
             if unit.kind == "table" and n + 1 < len(units) and units[n + 1].kind == "rule":
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
@@ -278,22 +286,61 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
+                lead = _lead_in(source.text, units, n, opts) if unit.kind == "item" else None
+                if lead is not None:
+                    text, enough = f"{lead} {text}", True
             else:
                 header = [] if unit.kind == "heading" else header
                 continue
             if not enough:
                 continue
             start = source.location.char_start + unit.start
-            terms = frozenset(sentences.terms(text))
+            terms = frozenset(_content(text))
             about = _about(source, paths[n], " ".join(header))
-            context = frozenset(sentences.terms(about))
+            context = frozenset(_content(about))
             out.append(
                 _Candidate(
                     source, order, unit, text, paths[n], terms, about, context, start, start + len(unit.text), index=n
                 )
             )
-            out[-1].units = units
+            out[-1].units, out[-1].lead = units, lead
     return out
+
+
+def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOptions) -> str | None:
+    """The line that introduces list item ``n`` when it ends with a colon and is short enough to
+    repeat: the item it is nested in ("- Three to five weeks in advance for:" over "- Conference
+    events that cost more than $2,500"), or the sentence before the list ("To be eligible, you must
+    have all of the following:"). An item alone often says only half of the answer."""
+    indent = _indent(text, units[n])
+    for j in range(n - 1, max(n - 2 * opts.max_list_items, 0) - 1, -1):
+        unit = units[j]
+        if unit.kind == "item" and _indent(text, unit) >= indent:
+            continue  # a sibling, or an item nested in one
+        if unit.kind == "sentence" and _item_text(text, units, j):
+            continue  # the rest of a sibling item's text
+        if unit.kind not in sentences.PROSE:
+            return None
+        lead = rendered(_OWN_MARKERS.sub("", unit.normalised))
+        return lead if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
+    return None
+
+
+def _item_text(text: str, units: list[sentences.Unit], j: int) -> bool:
+    """Whether sentence ``j`` is the rest of a list item's text (no blank line back to the item)."""
+    while j > 0 and "\n\n" not in text[units[j - 1].end : units[j].start]:
+        j -= 1
+        if units[j].kind == "item":
+            return True
+        if units[j].kind != "sentence":
+            return False
+    return False
+
+
+def _indent(text: str, unit: sentences.Unit) -> int:
+    """How far ``unit``'s line is indented (a list item's marker counts as indentation)."""
+    line_start = text.rfind("\n", 0, unit.start) + 1
+    return unit.start - line_start
 
 
 def _cells(row: str) -> list[str]:
@@ -336,7 +383,7 @@ def _score(
     opts: ExtractiveOptions,
 ) -> Vectors | None:
     """Score every candidate in place; returns the question's embedding (None without ``embed``)."""
-    asked = set(sentences.terms(_INTERROGATIVE.sub(" ", question)))
+    asked = set(_content(_INTERROGATIVE.sub(" ", question)))
     vocabulary = set().union(*(c.terms | c.context for c in candidates))
     meets = {t: {v for v in vocabulary if _same_word(t, v)} for t in asked}
     n = len(candidates)
@@ -347,7 +394,7 @@ def _score(
     # ``kind``) is left out of the blend, as the cosine is without embeddings: a zero every sentence
     # shares would only lower every score against the bar.
     asks = {"subject": bool(names), "kind": wanted is not None}
-    named = set(sentences.terms(" ".join(names.values())))
+    named = set(_content(" ".join(names.values())))
     mentions: dict[int, set[str]] = {}  # per document: what all its given chunks name
     editions: dict[int, bool] = {}  # per source: whether its title is another edition's
     for source in {id(c.source): c.source for c in candidates}.values():
@@ -408,7 +455,7 @@ def _beyond_sources(
     missing = _unmentioned(question, sources)
     if not missing or embed is None or asked is None or best.vector is None:
         return False
-    without = re.sub(r"[^\W\d_]+", lambda m: "" if sentences.stem(m[0].lower()) in missing else m[0], question)
+    without = re.sub(r"[^\W\d_]+", lambda m: "" if set(_content(m[0])) & missing else m[0], question)
     (reduced,) = embed([" ".join(without.split())])
     carried = float(asked @ reduced) < opts.beyond_similarity
     return carried and float(best.vector @ asked) <= float(best.vector @ reduced)
@@ -418,9 +465,9 @@ def _unmentioned(question: str, sources: Sequence[Passage]) -> set[str]:
     """The question's focus words (content words, names left out) that are in no source, when they
     are at least half of them; else none."""
     names = sentences.names(question)
-    named = set(sentences.terms(" ".join(names.values())))
-    focus = {t for t in sentences.terms(_INTERROGATIVE.sub(" ", question)) if t not in named}
-    said = set(sentences.terms(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
+    named = set(_content(" ".join(names.values())))
+    focus = {t for t in _content(_INTERROGATIVE.sub(" ", question)) if t not in named}
+    said = set(_content(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
     missing = {t for t in focus if not any(_same_word(t, w) for w in said)}
     return missing if 2 * len(missing) >= len(focus) > 0 else set()
 
@@ -483,14 +530,15 @@ _INTERROGATIVE = re.compile(
     re.I,
 )
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_SPELLED = f"(?:{'|'.join(sentences.NUMBER_WORDS)})"  # a number written out ("three to five weeks")
 _KINDS = (  # what kind of answer a question asks for, and how a sentence shows it has one
     (
         re.compile(r"^\s*when\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day|month)\b", re.I),
         re.compile(rf"\b(?:{_MONTHS}|(?:19|20)\d\d)\b|\b\d{{1,2}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}\b", re.I),
     ),
     (
-        re.compile(r"\bhow long\b", re.I),
-        re.compile(r"\d\s*(?:hours?|minutes?|days?|weeks?|months?|years?|seconds?|h|min)\b", re.I),
+        re.compile(r"\bhow (?:long|far ahead|soon)\b|\bhow many (?:hours|minutes|days|weeks|months|years)\b", re.I),
+        re.compile(rf"(?:\d|\b{_SPELLED})\s*(?:hours?|minutes?|days?|weeks?|months?|years?|seconds?|h|min)\b", re.I),
     ),
     (
         re.compile(r"\bwhat time\b|\bat what time\b|\bopening hours\b", re.I),
@@ -700,6 +748,13 @@ def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> s
             continue
         text = re.sub(r"[,;:]$", "…", e.text)
         cited = f"{text} [{e.number}]"
+        if c.lead is not None:  # under its lead-in, once for the items of one list
+            item = f"- {text[len(c.lead) :].strip()} [{e.number}]"
+            if blocks and blocks[-1].startswith(f"{c.lead}\n"):
+                blocks[-1] += f"\n{item}"
+            else:
+                blocks.append(f"{c.lead}\n{item}")
+            continue
         if c.unit.kind == "item":
             cited = f"- {cited}"
             if blocks and blocks[-1].startswith("- "):

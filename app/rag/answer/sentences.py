@@ -262,6 +262,18 @@ STOP_WORDS = frozenset(
 )
 
 
+# Small numbers written out meet their digits ("three days" / "3 days", "ten days" / "10 days"):
+# an asker and a document rarely write a number the same way. "one" stays a stop word.
+NUMBER_WORDS: dict[str, str] = {
+    w: str(n)
+    for n, w in enumerate(
+        "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+    if w != "_"
+} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "ninety": "90", "hundred": "100"}
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words and numbers, in order ("0.25" and "2024" are one word each)."""
     return [w.lower() for w in _WORD.findall(text)]
@@ -299,14 +311,16 @@ def stem(word: str) -> str:
     return w
 
 
-def terms(text: str) -> list[str]:
-    """Content words: stemmed, stop words and one-letter words out, numbers kept; in order."""
-    return list(_terms(text) if len(text) <= TERMS_CACHED_CHARS else _terms.__wrapped__(text))
+def terms(text: str, *, digits: bool = False) -> list[str]:
+    """Content words: stemmed, stop words and one-letter words out, numbers kept; in order. With
+    ``digits``, small numbers written out are their digits ("three" -> "3")."""
+    return list(_terms(text, digits) if len(text) <= TERMS_CACHED_CHARS else _terms.__wrapped__(text, digits))
 
 
 @functools.lru_cache(maxsize=4096)
-def _terms(text: str) -> tuple[str, ...]:
-    return tuple([stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())])
+def _terms(text: str, digits: bool) -> tuple[str, ...]:
+    kept = [w for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    return tuple([NUMBER_WORDS[w] if digits and w in NUMBER_WORDS else stem(w) for w in kept])
 
 
 def numbers(text: str) -> set[str]:
