@@ -556,6 +556,18 @@ _KINDS = (  # what kind of answer a question asks for, and how a sentence shows 
         re.compile(r"^\s*who\b|\bwhose\b|\bwhich (?:person|manager)\b", re.I),
         re.compile(r"(?<=\S\s)[A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|[A-Z]\.))+|^[A-Z][a-z]+\s+[A-Z][a-z]+\b"),
     ),
+    (  # a yes/no question (its last sentence opens with a verb) is answered by a rule: a verdict
+        re.compile(
+            r"(?:^|[.!?]\s+|,\s*(?:so|but|or)\s+)(?:can|could|may|might|should|must|shall|is|are|am|do|does|did|will"
+            r"|would|has|have)\b[^.!?]*\?\s*$",
+            re.I,
+        ),
+        re.compile(
+            r"\b(?:must|should|shall|never|not|no longer|cannot|only|required?|prohibited|allowed|permitted"
+            r"|recommended|exempt|forbidden|mandatory|optional|unless)\b|n't\b",
+            re.I,
+        ),
+    ),
 )
 
 
