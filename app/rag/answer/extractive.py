@@ -21,6 +21,7 @@ import numpy as np
 from app.llm.base import Vectors
 from app.rag.answer import sentences
 from app.rag.ingest.parsers.markdown import rendered
+from app.rag.search import conversation
 from app.rag.search.candidates import Location
 
 __all__ = [
@@ -86,6 +87,10 @@ class ExtractiveOptions:
     # embedding this far from the whole one's), not the same question with a story around it ("I joined
     # eight months ago and we're expecting a baby. Can I use paid parental leave yet?").
     beyond_similarity: float = 0.85
+    # A follow-up is read with the earlier turns as retrieval reads it (app/rag/search/conversation.py).
+    history_turns: int = 2
+    history_decay: float = 0.8
+    history_term_weight: float = 0.25
     embed_limit: int = 64  # more candidates than this: only the best by words and rank are embedded
 
 
@@ -178,15 +183,19 @@ def compose(
     embed: Callable[[list[str]], Vectors] | None,
     *,
     options: ExtractiveOptions | None = None,
+    earlier: Sequence[str] = (),
 ) -> ExtractiveAnswer:
-    """Answer ``question`` from ``sources``' own sentences; see the module docstring. Errors of
-    ``embed`` propagate: the caller may retry with ``embed=None`` (words and rank only)."""
+    """Answer ``question`` from ``sources``' own sentences; see the module docstring. ``earlier``:
+    the conversation's earlier user turns, oldest first, which a follow-up that reads as one ("and
+    how do I cancel it?") is scored with. Errors of ``embed`` propagate: the caller may retry with
+    ``embed=None`` (words and rank only)."""
     opts = options or ExtractiveOptions()
     ordered = sorted(sources, key=lambda s: (s.rank, s.number))
     candidates = _dedupe(_candidates(ordered, opts))
     if not candidates:
         return ExtractiveAnswer(NO_ANSWER, True, (), (), None)
-    asked = _score(question, candidates, embed, opts)
+    before = _before(question, earlier, opts)
+    asked = _score(question, candidates, embed, opts, before)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
     beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
@@ -381,13 +390,20 @@ def _score(
     candidates: list[_Candidate],
     embed: Callable[[list[str]], Vectors] | None,
     opts: ExtractiveOptions,
+    before: Sequence[str] = (),
 ) -> Vectors | None:
-    """Score every candidate in place; returns the question's embedding (None without ``embed``)."""
-    asked = set(_content(_INTERROGATIVE.sub(" ", question)))
+    """Score every candidate in place; returns the question's own embedding (None without
+    ``embed``). With ``before`` (earlier turns, oldest first) the question is read in the
+    conversation, as retrieval reads it: their words count at ``history_term_weight``, and the
+    question's vector is blended with theirs, each turn back ``history_decay`` times the weight of
+    the one after it."""
+    own = set(_content(_INTERROGATIVE.sub(" ", question)))
+    asked = own | set(_content(" ".join(before)))
     vocabulary = set().union(*(c.terms | c.context for c in candidates))
     meets = {t: {v for v in vocabulary if _same_word(t, v)} for t in asked}
     n = len(candidates)
     weight = {t: math.log(1 + n / (1 + sum(bool(meets[t] & c.terms) for c in candidates))) for t in asked}
+    weight.update({t: opts.history_term_weight * weight[t] for t in asked - own})
     wanted = _answer_kind(question)
     names = sentences.names(question)
     # A part the question gives nothing to measure (no name for ``subject``, no kind of answer for
@@ -417,13 +433,16 @@ def _score(
         c.fit = 1.0 if wanted is not None and wanted.search(c.text) else 0.0
     if embed is not None:
         embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False, **asks))[: opts.embed_limit]
-        vectors = embed([question, *(c.embed_text for c in embedded)])
-        for c, vector, cosine in zip(embedded, vectors[1:], np.clip(vectors[1:] @ vectors[0], 0.0, 1.0), strict=True):
+        vectors = embed([question, *before, *(c.embed_text for c in embedded)])
+        turns, vectors = vectors[: 1 + len(before)], vectors[1 + len(before) :]
+        blended = sum(opts.history_decay**age * v.astype(np.float64) for age, v in enumerate([turns[0], *turns[:0:-1]]))
+        blended = (blended / (np.linalg.norm(blended) or 1.0)).astype(np.float32)
+        for c, vector, cosine in zip(embedded, vectors, np.clip(vectors @ blended, 0.0, 1.0), strict=True):
             c.cosine, c.vector = float(cosine), vector
     for c in candidates:
         off = c.missing_entity or c.other_edition
         c.score = _blend(c, opts, cosine=embed is not None, **asks) * (opts.entity_penalty if off else 1.0)
-    return vectors[0] if embed is not None else None
+    return turns[0] if embed is not None else None
 
 
 # An amount the asker states ("about $3,000", "12,500 users") is their case, which a document states
@@ -434,6 +453,15 @@ _QUANTITY = re.compile(r"[$\u20ac\u00a3\u00a5]\d[\d,.]*|\d{1,3}(?:,\d{3})+(?:\.\
 def _entities(names: dict[str, str]) -> list[str]:
     """The question's names a source must have to be about what it asks (quantities left out)."""
     return [squashed for squashed, written in names.items() if not _QUANTITY.fullmatch(written)]
+
+
+def _before(question: str, earlier: Sequence[str], opts: ExtractiveOptions) -> tuple[str, ...]:
+    """The earlier turns ``question`` is read with: the last ``history_turns``, when it reads as a
+    continuation ("and for contractors?", "how long does that take?"); a question that stands on
+    its own is read alone."""
+    if opts.history_turns <= 0 or not conversation.leans_back(question):
+        return ()
+    return tuple(t for t in earlier if t.strip())[-opts.history_turns :]
 
 
 def _beyond_sources(
