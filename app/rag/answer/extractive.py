@@ -199,9 +199,10 @@ def compose(
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
     beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
-    if best.score < bar or beyond:
+    unstated = best.score >= bar and not beyond and _unstated(question, candidates, bar)
+    if best.score < bar or beyond or unstated:
         closest = _evidence(best)
-        why = _Why(bar, bar, opts, beyond=beyond)
+        why = _Why(bar, bar, opts, beyond=beyond, unstated=unstated)
         return ExtractiveAnswer(
             f"{NO_ANSWER} {_closest(closest)}", True, (), (), closest, bar, why.considered(candidates, [])
         )
@@ -228,6 +229,7 @@ class _Why:
     floor: float  # the bar for this answer: the fixed one, or a share of the best sentence's score
     opts: ExtractiveOptions
     beyond: bool = False  # the question is about something no source mentions
+    unstated: bool = False  # the question asks for a value (a number, a date…) no sentence above the bar has
 
     def considered(self, candidates: list[_Candidate], chosen: list[_Candidate]) -> tuple[Considered, ...]:
         best = sorted(candidates, key=_preference, reverse=True)[:CONSIDERED]
@@ -252,6 +254,8 @@ class _Why:
             return "quoted" + penalised
         if self.beyond:
             return "not quoted: the question is about something no kept source mentions" + penalised
+        if self.unstated:
+            return "not quoted: no sentence above the bar states the kind of value the question asks for" + penalised
         if c.score < self.bar:
             return f"below the bar: {c.score:.2f} < {self.bar:.2f}" + penalised
         if c.score < self.floor:
@@ -566,7 +570,10 @@ _KINDS = (  # what kind of answer a question asks for, and how a sentence shows 
     ),
     (
         re.compile(r"\bhow (?:long|far ahead|soon)\b|\bhow many (?:hours|minutes|days|weeks|months|years)\b", re.I),
-        re.compile(rf"(?:\d|\b{_SPELLED})\s*(?:hours?|minutes?|days?|weeks?|months?|years?|seconds?|h|min)\b", re.I),
+        re.compile(
+            rf"(?:\d|\b{_SPELLED})\s*(?:[a-z]+\s+)?(?:hours?|minutes?|days?|weeks?|months?|years?|seconds?|h|min)\b",
+            re.I,
+        ),
     ),
     (
         re.compile(r"\bwhat time\b|\bat what time\b|\bopening hours\b", re.I),
@@ -599,6 +606,16 @@ _KINDS = (  # what kind of answer a question asks for, and how a sentence shows 
 )
 
 
+# The kinds whose answer is a value a sentence must state (not a verdict or a name, which prose may
+# give in many ways): dates, durations, times, numbers.
+_VALUE_KINDS = frozenset(shows for _, shows in _KINDS[:4])
+# Asked for in so many words: "when" also opens a condition ("When someone leaves, …?") and "limit" is
+# also a verb, so the kinds' own cues are too loose to decline on.
+_VALUE_QUESTION = re.compile(
+    r"\bhow (?:long|many|much|far|old|often|soon)\b|\b(?:what|which) (?:year|date|day|month|time|percentage)\b", re.I
+)
+
+
 # "What is X?", "What does X mean?": a definition is asked for; the sentence that defines X answers
 # it ("X is …", "**X**: …", "X means …"), not one that merely mentions X.
 _DEFINE = re.compile(
@@ -614,6 +631,14 @@ def _definition(term: str) -> re.Pattern[str]:
         rf"^\W*(?:an?\s+|the\s+)?{words}\W*(?:\([^)]*\)\s*)?(?:is|are|means|refers to|stands for|:|\u2014|\u2013|-)\s",
         re.I,
     )
+
+
+def _unstated(question: str, candidates: list[_Candidate], bar: float) -> bool:
+    """Whether the question asks for a value (a date, a duration, a time, a number) and no sentence
+    scoring at least ``bar`` states one: "How long should we keep logs?" is not answered by a
+    sentence about logging that gives no duration."""
+    asks = _VALUE_QUESTION.search(question) and _answer_kind(question) in _VALUE_KINDS
+    return bool(asks) and not any(c.fit for c in candidates if c.score >= bar)
 
 
 def _answer_kind(question: str) -> re.Pattern[str] | None:
