@@ -169,6 +169,7 @@ class _Candidate:
     units: list[sentences.Unit] = field(default_factory=list, compare=False, repr=False)  # its source's
     code: str | None = None  # the code block it introduces, when composed with it
     lead: str | None = None  # a list item's lead-in ("Three to five weeks in advance for:"), which ``text`` starts with
+    lead_index: int = 0  # the lead-in's position in ``units``
     items: tuple[str, ...] = ()  # the list it introduces, when composed with it
 
     @property
@@ -215,6 +216,8 @@ def compose(
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
     chosen = [_in_context(c, chosen, opts) for c in chosen]
+    spans = {(c.source.document_id, c.doc_start, c.doc_end): c for c in reversed(chosen)}  # the first of each
+    chosen = [c for c in chosen if spans[(c.source.document_id, c.doc_start, c.doc_end)] is c]
     chosen = [c for c in chosen if not any(k is not c and _inside(c, k) for k in chosen)]  # an item of a quoted list
     evidence = tuple(_evidence(c) for c in chosen)
     used = tuple(dict.fromkeys(e.number for e in evidence))
@@ -301,7 +304,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                     continue  # the tail of a sentence the chunk boundary cut
                 lead = _lead_in(source.text, units, n, opts) if unit.kind == "item" else None
                 if lead is not None:
-                    text, enough = f"{lead} {text}", True
+                    text, enough = f"{lead[0]} {text}", True
             else:
                 header = [] if unit.kind == "heading" else header
                 continue
@@ -316,11 +319,13 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                     source, order, unit, text, paths[n], terms, about, context, start, start + len(unit.text), index=n
                 )
             )
-            out[-1].units, out[-1].lead = units, lead
+            out[-1].units = units
+            if lead is not None:
+                out[-1].lead, out[-1].lead_index = lead
     return out
 
 
-def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOptions) -> str | None:
+def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOptions) -> tuple[str, int] | None:
     """The line that introduces list item ``n`` when it ends with a colon and is short enough to
     repeat: the item it is nested in ("- Three to five weeks in advance for:" over "- Conference
     events that cost more than $2,500"), or the sentence before the list ("To be eligible, you must
@@ -335,7 +340,7 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
         if unit.kind not in sentences.PROSE:
             return None
         lead = rendered(_OWN_MARKERS.sub("", unit.normalised))
-        return lead if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
+        return (lead, j) if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
     return None
 
 
@@ -689,6 +694,8 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
     units, n, source = c.units, c.index, c.source
     if not units:
         return c
+    if c.lead is not None:
+        return _under_lead_in(c, opts)
     unit, text = c.unit, c.text
     if unit.kind == "sentence" and n > 0 and _ANAPHOR.match(text):
         prev = units[n - 1]
@@ -710,6 +717,21 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
 
 # A sentence that introduces the list right after it: it ends with a colon, or speaks of "the following".
 _LEAD_IN = re.compile(r":$|\bthe following\b|\bas follows\b", re.I)
+
+
+def _under_lead_in(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
+    """A list item with its lead-in: the whole list under the lead-in when the lead-in is a sentence
+    and the list short enough ("you must have all of the following:" is answered by all of them);
+    else the item as it reads, after its lead-in."""
+    lead = c.units[c.lead_index]
+    if lead.kind != "sentence" or c.lead is None:
+        return c
+    start = c.source.location.char_start + lead.start
+    alone = replace(
+        c, unit=lead, index=c.lead_index, text=c.lead, lead=None, doc_start=start, doc_end=start + len(lead.text)
+    )
+    listed = _with_list(alone, opts)
+    return listed if listed.items else c
 
 
 def _inside(c: _Candidate, k: _Candidate) -> bool:
