@@ -330,7 +330,9 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
     """The line that introduces list item ``n`` when it ends with a colon and is short enough to
     repeat: the item it is nested in ("- Three to five weeks in advance for:" over "- Conference
     events that cost more than $2,500"), or the sentence before the list ("To be eligible, you must
-    have all of the following:"). An item alone often says only half of the answer."""
+    have all of the following:"). An item alone often says only half of the answer. An item nested
+    in a bare label ("- Definition of Ready" over "- How complete a story must be …") explains
+    it: the label is its term, given a colon."""
     indent = _indent(text, units[n])
     for j in range(n - 1, max(n - 2 * opts.max_list_items, 0) - 1, -1):
         unit = units[j]
@@ -341,8 +343,14 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
         if unit.kind not in sentences.PROSE:
             return None
         lead = rendered(_OWN_MARKERS.sub("", unit.normalised))
+        if unit.kind == "item" and _LABEL.fullmatch(lead):
+            lead += ":"
         return (lead, j) if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
     return None
+
+
+# A term on its own: a few words, no sentence's punctuation at its end.
+_LABEL = re.compile(r"\S+(?:\s+\S+){0,5}(?<![.!?;,:])")
 
 
 def _item_text(text: str, units: list[sentences.Unit], j: int) -> bool:
@@ -564,7 +572,7 @@ def _same_word(a: str, b: str) -> bool:
 # ("What is the name of the company VPN?" is answered by "Use Corvid Connect").
 _INTERROGATIVE = re.compile(
     r"\bhow (?:long|many|much|far|often|old|big|large|soon)\b|\bwhat (?:kinds?|types?|sorts?) of\b|\blast\s*\?\s*$"
-    r"|\bnames? of\b|\b(?:called|named)\b",
+    r"|\bnames? of\b|\b(?:called|named)\b|\b(?:mean|stand for|describe|refer to)\s*\?\s*$",
     re.I,
 )
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
@@ -626,7 +634,8 @@ _VALUE_QUESTION = re.compile(
 # it ("X is …", "**X**: …", "X means …"), not one that merely mentions X.
 _DEFINE = re.compile(
     r"^\s*(?:what(?:'s|\u2019s| is| are)|what does|define)\s+(?:an?\s+|the\s+)?[\"'\u201c\u2018`*]*"
-    r"(?P<term>[^\"'\u201d\u2019`*?]{2,60}?)[\"'\u201d\u2019`*]*(?:\s+(?:mean|stand for))?\s*\??\s*$",
+    r"(?P<term>[^\"'\u201d\u2019`*?]{2,60}?)[\"'\u201d\u2019`*]*"
+    r"(?:\s+(?:mean|stand for|describe|cover|refer to))?\s*\??\s*$",
     re.I,
 )
 

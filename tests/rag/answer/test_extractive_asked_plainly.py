@@ -196,3 +196,24 @@ def test_a_value_no_sentence_states_is_not_answered() -> None:
     stated = BACKUPS.replace("are kept in", "are kept for 35 days in")
     answer = compose("How long are database backups kept?", list(sources({"b.md": stated})), FakeEmbedder().embed)
     assert not answer.no_answer and "35 days" in answer.text
+
+
+AGREEMENTS = """# Team agreements
+
+Every team keeps these pages:
+
+- Working agreements
+  - Definition of Done
+    - The checks every story passes before it is closed.
+  - Definition of Ready
+    - How complete a story must be before the team estimates it.
+"""
+
+
+def test_an_item_nested_in_a_bare_label_is_that_term_s_explanation() -> None:
+    # No "is" and no colon: the nesting says the item explains the label above it.
+    kept = list(sources({"agreements.md": AGREEMENTS}))
+    answer = compose("What does the Definition of Ready describe?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert "Definition of Ready:\n- How complete a story must be before the team estimates it." in answer.text
+    assert answer.considered[0].text.startswith("Definition of Ready: How complete"), answer.considered
