@@ -303,6 +303,8 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
+                if _LINK_DEFINITIONS.fullmatch(unit.normalised):
+                    continue  # "[`Box::into_raw`]: https://…": where a link goes, not something the text says
                 lead = _lead_in(source.text, units, n, opts) if unit.kind == "item" else None
                 if lead is not None:
                     text, enough = f"{lead[0]} {text}", True
@@ -368,6 +370,12 @@ def _indent(text: str, unit: sentences.Unit) -> int:
     """How far ``unit``'s line is indented (a list item's marker counts as indentation)."""
     line_start = text.rfind("\n", 0, unit.start) + 1
     return unit.start - line_start
+
+
+# Markdown's reference-style link definitions, one or more on a line: "[text]: url" or "[text]: url 'title'".
+# A url has no brackets, so where one definition ends and the next begins is never in doubt (with
+# `\S+` a line of them could be split 2^n ways before a mismatch at its end).
+_LINK_DEFINITIONS = re.compile(r"(?:\[[^\]\n]+\]:[ \t]*[^\s\[\]]+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*)+")
 
 
 def _cells(row: str) -> list[str]:
