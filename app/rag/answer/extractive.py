@@ -21,6 +21,7 @@ import numpy as np
 from app.llm.base import Vectors
 from app.rag.answer import sentences
 from app.rag.ingest.parsers.markdown import rendered
+from app.rag.search import conversation
 from app.rag.search.candidates import Location
 
 __all__ = [
@@ -61,9 +62,10 @@ class Passage(Protocol):
 
 @dataclass(frozen=True)
 class ExtractiveOptions:
-    # Four, not three: on docs-qa the answering sentence is often fourth among close scores (+4 facts
-    # of 107, answers 41 -> 49 words at the median); benchmarks/answers unchanged.
-    max_sentences: int = 4
+    # Five: on docs-qa the answering sentence is often fourth or fifth among close scores (three -> four:
+    # +4 facts of 107, 41 -> 49 words at the median; four -> five: +4 facts, +4 topic-change facts, 50 ->
+    # 54 words, p90 94 -> 101, and +1 fact on benchmarks/fresh-qa); benchmarks/answers unchanged.
+    max_sentences: int = 5
     min_score: float = 0.40  # with embeddings; see the calibration in the module docstring
     min_score_without_embeddings: float = 0.35
     relative_floor: float = 0.75
@@ -81,6 +83,15 @@ class ExtractiveOptions:
     max_code_chars: int = 400
     max_list_items: int = 8  # a list a chosen sentence introduces ("… the following:") joins it up to this size
     max_list_chars: int = 600
+    max_lead_chars: int = 120  # a list item's lead-in longer than this is not repeated before it
+    # The words no source has must carry the question: without them it reads as another question (its
+    # embedding this far from the whole one's), not the same question with a story around it ("I joined
+    # eight months ago and we're expecting a baby. Can I use paid parental leave yet?").
+    beyond_similarity: float = 0.85
+    # A follow-up is read with the earlier turns as retrieval reads it (app/rag/search/conversation.py).
+    history_turns: int = 2
+    history_decay: float = 0.8
+    history_term_weight: float = 0.25
     embed_limit: int = 64  # more candidates than this: only the best by words and rank are embedded
 
 
@@ -158,6 +169,8 @@ class _Candidate:
     index: int = 0  # its unit's position in ``units``
     units: list[sentences.Unit] = field(default_factory=list, compare=False, repr=False)  # its source's
     code: str | None = None  # the code block it introduces, when composed with it
+    lead: str | None = None  # a list item's lead-in ("Three to five weeks in advance for:"), which ``text`` starts with
+    lead_index: int = 0  # the lead-in's position in ``units``
     items: tuple[str, ...] = ()  # the list it introduces, when composed with it
 
     @property
@@ -172,21 +185,26 @@ def compose(
     embed: Callable[[list[str]], Vectors] | None,
     *,
     options: ExtractiveOptions | None = None,
+    earlier: Sequence[str] = (),
 ) -> ExtractiveAnswer:
-    """Answer ``question`` from ``sources``' own sentences; see the module docstring. Errors of
-    ``embed`` propagate: the caller may retry with ``embed=None`` (words and rank only)."""
+    """Answer ``question`` from ``sources``' own sentences; see the module docstring. ``earlier``:
+    the conversation's earlier user turns, oldest first, which a follow-up that reads as one ("and
+    how do I cancel it?") is scored with. Errors of ``embed`` propagate: the caller may retry with
+    ``embed=None`` (words and rank only)."""
     opts = options or ExtractiveOptions()
     ordered = sorted(sources, key=lambda s: (s.rank, s.number))
     candidates = _dedupe(_candidates(ordered, opts))
     if not candidates:
         return ExtractiveAnswer(NO_ANSWER, True, (), (), None)
-    asked = _score(question, candidates, embed, opts)
+    before = _before(question, earlier, opts)
+    asked = _score(question, candidates, embed, opts, before)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
-    beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed)
-    if best.score < bar or beyond:
+    beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
+    unstated = best.score >= bar and not beyond and _unstated(question, candidates, bar)
+    if best.score < bar or beyond or unstated:
         closest = _evidence(best)
-        why = _Why(bar, bar, opts, beyond=beyond)
+        why = _Why(bar, bar, opts, beyond=beyond, unstated=unstated)
         return ExtractiveAnswer(
             f"{NO_ANSWER} {_closest(closest)}", True, (), (), closest, bar, why.considered(candidates, [])
         )
@@ -199,6 +217,8 @@ def compose(
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
     chosen = [_in_context(c, chosen, opts) for c in chosen]
+    spans = {(c.source.document_id, c.doc_start, c.doc_end): c for c in reversed(chosen)}  # the first of each
+    chosen = [c for c in chosen if spans[(c.source.document_id, c.doc_start, c.doc_end)] is c]
     chosen = [c for c in chosen if not any(k is not c and _inside(c, k) for k in chosen)]  # an item of a quoted list
     evidence = tuple(_evidence(c) for c in chosen)
     used = tuple(dict.fromkeys(e.number for e in evidence))
@@ -213,6 +233,7 @@ class _Why:
     floor: float  # the bar for this answer: the fixed one, or a share of the best sentence's score
     opts: ExtractiveOptions
     beyond: bool = False  # the question is about something no source mentions
+    unstated: bool = False  # the question asks for a value (a number, a date…) no sentence above the bar has
 
     def considered(self, candidates: list[_Candidate], chosen: list[_Candidate]) -> tuple[Considered, ...]:
         best = sorted(candidates, key=_preference, reverse=True)[:CONSIDERED]
@@ -237,6 +258,8 @@ class _Why:
             return "quoted" + penalised
         if self.beyond:
             return "not quoted: the question is about something no kept source mentions" + penalised
+        if self.unstated:
+            return "not quoted: no sentence above the bar states the kind of value the question asks for" + penalised
         if c.score < self.bar:
             return f"below the bar: {c.score:.2f} < {self.bar:.2f}" + penalised
         if c.score < self.floor:
@@ -245,6 +268,11 @@ class _Why:
         if any(_near_duplicate(c, k, self.opts) for k in chosen):
             return "repeats a quoted sentence" + penalised
         return f"beyond the {self.opts.max_sentences} sentences an answer quotes" + penalised
+
+
+def _content(text: str) -> list[str]:
+    """Content words, with numbers written out as digits: an asker's "three days" is a table's "3 days"."""
+    return sentences.terms(text, digits=True)
 
 
 def _cut(text: str) -> str:
@@ -263,6 +291,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
         first_prose = next((u for u in units if u.kind in sentences.PROSE), None)
         header: list[str] = []
         for n, unit in enumerate(units):
+            lead = None
             if unit.kind == "table" and n + 1 < len(units) and units[n + 1].kind == "rule":
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
@@ -274,22 +303,79 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
+                if _LINK_DEFINITIONS.fullmatch(unit.normalised):
+                    continue  # "[`Box::into_raw`]: https://…": where a link goes, not something the text says
+                lead = _lead_in(source.text, units, n, opts) if unit.kind == "item" else None
+                if lead is not None:
+                    text, enough = f"{lead[0]} {text}", True
             else:
                 header = [] if unit.kind == "heading" else header
                 continue
             if not enough:
                 continue
             start = source.location.char_start + unit.start
-            terms = frozenset(sentences.terms(text))
+            terms = frozenset(_content(text))
             about = _about(source, paths[n], " ".join(header))
-            context = frozenset(sentences.terms(about))
+            context = frozenset(_content(about))
             out.append(
                 _Candidate(
                     source, order, unit, text, paths[n], terms, about, context, start, start + len(unit.text), index=n
                 )
             )
             out[-1].units = units
+            if lead is not None:
+                out[-1].lead, out[-1].lead_index = lead
     return out
+
+
+def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOptions) -> tuple[str, int] | None:
+    """The line that introduces list item ``n`` when it ends with a colon and is short enough to
+    repeat: the item it is nested in ("- Three to five weeks in advance for:" over "- Conference
+    events that cost more than $2,500"), or the sentence before the list ("To be eligible, you must
+    have all of the following:"). An item alone often says only half of the answer. An item nested
+    in a bare label ("- Definition of Ready" over "- How complete a story must be …") explains
+    it: the label is its term, given a colon."""
+    indent = _indent(text, units[n])
+    for j in range(n - 1, max(n - 2 * opts.max_list_items, 0) - 1, -1):
+        unit = units[j]
+        if unit.kind == "item" and _indent(text, unit) >= indent:
+            continue  # a sibling, or an item nested in one
+        if unit.kind == "sentence" and _item_text(text, units, j):
+            continue  # the rest of a sibling item's text
+        if unit.kind not in sentences.PROSE:
+            return None
+        lead = rendered(_OWN_MARKERS.sub("", unit.normalised))
+        if unit.kind == "item" and _LABEL.fullmatch(lead):
+            lead += ":"
+        return (lead, j) if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
+    return None
+
+
+# A term on its own: a few words, no sentence's punctuation at its end.
+_LABEL = re.compile(r"\S+(?:\s+\S+){0,5}(?<![.!?;,:])")
+
+
+def _item_text(text: str, units: list[sentences.Unit], j: int) -> bool:
+    """Whether sentence ``j`` is the rest of a list item's text (no blank line back to the item)."""
+    while j > 0 and "\n\n" not in text[units[j - 1].end : units[j].start]:
+        j -= 1
+        if units[j].kind == "item":
+            return True
+        if units[j].kind != "sentence":
+            return False
+    return False
+
+
+def _indent(text: str, unit: sentences.Unit) -> int:
+    """How far ``unit``'s line is indented (a list item's marker counts as indentation)."""
+    line_start = text.rfind("\n", 0, unit.start) + 1
+    return unit.start - line_start
+
+
+# Markdown's reference-style link definitions, one or more on a line: "[text]: url" or "[text]: url 'title'".
+# A url has no brackets, so where one definition ends and the next begins is never in doubt (with
+# `\S+` a line of them could be split 2^n ways before a mismatch at its end).
+_LINK_DEFINITIONS = re.compile(r"(?:\[[^\]\n]+\]:[ \t]*[^\s\[\]]+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*)+")
 
 
 def _cells(row: str) -> list[str]:
@@ -330,28 +416,39 @@ def _score(
     candidates: list[_Candidate],
     embed: Callable[[list[str]], Vectors] | None,
     opts: ExtractiveOptions,
+    before: Sequence[str] = (),
 ) -> Vectors | None:
-    """Score every candidate in place; returns the question's embedding (None without ``embed``)."""
-    asked = set(sentences.terms(_INTERROGATIVE.sub(" ", question)))
+    """Score every candidate in place; returns the question's own embedding (None without
+    ``embed``). With ``before`` (earlier turns, oldest first) the question is read in the
+    conversation, as retrieval reads it: their words count at ``history_term_weight``, and the
+    question's vector is blended with theirs, each turn back ``history_decay`` times the weight of
+    the one after it."""
+    own = set(_content(_INTERROGATIVE.sub(" ", question)))
+    asked = own | set(_content(" ".join(before)))
     vocabulary = set().union(*(c.terms | c.context for c in candidates))
     meets = {t: {v for v in vocabulary if _same_word(t, v)} for t in asked}
     n = len(candidates)
     weight = {t: math.log(1 + n / (1 + sum(bool(meets[t] & c.terms) for c in candidates))) for t in asked}
+    weight.update({t: opts.history_term_weight * weight[t] for t in asked - own})
     wanted = _answer_kind(question)
     names = sentences.names(question)
     # A part the question gives nothing to measure (no name for ``subject``, no kind of answer for
     # ``kind``) is left out of the blend, as the cosine is without embeddings: a zero every sentence
     # shares would only lower every score against the bar.
     asks = {"subject": bool(names), "kind": wanted is not None}
-    named = set(sentences.terms(" ".join(names.values())))
+    named = set(_content(" ".join(names.values())))
     mentions: dict[int, set[str]] = {}  # per document: what all its given chunks name
     editions: dict[int, bool] = {}  # per source: whether its title is another edition's
     for source in {id(c.source): c.source for c in candidates}.values():
         about = _about(source, source.location.heading_path, source.text)
-        mentions.setdefault(source.document_id, set()).update(sentences.runs(about), sentences.initials(about))
+        mentions.setdefault(source.document_id, set()).update(
+            sentences.runs(about), sentences.initials(about), map(sentences.stem, sentences.words(about))
+        )
         editions[id(source)] = _other_edition(names, _title(source))
+    entities = _entities(names)
     for c in candidates:
-        c.missing_entity = bool(names.keys() - mentions[c.source.document_id])
+        said = mentions[c.source.document_id]
+        c.missing_entity = any(e not in said and sentences.stem(e) not in said for e in entities)
         c.other_edition = editions[id(c.source)]
         c.subject = len(names.keys() & sentences.runs(c.about)) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
@@ -362,13 +459,35 @@ def _score(
         c.fit = 1.0 if wanted is not None and wanted.search(c.text) else 0.0
     if embed is not None:
         embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False, **asks))[: opts.embed_limit]
-        vectors = embed([question, *(c.embed_text for c in embedded)])
-        for c, vector, cosine in zip(embedded, vectors[1:], np.clip(vectors[1:] @ vectors[0], 0.0, 1.0), strict=True):
+        vectors = embed([question, *before, *(c.embed_text for c in embedded)])
+        turns, vectors = vectors[: 1 + len(before)], vectors[1 + len(before) :]
+        blended = sum(opts.history_decay**age * v.astype(np.float64) for age, v in enumerate([turns[0], *turns[:0:-1]]))
+        blended = (blended / (np.linalg.norm(blended) or 1.0)).astype(np.float32)
+        for c, vector, cosine in zip(embedded, vectors, np.clip(vectors @ blended, 0.0, 1.0), strict=True):
             c.cosine, c.vector = float(cosine), vector
     for c in candidates:
         off = c.missing_entity or c.other_edition
         c.score = _blend(c, opts, cosine=embed is not None, **asks) * (opts.entity_penalty if off else 1.0)
-    return vectors[0] if embed is not None else None
+    return turns[0] if embed is not None else None
+
+
+# An amount the asker states ("about $3,000", "12,500 users") is their case, which a document states
+# as a range or a bar ("more than $2,500"), not a name it must repeat.
+_QUANTITY = re.compile(r"[$\u20ac\u00a3\u00a5]\d[\d,.]*|\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _entities(names: dict[str, str]) -> list[str]:
+    """The question's names a source must have to be about what it asks (quantities left out)."""
+    return [squashed for squashed, written in names.items() if not _QUANTITY.fullmatch(written)]
+
+
+def _before(question: str, earlier: Sequence[str], opts: ExtractiveOptions) -> tuple[str, ...]:
+    """The earlier turns ``question`` is read with: the last ``history_turns``, when it reads as a
+    continuation ("and for contractors?", "how long does that take?"); a question that stands on
+    its own is read alone."""
+    if opts.history_turns <= 0 or not conversation.leans_back(question):
+        return ()
+    return tuple(t for t in earlier if t.strip())[-opts.history_turns :]
 
 
 def _beyond_sources(
@@ -377,6 +496,7 @@ def _beyond_sources(
     best: _Candidate,
     asked: Vectors | None,
     embed: Callable[[list[str]], Vectors] | None,
+    opts: ExtractiveOptions,
 ) -> bool:
     """Whether the question is about something the sources never mention, though its best sentence
     scores well on the rest: at least half of its focus words are in no source (text, headings or
@@ -389,18 +509,19 @@ def _beyond_sources(
     missing = _unmentioned(question, sources)
     if not missing or embed is None or asked is None or best.vector is None:
         return False
-    without = re.sub(r"[^\W\d_]+", lambda m: "" if sentences.stem(m[0].lower()) in missing else m[0], question)
+    without = re.sub(r"[^\W\d_]+", lambda m: "" if set(_content(m[0])) & missing else m[0], question)
     (reduced,) = embed([" ".join(without.split())])
-    return float(best.vector @ asked) <= float(best.vector @ reduced)
+    carried = float(asked @ reduced) < opts.beyond_similarity
+    return carried and float(best.vector @ asked) <= float(best.vector @ reduced)
 
 
 def _unmentioned(question: str, sources: Sequence[Passage]) -> set[str]:
     """The question's focus words (content words, names left out) that are in no source, when they
     are at least half of them; else none."""
     names = sentences.names(question)
-    named = set(sentences.terms(" ".join(names.values())))
-    focus = {t for t in sentences.terms(_INTERROGATIVE.sub(" ", question)) if t not in named}
-    said = set(sentences.terms(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
+    named = set(_content(" ".join(names.values())))
+    focus = {t for t in _content(_INTERROGATIVE.sub(" ", question)) if t not in named}
+    said = set(_content(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
     missing = {t for t in focus if not any(_same_word(t, w) for w in said)}
     return missing if 2 * len(missing) >= len(focus) > 0 else set()
 
@@ -459,18 +580,22 @@ def _same_word(a: str, b: str) -> bool:
 # ("What is the name of the company VPN?" is answered by "Use Corvid Connect").
 _INTERROGATIVE = re.compile(
     r"\bhow (?:long|many|much|far|often|old|big|large|soon)\b|\bwhat (?:kinds?|types?|sorts?) of\b|\blast\s*\?\s*$"
-    r"|\bnames? of\b|\b(?:called|named)\b",
+    r"|\bnames? of\b|\b(?:called|named)\b|\b(?:mean|stand for|describe|refer to)\s*\?\s*$",
     re.I,
 )
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
+_SPELLED = f"(?:{'|'.join(sentences.NUMBER_WORDS)})"  # a number written out ("three to five weeks")
 _KINDS = (  # what kind of answer a question asks for, and how a sentence shows it has one
     (
         re.compile(r"^\s*when\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day|month)\b", re.I),
         re.compile(rf"\b(?:{_MONTHS}|(?:19|20)\d\d)\b|\b\d{{1,2}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}\b", re.I),
     ),
     (
-        re.compile(r"\bhow long\b", re.I),
-        re.compile(r"\d\s*(?:hours?|minutes?|days?|weeks?|months?|years?|seconds?|h|min)\b", re.I),
+        re.compile(r"\bhow (?:long|far ahead|soon)\b|\bhow many (?:hours|minutes|days|weeks|months|years)\b", re.I),
+        re.compile(
+            rf"(?:\d|\b{_SPELLED})\s*(?:[a-z]+\s+)?(?:hours?|minutes?|days?|nights?|weeks?|months?|quarters?|years?|seconds?|h|min)\b",
+            re.I,
+        ),
     ),
     (
         re.compile(r"\bwhat time\b|\bat what time\b|\bopening hours\b", re.I),
@@ -488,6 +613,28 @@ _KINDS = (  # what kind of answer a question asks for, and how a sentence shows 
         re.compile(r"^\s*who\b|\bwhose\b|\bwhich (?:person|manager)\b", re.I),
         re.compile(r"(?<=\S\s)[A-Z][a-z]+(?:\s+(?:[A-Z][a-z]+|[A-Z]\.))+|^[A-Z][a-z]+\s+[A-Z][a-z]+\b"),
     ),
+    (  # a yes/no question (its last sentence opens with a verb) is answered by a rule: a verdict
+        re.compile(
+            r"(?:^|[.!?]\s+|,\s*(?:so|but|or)\s+)(?:can|could|may|might|should|must|shall|is|are|am|do|does|did|will"
+            r"|would|has|have)\b[^.!?]*\?\s*$",
+            re.I,
+        ),
+        re.compile(
+            r"\b(?:must|should|shall|never|not|no longer|cannot|only|required?|prohibited|allowed|permitted"
+            r"|recommended|exempt|forbidden|mandatory|optional|unless)\b|n't\b",
+            re.I,
+        ),
+    ),
+)
+
+
+# The kinds whose answer is a value a sentence must state (not a verdict or a name, which prose may
+# give in many ways): dates, durations, times, numbers.
+_VALUE_KINDS = frozenset(shows for _, shows in _KINDS[:4])
+# Asked for in so many words: "when" also opens a condition ("When someone leaves, …?") and "limit" is
+# also a verb, so the kinds' own cues are too loose to decline on.
+_VALUE_QUESTION = re.compile(
+    r"\bhow (?:long|many|much|far|old|often|soon)\b|\b(?:what|which) (?:year|date|day|month|time|percentage)\b", re.I
 )
 
 
@@ -495,7 +642,8 @@ _KINDS = (  # what kind of answer a question asks for, and how a sentence shows 
 # it ("X is …", "**X**: …", "X means …"), not one that merely mentions X.
 _DEFINE = re.compile(
     r"^\s*(?:what(?:'s|\u2019s| is| are)|what does|define)\s+(?:an?\s+|the\s+)?[\"'\u201c\u2018`*]*"
-    r"(?P<term>[^\"'\u201d\u2019`*?]{2,60}?)[\"'\u201d\u2019`*]*(?:\s+(?:mean|stand for))?\s*\??\s*$",
+    r"(?P<term>[^\"'\u201d\u2019`*?]{2,60}?)[\"'\u201d\u2019`*]*"
+    r"(?:\s+(?:mean|stand for|describe|cover|refer to))?\s*\??\s*$",
     re.I,
 )
 
@@ -506,6 +654,14 @@ def _definition(term: str) -> re.Pattern[str]:
         rf"^\W*(?:an?\s+|the\s+)?{words}\W*(?:\([^)]*\)\s*)?(?:is|are|means|refers to|stands for|:|\u2014|\u2013|-)\s",
         re.I,
     )
+
+
+def _unstated(question: str, candidates: list[_Candidate], bar: float) -> bool:
+    """Whether the question asks for a value (a date, a duration, a time, a number) and no sentence
+    scoring at least ``bar`` states one: "How long should we keep logs?" is not answered by a
+    sentence about logging that gives no duration."""
+    asks = _VALUE_QUESTION.search(question) and _answer_kind(question) in _VALUE_KINDS
+    return bool(asks) and not any(c.fit for c in candidates if c.score >= bar)
 
 
 def _answer_kind(question: str) -> re.Pattern[str] | None:
@@ -556,6 +712,8 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
     units, n, source = c.units, c.index, c.source
     if not units:
         return c
+    if c.lead is not None:
+        return _under_lead_in(c, opts)
     unit, text = c.unit, c.text
     if unit.kind == "sentence" and n > 0 and _ANAPHOR.match(text):
         prev = units[n - 1]
@@ -577,6 +735,21 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
 
 # A sentence that introduces the list right after it: it ends with a colon, or speaks of "the following".
 _LEAD_IN = re.compile(r":$|\bthe following\b|\bas follows\b", re.I)
+
+
+def _under_lead_in(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
+    """A list item with its lead-in: the whole list under the lead-in when the lead-in is a sentence
+    and the list short enough ("you must have all of the following:" is answered by all of them);
+    else the item as it reads, after its lead-in."""
+    lead = c.units[c.lead_index]
+    if lead.kind != "sentence" or c.lead is None:
+        return c
+    start = c.source.location.char_start + lead.start
+    alone = replace(
+        c, unit=lead, index=c.lead_index, text=c.lead, lead=None, doc_start=start, doc_end=start + len(lead.text)
+    )
+    listed = _with_list(alone, opts)
+    return listed if listed.items else c
 
 
 def _inside(c: _Candidate, k: _Candidate) -> bool:
@@ -680,6 +853,13 @@ def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> s
             continue
         text = re.sub(r"[,;:]$", "…", e.text)
         cited = f"{text} [{e.number}]"
+        if c.lead is not None:  # under its lead-in, once for the items of one list
+            item = f"- {text[len(c.lead) :].strip()} [{e.number}]"
+            if blocks and blocks[-1].startswith(f"{c.lead}\n"):
+                blocks[-1] += f"\n{item}"
+            else:
+                blocks.append(f"{c.lead}\n{item}")
+            continue
         if c.unit.kind == "item":
             cited = f"- {cited}"
             if blocks and blocks[-1].startswith("- "):

@@ -262,6 +262,18 @@ STOP_WORDS = frozenset(
 )
 
 
+# Small numbers written out meet their digits ("three days" / "3 days", "ten days" / "10 days"):
+# an asker and a document rarely write a number the same way. "one" stays a stop word.
+NUMBER_WORDS: dict[str, str] = {
+    w: str(n)
+    for n, w in enumerate(
+        "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+    if w != "_"
+} | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "ninety": "90", "hundred": "100"}
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words and numbers, in order ("0.25" and "2024" are one word each)."""
     return [w.lower() for w in _WORD.findall(text)]
@@ -299,14 +311,16 @@ def stem(word: str) -> str:
     return w
 
 
-def terms(text: str) -> list[str]:
-    """Content words: stemmed, stop words and one-letter words out, numbers kept; in order."""
-    return list(_terms(text) if len(text) <= TERMS_CACHED_CHARS else _terms.__wrapped__(text))
+def terms(text: str, *, digits: bool = False) -> list[str]:
+    """Content words: stemmed, stop words and one-letter words out, numbers kept; in order. With
+    ``digits``, small numbers written out are their digits ("three" -> "3")."""
+    return list(_terms(text, digits) if len(text) <= TERMS_CACHED_CHARS else _terms.__wrapped__(text, digits))
 
 
 @functools.lru_cache(maxsize=4096)
-def _terms(text: str) -> tuple[str, ...]:
-    return tuple([stem(w) for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())])
+def _terms(text: str, digits: bool) -> tuple[str, ...]:
+    kept = [w for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    return tuple([NUMBER_WORDS[w] if digits and w in NUMBER_WORDS else stem(w) for w in kept])
 
 
 def numbers(text: str) -> set[str]:
@@ -322,16 +336,24 @@ def names(text: str) -> dict[str, str]:
     capitals or digits ("SM-40", "Q1", "NB-IoT"), numbers ("2024"). Squashed to lower-case letters
     and digits -> as written; compare them with :func:`runs`."""
     out = {}
-    for n, word in enumerate(text.split()):
+    previous = ""
+    for word in text.split():
         token = _POSSESSIVE.sub("", word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d"))
         squashed = _NOT_LETTER_OR_DIGIT.sub("", token).lower()
+        # A capital after a sentence's end is the sentence's, not a name's ("… trusted. Anything I can try?").
+        opens = not previous or previous.endswith((".", "!", "?", ":"))
+        previous = word
         # A number is a name ("2024"), a number with a word is not ("12-month"): :func:`numbers` has it.
-        if token[:1].isdigit() and not token.isdigit():
+        if (token[:1].isdigit() and not token.isdigit()) or _CONTRACTION.fullmatch(token):
             continue
         coded = any(map(str.isdigit, token)) or any(map(str.isupper, token[1:]))
-        if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (n > 0 and token[:1].isupper())):
+        if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (not opens and token[:1].isupper())):
             out[squashed] = token
     return out
+
+
+# "I'm", "We're", "They'll": a pronoun with its verb, capitalised because "I" is.
+_CONTRACTION = re.compile(r"[^\W\d_]+['\u2019](?:m|re|ve|ll|d)", re.I)
 
 
 def runs(text: str) -> set[str]:

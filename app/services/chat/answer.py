@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from app.db.enums import CitationKind
@@ -58,14 +58,17 @@ def cached_embed(model: Embedder) -> Callable[[list[str]], Vectors]:
     return lambda texts: query_cache.embed(model, texts)
 
 
-def extract(question: str, sources: list[SourceRef], embedder: Callable[[], Embedder]) -> extractive.ExtractiveAnswer:
-    """The extractive answer; by words and rank alone when the embedder fails."""
+def extract(
+    question: str, sources: list[SourceRef], embedder: Callable[[], Embedder], earlier: Sequence[str] = ()
+) -> extractive.ExtractiveAnswer:
+    """The extractive answer (``earlier``: the chat's earlier user turns, oldest first); by words and
+    rank alone when the embedder fails."""
     embed = _embedding(embedder)
     try:
-        return extractive.compose(question, sources, embed)
+        return extractive.compose(question, sources, embed, earlier=earlier)
     except ProviderError as exc:
         log.warning("extractive answer without embeddings: %s", exc.message)
-        return extractive.compose(question, sources, None)
+        return extractive.compose(question, sources, None, earlier=earlier)
 
 
 def review(answer_guard: guard.AnswerGuard, embedder: Callable[[], Embedder]) -> guard.Verdict:

@@ -283,7 +283,8 @@ class ChatService:
         sources = [
             _ref(prompting.Source(i, c.document_name, _where(c), c.text), c) for i, c in enumerate(candidates, 1)
         ]
-        answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder)
+        earlier = conversation.user_turns(turn.history)
+        answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder, earlier)
         written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         no_context = not sources  # nothing passed the threshold: not the same as no sentence answering
         trace.set_sources(sources, no_context)
@@ -332,7 +333,7 @@ class ChatService:
             )
         log.info("answer %s: the guard replaced the model's answer (%s)", turn.message_id, reasons)
         with trace.stage(Stage.EXTRACT):
-            answer = chat_answer.extract(turn.question, sources, self.embedder)
+            answer = chat_answer.extract(turn.question, sources, self.embedder, conversation.user_turns(turn.history))
         written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         trace.set_answer(
             chat_answer.trace_entry(choice, verdict=verdict, original=answer_guard.text, sentences=len(answer.evidence))

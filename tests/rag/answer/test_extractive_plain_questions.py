@@ -110,3 +110,33 @@ def test_an_acronym_in_the_question_finds_the_words_it_stands_for() -> None:
     answer = compose("What SLO does the public API have?", kept, FakeEmbedder().embed)
     assert not answer.no_answer
     assert "99.9% availability" in answer.text
+
+
+REFERENCE_LINKS = """# Raw pointers
+
+## Turning a box into a pointer
+
+A box is turned into a raw pointer with into_raw, and the memory is then yours to free.
+
+[into_raw]: https://doc.rust-lang.org/std/boxed/struct.Box.html#method.into_raw
+[from_raw]: https://doc.rust-lang.org/std/boxed/struct.Box.html#method.from_raw "Box::from_raw"
+"""
+
+
+def test_markdown_link_definitions_are_not_quoted_as_sentences() -> None:
+    kept = list(sources({"pointers.md": REFERENCE_LINKS}))
+    answer = compose("How is a box turned into a raw pointer with into_raw?", kept, FakeEmbedder().embed)
+    assert "A box is turned into a raw pointer with into_raw" in answer.text
+    assert "https://" not in answer.text
+
+
+def test_a_line_of_link_definitions_is_recognised_in_linear_time() -> None:
+    # Were a url allowed to contain "[", a line like this could be split 2^n ways before failing.
+    import time
+
+    from app.rag.answer.extractive import _LINK_DEFINITIONS
+
+    started = time.process_time()
+    assert _LINK_DEFINITIONS.fullmatch("[a]: " + "x[a]:" * 5_000 + "x !") is None
+    assert _LINK_DEFINITIONS.fullmatch("[a]: http://a 'A' [b]: http://b") is not None
+    assert time.process_time() - started < 2
