@@ -156,13 +156,13 @@ def _has_table(conn: Connection, name: str) -> bool:
 
 def _copy_vectors(src: Session, dst: Session, table: str) -> int:
     count = 0
-    for ids, vectors in _read_vectors(src.connection(), table):
+    for ids, vectors in read_vectors(src.connection(), table):
         vector_store.put(dst, table, ids, vectors)
         count += len(ids)
     return count
 
 
-def _read_vectors(conn: Connection, table: str) -> Iterator[tuple[list[int], np.ndarray]]:
+def read_vectors(conn: Connection, table: str) -> Iterator[tuple[list[int], np.ndarray]]:
     """A space's stored vectors in batches, as float32 rows (exactly as stored)."""
     parse: Callable[[Any], np.ndarray]
     if conn.dialect.name == "postgresql":

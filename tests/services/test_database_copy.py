@@ -180,7 +180,7 @@ def dump(url: str) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[int,
             vectors = {}
             for space in db.scalars(select(EmbeddingSpace)).all():
                 found: dict[int, list[float]] = {}
-                for ids, batch in database_copy._read_vectors(db.connection(), space.table):
+                for ids, batch in database_copy.read_vectors(db.connection(), space.table):
                     found.update({i: v.tolist() for i, v in zip(ids, batch, strict=True)})
                 vectors[space.table] = found
         return rows, vectors

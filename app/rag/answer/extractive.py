@@ -375,7 +375,8 @@ def _indent(text: str, unit: sentences.Unit) -> int:
 # Markdown's reference-style link definitions, one or more on a line: "[text]: url" or "[text]: url 'title'".
 # A url has no brackets, so where one definition ends and the next begins is never in doubt (with
 # `\S+` a line of them could be split 2^n ways before a mismatch at its end).
-_LINK_DEFINITIONS = re.compile(r"(?:\[[^\]\n]+\]:[ \t]*[^\s\[\]]+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*)+")
+_LINK_DEFINITION = r"\[[^\]\n]+\]:[ \t]*[^\s\[\]]+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?"
+_LINK_DEFINITIONS = re.compile(rf"(?:{_LINK_DEFINITION}\s*)+")
 
 
 def _cells(row: str) -> list[str]:
