@@ -726,12 +726,19 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
             c = replace(c, unit=unit, text=f"{before} {text}", doc_start=c.doc_start - (c.unit.start - prev.start))
     if _LEAD_IN.search(text) and n + 1 < len(units) and units[n + 1].kind == "item":
         c = _with_list(c, opts)
-    elif text.endswith(":") and n + 1 < len(units) and units[n + 1].kind == "code":
+    elif _introduces_code(text) and n + 1 < len(units) and units[n + 1].kind == "code":
         block = units[n + 1]
         if block.text.count("\n") <= opts.max_code_lines + 1 and len(block.text) <= opts.max_code_chars:
             unit = sentences.Unit(c.unit.start, block.end, source.text[c.unit.start : block.end], c.unit.kind)
             c = replace(c, unit=unit, code=block.text, doc_end=c.doc_end + (block.end - c.unit.end))
     return c
+
+
+def _introduces_code(text: str) -> bool:
+    """A line that says what the code block right after it does: it ends with a colon ("Run:"), or it
+    is a short caption without a full stop ("Enable the extension", "Get the nearest neighbors"), as
+    READMEs write them: the block is the answer such a line only names."""
+    return text.endswith(":") or (not text.endswith((".", "!", "?", ")")) and len(text.split()) <= 12)
 
 
 # A sentence that introduces the list right after it: it ends with a colon, or speaks of "the following".

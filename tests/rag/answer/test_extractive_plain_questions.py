@@ -140,3 +140,34 @@ def test_a_line_of_link_definitions_is_recognised_in_linear_time() -> None:
     assert _LINK_DEFINITIONS.fullmatch("[a]: " + "x[a]:" * 5_000 + "x !") is None
     assert _LINK_DEFINITIONS.fullmatch("[a]: http://a 'A' [b]: http://b") is not None
     assert time.process_time() - started < 2
+
+
+CAPTIONS = """# cachelib
+
+## Setup
+
+Install the package
+
+```sh
+pip install cachelib
+```
+
+Create the cache table
+
+```sql
+CREATE TABLE IF NOT EXISTS cache_entries (key TEXT PRIMARY KEY, value BLOB)
+```
+
+Entries expire after one hour unless a lifetime is given.
+"""
+
+
+def test_a_caption_without_a_full_stop_comes_with_the_code_block_it_names() -> None:
+    # READMEs caption a block with a short line and no colon: the line only names what the block does.
+    kept = list(sources({"cachelib.md": CAPTIONS}))
+    answer = compose("How do I create the cache table?", kept, FakeEmbedder().embed)
+    assert "Create the cache table" in answer.text
+    assert "CREATE TABLE IF NOT EXISTS cache_entries" in answer.text
+    # A sentence that ends with a full stop says what it says: no block follows it in.
+    told = compose("When do entries expire?", kept, FakeEmbedder().embed)
+    assert "Entries expire after one hour" in told.text and "```" not in told.text
