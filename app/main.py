@@ -18,6 +18,7 @@ from starlette.types import Scope
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from app import __version__
+from app.archive_api.router import archive_routes
 from app.auth.oidc import oidc_routes
 from app.body_limit import BodyLimitMiddleware
 from app.container import Container
@@ -199,6 +200,7 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
     app.include_router(graphql, prefix="/graphql")
     app.include_router(oidc_routes(settings))  # /auth/oidc/login and /callback (app/auth/oidc.py)
     app.include_router(openai_routes())  # /v1/models and /v1/chat/completions (app/openai_api/)
+    app.include_router(archive_routes())  # a knowledge base's archive for its owners (app/archive_api/)
     # POST only: stateless, so no session to DELETE and no stream a GET would hold open (MCP lets a
     # server answer those 405).
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp.asgi, methods=["POST"]))

@@ -51,6 +51,8 @@ SESSION_COOKIE = "ragchat_session"
 # Where data lives. Every other GET is the frontend (its files, or index.html for a client-side
 # route such as /sessions/7): no data, and the browser must load it before it can send a key.
 API_PATHS = frozenset({GRAPHQL_PATH, "/healthz", "/readyz", "/v1/models", "/mcp"})
+# Data served as files (a knowledge base's archive, app/archive_api/): identified like the API.
+DATA_PREFIX = "/api/"
 # The OpenAI-compatible door (app/openai_api/): its clients read OpenAI's error shape.
 OPENAI_PREFIX = "/v1/"
 # Data a route guards itself: /metrics is for a caller with full rights or an allow-listed scraper
@@ -73,7 +75,12 @@ _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
 def is_public(method: str, path: str) -> bool:
-    return method in ("GET", "HEAD") and path not in API_PATHS and path not in SELF_GUARDED
+    return (
+        method in ("GET", "HEAD")
+        and path not in API_PATHS
+        and path not in SELF_GUARDED
+        and not path.startswith(DATA_PREFIX)
+    )
 
 
 def wants_graphiql(method: str, query_params: Mapping[str, object], accept: str) -> bool:

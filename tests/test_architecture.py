@@ -68,8 +68,9 @@ def broken_rule(source: str, target: str) -> str | None:
     """Why ``source`` may not import ``target``, or None when it may."""
     if is_entry_point(source):
         return None
-    if _within(source, "app.graphql", "app.auth", "app.openai_api", "app.mcp_api") and _within(target, "app.db"):
-        return "the API edge (GraphQL, OIDC, the OpenAI and MCP doors) never touches the database: call a service"
+    edge = ("app.graphql", "app.auth", "app.openai_api", "app.mcp_api", "app.archive_api")
+    if _within(source, *edge) and _within(target, "app.db"):
+        return "the API edge (GraphQL, OIDC, the OpenAI and MCP doors, archives) never touches the database: call a service"
     if _within(target, "app.main"):
         return "only the entry points import app.main"
     if _within(target, "app.container") and not _within(source, "app.graphql"):

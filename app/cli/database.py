@@ -70,7 +70,7 @@ def import_project(
 
     container = Container.build(settings_or_exit())
     try:
-        report = run(container.store, path, container.embedder, name=name)
+        report = run(container.store, path, container.embedder, container.settings.tools, name=name)
     finally:
         container.close()
     how = "re-embedded with" if report.re_embedded else "vectors kept, in"

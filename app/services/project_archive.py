@@ -34,20 +34,21 @@ import io
 import json
 import tarfile
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
-from sqlalchemy import Column, LargeBinary, Table, insert, select
+from sqlalchemy import ColumnElement, LargeBinary, Table, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db import migrate
 from app.db.database import Database
-from app.db.enums import MessageStatus, SpaceStatus, ToolCallStatus
+from app.db.enums import MemberRole, MessageStatus, SpaceStatus, ToolCallStatus
 from app.db.models import (
     ChatMessage,
     ChatSession,
@@ -66,6 +67,11 @@ from app.llm.base import Embedder, SpaceId
 from app.rag.index import spaces, vector_store
 from app.services import projects
 from app.services.database_copy import read_vectors
+from app.services.people import access
+from app.services.people.access import THE_SERVER, Caller
+from app.services.tools.catalog import tool_problems
+from app.services.tools.schema import check_schema
+from app.settings import ToolSettings
 
 FORMAT = "ragchat-project"
 VERSION = 1
@@ -96,12 +102,19 @@ class ArchiveReport:
 # ---- export ----------------------------------------------------------------------------------
 
 
-def export_project(store: Database, name: str, target: Path) -> ArchiveReport:
-    """Write the knowledge base ``name`` to ``target`` (written beside it, renamed when complete)."""
+def export_project(store: Database, which: str | int, target: Path, *, caller: Caller = THE_SERVER) -> ArchiveReport:
+    """Write the knowledge base ``which`` (its name or id) to ``target`` (written beside it, renamed
+    when complete). Its owners may, as for anything that takes all of it away."""
+    if isinstance(which, int):
+        projects.require_role(store, which, MemberRole.OWNER, caller=caller)
     with store.read() as db:  # one snapshot: the rows and vectors agree
-        project = db.scalar(select(Project).where(Project.name == name))
-        if project is None:
-            raise NotFoundError("knowledge base", repr(name))
+        if isinstance(which, int):
+            project = access.require_project(db, caller, which, MemberRole.OWNER)
+        else:
+            found = db.scalar(select(Project).where(Project.name == which))
+            if found is None:
+                raise NotFoundError("knowledge base", repr(which))
+            project = access.require_project(db, caller, found.id, MemberRole.OWNER)
         report = ArchiveReport(project.id, project.name)
         space = spaces.active_space(db, project.id)
         partial = target.with_name(f".{target.name}.partial")
@@ -109,7 +122,8 @@ def export_project(store: Database, name: str, target: Path) -> ArchiveReport:
             with tarfile.open(partial, "w:gz") as archive:
                 for table in TABLES:
                     lines = [
-                        json.dumps(_row_out(table, row), ensure_ascii=False) for row in _rows_of(db, table, project.id)
+                        json.dumps(_row_out(table, row), ensure_ascii=False)
+                        for row in _rows_of(db, table, project.id, caller)
                     ]
                     report.rows[table.name] = len(lines)
                     _add(archive, f"rows/{table.name}.jsonl", "".join(line + "\n" for line in lines).encode())
@@ -136,7 +150,7 @@ def export_project(store: Database, name: str, target: Path) -> ArchiveReport:
                     else {"provider": space.provider, "model": space.model, "dimensions": space.dimensions},
                     "rows": report.rows,
                     "vectors": report.vectors,
-                    "owners": _owner_emails(db, project.id),
+                    "owners": _owner_emails(db, project.id, caller),
                 }
                 _add(archive, MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False).encode())
             partial.replace(target)
@@ -145,11 +159,16 @@ def export_project(store: Database, name: str, target: Path) -> ArchiveReport:
     return report
 
 
-def _rows_of(db: Session, table: Table, project_id: int) -> Iterator[Any]:
+def _rows_of(db: Session, table: Table, project_id: int, caller: Caller = THE_SERVER) -> Iterator[Any]:
+    # The chats the caller may read (an owner's export holds their own and the shared ones, never
+    # another member's private chats; the operator's holds every chat).
     sessions = select(ChatSession.id).where(ChatSession.project_id == project_id)
+    if (readable := access.chat_filter(caller)) is not None:
+        sessions = sessions.where(readable)  # type: ignore[arg-type]
     messages = select(ChatMessage.id).where(ChatMessage.session_id.in_(sessions))
     # Which rows are the knowledge base's: its own, or those of its chats and their messages.
     scope = {
+        "chat_sessions": ("id", sessions),
         "chat_session_tool_groups": ("session_id", sessions),
         "chat_messages": ("session_id", sessions),
         "citations": ("message_id", messages),
@@ -169,21 +188,22 @@ def _rows_of(db: Session, table: Table, project_id: int) -> Iterator[Any]:
     )
 
 
-def _owner_emails(db: Session, project_id: int) -> dict[str, str]:
-    """Each chat owner's email by their id in this database, so the target can find the same person."""
-    found = db.execute(
-        select(User.id, User.email).where(
-            User.id.in_(select(ChatSession.owner_id).where(ChatSession.project_id == project_id))
-        )
-    )
-    return {str(user_id): email for user_id, email in found}
+def _owner_emails(db: Session, project_id: int, caller: Caller) -> dict[str, str]:
+    """Each exported chat's owner's email by their id in this database, so the target can find the
+    same person."""
+    owners = select(ChatSession.owner_id).where(ChatSession.project_id == project_id)
+    if (readable := access.chat_filter(caller)) is not None:
+        owners = owners.where(readable)  # type: ignore[arg-type]
+    return {
+        str(user_id): email for user_id, email in db.execute(select(User.id, User.email).where(User.id.in_(owners)))
+    }
 
 
 def _row_out(table: Table, row: Any) -> dict[str, Any]:
     return {name: _value_out(table.c[name], value) for name, value in row.items()}
 
 
-def _value_out(column: Column[Any], value: Any) -> Any:
+def _value_out(column: ColumnElement[Any], value: Any) -> Any:
     if value is None:
         return None
     if isinstance(value, datetime):
@@ -210,13 +230,15 @@ class _Archive:
     vectors: np.ndarray
 
 
-def read_archive(path: Path, *, max_bytes: int) -> _Archive:
-    """The archive at ``path``, checked: only its known members, each read within ``max_bytes`` in
-    all (a small file that expands stops there), a manifest of this format."""
+def read_archive(source: Path | IO[bytes], *, max_bytes: int) -> _Archive:
+    """The archive at ``source`` (a path or an open file), checked: only its known members, read
+    within ``max_bytes`` in all (a small file that expands stops there), a manifest of this format."""
     found: dict[str, bytes] = {}
     total = 0
+    label = source.name if isinstance(source, Path) else "the archive"
+    path = Path(label)
     try:
-        with tarfile.open(path, "r:gz") as archive:
+        with _open(source) as archive:
             for member in archive:
                 if member.name not in MEMBERS or not member.isfile() or member.name in found:
                     raise ValidationError(
@@ -228,9 +250,9 @@ def read_archive(path: Path, *, max_bytes: int) -> _Archive:
                 stream = archive.extractfile(member)
                 assert stream is not None  # a regular file
                 found[member.name] = stream.read(member.size)
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, FileNotFoundError):
-            raise NotFoundError("archive", str(path)) from exc
+            raise NotFoundError("archive", str(source)) from exc
         raise ValidationError("archive", f"{path.name} is not a readable gzipped tar: {exc}") from exc
     missing = sorted(MEMBERS - found.keys())
     if missing:
@@ -256,6 +278,12 @@ def read_archive(path: Path, *, max_bytes: int) -> _Archive:
     return _Archive(manifest, rows, [int(i) for i in ids], vectors)
 
 
+def _open(source: Path | IO[bytes]) -> tarfile.TarFile:
+    if isinstance(source, Path):
+        return tarfile.open(source, "r:gz")
+    return tarfile.open(fileobj=source, mode="r:gz")
+
+
 def _json(data: bytes, what: str) -> Any:
     if len(data) > MAX_LINE and what != MANIFEST:
         raise ValidationError("archive", f"a row of {what} is longer than {MAX_LINE} bytes")
@@ -267,17 +295,24 @@ def _json(data: bytes, what: str) -> Any:
 
 def import_project(
     store: Database,
-    path: Path,
+    source: Path | IO[bytes],
     embedder: Embedder,
+    tool_settings: ToolSettings,
     *,
     name: str | None = None,
     max_bytes: int = 8 * 1024**3,
+    caller: Caller = THE_SERVER,
     progress: Callable[[int], None] = lambda n: None,
 ) -> ArchiveReport:
-    """Make a new knowledge base from the archive at ``path`` (named ``name``, or as exported)."""
-    found = read_archive(path, max_bytes=max_bytes)
+    """Make a new knowledge base from the archive ``source`` (named ``name``, or as exported); a
+    person who imports one is its owner. Its tools are held to the rules for a knowledge base's tools
+    on this server (the secrets lent to them, each bound to its origins): an archive is written by
+    whoever exported it, not by this server's operator."""
+    projects.require_may_create(caller)  # asked first: a refused caller's archive is not read
+    found = read_archive(source, max_bytes=max_bytes)
     for table in TABLES:
         _check_columns(table, found.rows[table.name])
+    _check_tools(found.rows["tools"], tool_settings)
     wanted = projects.clean_name(name or str(found.manifest["project"]["name"]))
     if projects.find(store, wanted) is not None:
         raise ConflictError(f"a knowledge base named {wanted!r} exists here: import it under another name (--name)")
@@ -293,9 +328,8 @@ def import_project(
     report = ArchiveReport(0, wanted, space=embedder.space.label if len(chunk_ids) else None, re_embedded=re_embedded)
     try:
         with store.write() as db:
-            project = Project(name=wanted, description=str(found.manifest["project"].get("description", "")))
-            db.add(project)
-            db.flush()
+            description = str(found.manifest["project"].get("description", ""))
+            project = projects.add(db, wanted, description, caller=caller)
             report.project_id = project.id
             owners = _owners_here(db, found.manifest.get("owners", {}))
             maps: dict[str, dict[int, int]] = {}
@@ -317,6 +351,18 @@ def import_project(
     except IntegrityError as exc:
         raise ConflictError(f"the archive does not fit this database: {exc.orig}") from exc
     return report
+
+
+def _check_tools(rows: list[dict[str, Any]], settings: ToolSettings) -> None:
+    table: Table = Tool.__table__  # type: ignore[assignment]
+    problems: list[str] = []
+    for row in rows:
+        tool = Tool(**{k: _value_in(table.c[k], v) for k, v in row.items() if k != "id"})
+        tool.project_id = -1  # a knowledge base's tool, whatever the archive says
+        found = check_schema(tool.input_schema) + tool_problems(tool, settings)
+        problems += [f"tool {tool.name!r}: {field}: {message}" for field, message in found]
+    if problems:
+        raise ValidationError("archive", "its tools are not allowed here: " + "; ".join(problems))
 
 
 def _check_columns(table: Table, rows: list[dict[str, Any]]) -> None:
@@ -420,7 +466,7 @@ def _row_in(
     return out
 
 
-def _value_in(column: Column[Any], value: Any) -> Any:
+def _value_in(column: ColumnElement[Any], value: Any) -> Any:
     if value is None:
         return None
     if isinstance(column.type, UTCDateTime):

@@ -78,21 +78,33 @@ def find(store: Database, name: str) -> Project | None:
 def create(store: Database, name: str, description: str = "", *, caller: Caller = THE_SERVER) -> Project:
     """A new knowledge base; a person who creates one is its owner. Any signed-in person may; a
     read-only key may not."""
+    require_may_create(caller)
+    name, description = clean_name(name), _check_description(description)
+    with store.write() as db:
+        _unique(db, name)
+        return add(db, name, description, caller=caller)
+
+
+def require_may_create(caller: Caller) -> None:
+    """Any signed-in person may create a knowledge base; a read-only key, or one limited to some
+    knowledge bases, may not."""
     access.require_signed_in(caller)
     if caller.key is not None and caller.key.read_only:
         raise ForbiddenError("this key is read-only")
     if caller.key is not None and caller.key.projects is not None:
         raise ForbiddenError("this key is limited to some knowledge bases: it cannot create one")
-    name, description = clean_name(name), _check_description(description)
-    with store.write() as db:
-        _unique(db, name)
-        project = Project(name=name, description=description)
-        db.add(project)
+
+
+def add(db: Session, name: str, description: str, *, caller: Caller) -> Project:
+    """A new knowledge base in ``db``'s transaction (its name checked by the caller); a person who
+    creates one is its owner."""
+    project = Project(name=name, description=description)
+    db.add(project)
+    db.flush()
+    if caller.kind == CallerKind.PERSON and caller.user_id is not None:
+        db.add(Membership(user_id=caller.user_id, project_id=project.id, role=MemberRole.OWNER))
         db.flush()
-        if caller.kind == CallerKind.PERSON and caller.user_id is not None:
-            db.add(Membership(user_id=caller.user_id, project_id=project.id, role=MemberRole.OWNER))
-            db.flush()
-        return project
+    return project
 
 
 def get_or_create(store: Database, name: str) -> tuple[Project, bool]:

@@ -11,21 +11,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from app.db import migrate
 from app.db.database import Database
-from app.db.enums import MessageStatus, Role, ToolCallStatus
-from app.db.models import ChatMessage, ChatSession, EmbeddingSpace, Project, StoredToolCall, Tool, User
-from app.errors import ConflictError, ValidationError
+from app.db.enums import MemberRole, MessageStatus, Role, ToolCallStatus
+from app.db.models import ChatMessage, ChatSession, EmbeddingSpace, Membership, Project, StoredToolCall, Tool, User
+from app.errors import ConflictError, ForbiddenError, ValidationError
 from app.rag.index import spaces
 from app.services import database_copy, project_archive, projects
+from app.services.people.access import Caller, CallerKind, KeyScope
 from app.services.project_archive import TABLES, export_project, import_project
-from app.settings import Settings
+from app.settings import Settings, ToolSettings
 from tests.fakes import FakeEmbedder
 from tests.services.test_database_copy import build_source
 
 pytestmark = pytest.mark.sqlite_too(reason="moves a knowledge base through the backend under test")
+
+# The target lends the archive's tool its secret, for its origin, as an operator would.
+TOOLS = ToolSettings(
+    secrets={"GLOSSARY": "s3cret"},  # type: ignore[dict-item]
+    secret_origins={"GLOSSARY": ["https://glossary.example"]},
+    knowledge_base_secrets=["GLOSSARY"],
+)
 
 # Columns whose values are the database's own (ids, the knowledge base, who is writing now).
 LOCAL = {"id", "project_id", "owner", "followed_until"}
@@ -79,14 +87,14 @@ def add_unfinished(url: str, owner_email: str) -> None:
             mine = Tool(
                 name="kb_lookup",
                 description="Looks a term up in the glossary",
-                input_schema={"type": "object"},
+                input_schema={"type": "object", "properties": {"term": {"type": "string"}}, "required": ["term"]},
                 examples=[],
                 tool_group="glossary",
                 core=False,
                 kind="http",
                 http_method="GET",
                 url_template="https://glossary.example/{term}",
-                header_secrets={"Authorization": "GLOSSARY"},
+                header_secrets={"Authorization": "glossary"},
                 timeout_seconds=5.0,
                 side_effects=False,
                 project_id=chat.project_id,
@@ -137,7 +145,7 @@ def test_a_knowledge_base_moves_sqlite_to_the_backend_and_back_unchanged(
         projects.create(target, "already here")  # the import's ids are the target's, not the archive's
         with target.write() as db:
             db.add(User(email="olga@example.com", name="Olga here", password_hash=None, is_admin=False))
-        first = import_project(target, archive, embedder)
+        first = import_project(target, archive, embedder, TOOLS)
         assert not first.re_embedded and first.vectors == exported.vectors and first.project_id != kb
         again = tmp_path / "again.ragchat.tar.gz"
         export_project(target, "kb", again)
@@ -152,7 +160,7 @@ def test_a_knowledge_base_moves_sqlite_to_the_backend_and_back_unchanged(
     migrate.upgrade(back_url, default_threshold=migrated.rag.threshold)
     back = Database.from_url(back_url)
     try:
-        import_project(back, again, embedder)
+        import_project(back, again, embedder, TOOLS)
     finally:
         back.dispose()
 
@@ -188,7 +196,7 @@ def test_a_target_embedding_with_another_model_re_embeds_every_chunk(
     other = FakeEmbedder(dimensions=32, model="other")
     target = Database.from_url(migrated.database_url)
     try:
-        report = import_project(target, archive, other, name="kb moved")
+        report = import_project(target, archive, other, TOOLS, name="kb moved")
         assert report.re_embedded and report.vectors == exported.rows["chunks"]
         with target.read() as db:
             space = spaces.active_space(db, report.project_id)
@@ -229,12 +237,22 @@ def test_a_wrong_archive_is_refused_and_nothing_is_written(source_url: str, migr
             ) or 0
 
     try:
-        import_project(target, archive, embedder)
+        import_project(target, archive, embedder, TOOLS)
         start = counts()
         with pytest.raises(ConflictError, match="named 'kb' exists"):
-            import_project(target, archive, embedder)
+            import_project(target, archive, embedder, TOOLS)
         with pytest.raises(ConflictError, match="tools named kb_lookup exist"):
-            import_project(target, archive, embedder, name="kb 2")
+            import_project(target, archive, embedder, TOOLS, name="kb 2")
+        with target.write() as db:
+            db.execute(delete(Tool).where(Tool.name == "kb_lookup"))
+        start = counts()
+        # An archive is its exporter's word: its tools meet this server's rules for a knowledge
+        # base's tools, or nothing is imported (here the secret is not lent to knowledge bases).
+        with pytest.raises(ValidationError, match="not lent to knowledge bases' tools"):
+            import_project(target, archive, embedder, ToolSettings(), name="kb 3")
+        with pytest.raises(ForbiddenError, match="read-only"):
+            reader = Caller(CallerKind.PERSON, user_id=1, key=KeyScope(1, None, read_only=True, manage_users=False))
+            import_project(target, tmp_path / "not even read", embedder, TOOLS, name="kb 4", caller=reader)
         cases = {
             "unexpected member": ({}, {"../../etc/passwd": b"x"}),
             "lacks rows/chunks.jsonl": ({"rows/chunks.jsonl": None}, None),
@@ -248,16 +266,16 @@ def test_a_wrong_archive_is_refused_and_nothing_is_written(source_url: str, migr
             bad = tmp_path / f"bad{n}.tar.gz"
             _rewrite(archive, bad, change, extra)
             with pytest.raises(ValidationError, match=match):
-                import_project(target, bad, embedder, name=f"other {n}")
+                import_project(target, bad, embedder, TOOLS, name=f"other {n}")
         # A small file that expands: refused once what it holds passes the bound, not after.
         bomb = tmp_path / "bomb.tar.gz"
         _rewrite(archive, bomb, {"rows/chat_messages.jsonl": b"\n" * 50_000_000})
         assert bomb.stat().st_size < 1_000_000
         with pytest.raises(ValidationError, match="expands to more than"):
-            import_project(target, bomb, embedder, name="bomb", max_bytes=10_000_000)
+            import_project(target, bomb, embedder, TOOLS, name="bomb", max_bytes=10_000_000)
         with pytest.raises(ValidationError, match="not a readable gzipped tar"):
             (tmp_path / "plain.txt").write_bytes(b"hello")
-            import_project(target, tmp_path / "plain.txt", embedder, name="plain")
+            import_project(target, tmp_path / "plain.txt", embedder, TOOLS, name="plain")
         assert counts() == start
     finally:
         target.dispose()
@@ -287,6 +305,55 @@ def test_the_commands_export_and_import_by_name(
     with tarfile.open(archive, "r:gz") as opened:
         tools = [json.loads(line) for line in io.BytesIO(opened.extractfile("rows/tools.jsonl").read())]  # type: ignore[union-attr]
     # The knowledge base's own tool, its secret by name; the server's tools stay on the server.
-    assert [(t["name"], t["header_secrets"]) for t in tools] == [("kb_lookup", {"Authorization": "GLOSSARY"})]
+    assert [(t["name"], t["header_secrets"]) for t in tools] == [("kb_lookup", {"Authorization": "glossary"})]
     missing = CliRunner().invoke(cli, ["export-project", "nope", str(tmp_path / "nope.tar.gz")])
     assert missing.exit_code != 0 and not (tmp_path / "nope.tar.gz").exists()
+
+
+def test_an_owner_s_export_holds_their_chats_and_the_shared_ones_never_another_member_s_private_chat(
+    source_url: str, migrated: Settings, tmp_path: Path
+) -> None:
+    kb, _ = build_source(source_url, migrated)
+    store = Database.from_url(source_url)
+    try:
+        with store.write() as db:
+            olga = User(email="olga@example.com", name="Olga", password_hash=None, is_admin=False)
+            bob = User(email="bob@example.com", name="Bob", password_hash=None, is_admin=False)
+            db.add_all([olga, bob])
+            db.flush()
+            db.add_all(
+                [
+                    Membership(user_id=olga.id, project_id=kb, role=MemberRole.OWNER),
+                    Membership(user_id=bob.id, project_id=kb, role=MemberRole.EDITOR),
+                ]
+            )
+            for title, owner, shared in (
+                ("Olga's", olga.id, False),
+                ("Bob's private", bob.id, False),
+                ("Bob's shared", bob.id, True),
+            ):
+                db.add(
+                    ChatSession(
+                        project_id=kb,
+                        title=title,
+                        provider="fake",
+                        model="m",
+                        threshold=0.2,
+                        owner_id=owner,
+                        shared=shared,
+                    )
+                )
+            ids = (olga.id, bob.id)
+        as_olga = Caller(CallerKind.PERSON, user_id=ids[0])
+        report = export_project(store, kb, tmp_path / "olga.tar.gz", caller=as_olga)
+        with tarfile.open(tmp_path / "olga.tar.gz", "r:gz") as opened:
+            sessions = [json.loads(line) for line in io.BytesIO(opened.extractfile("rows/chat_sessions.jsonl").read())]  # type: ignore[union-attr]
+        assert sorted(s["title"] for s in sessions) == ["Bob's shared", "Olga's"] and report.rows["chat_sessions"] == 2
+        # The operator's export holds every chat (the one made before people existed too).
+        everything = export_project(store, "kb", tmp_path / "all.tar.gz")
+        assert everything.rows["chat_sessions"] == 4
+        with pytest.raises(ForbiddenError):
+            export_project(store, kb, tmp_path / "bob.tar.gz", caller=Caller(CallerKind.PERSON, user_id=ids[1]))
+        assert not (tmp_path / "bob.tar.gz").exists()
+    finally:
+        store.dispose()

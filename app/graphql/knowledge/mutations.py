@@ -29,7 +29,7 @@ from app.graphql.results import (
     call,
 )
 from app.rag.ingest.pipeline import FileStatus, IngestSummary
-from app.services import documents, projects
+from app.services import documents, project_archive, projects
 
 
 def _report(summary: IngestSummary, docs: dict[int, Document]) -> UploadReport:
@@ -123,6 +123,44 @@ class KnowledgeMutation:
                 )
             )
         )
+
+    @strawberry.mutation(
+        description="Make a new knowledge base from an archive (GraphQL multipart request): one its owner downloaded "
+        "from GET /api/knowledge-bases/{id}/export, here or on another server, or wrote with `ragchat "
+        "export-project`. Its documents' chunks, vectors (re-embedded when this server's embedder differs), chats "
+        "with their messages and citations, and its own tools come in one transaction under new ids; the caller "
+        "becomes its owner. A ValidationError says what is wrong with the archive (its tools are held to this "
+        "server's rules for a knowledge base's tools), a ConflictError a name or tool name taken here; nothing "
+        "is written then. Archives over uploadLimits.maxBytes: `ragchat import-project`."
+    )
+    async def import_knowledge_base(
+        self,
+        info: Info,
+        file: Annotated[Upload, strawberry.argument(description="The archive (.ragchat.tar.gz).")],
+        name: Annotated[
+            str | None, strawberry.argument(description="Its name here (default: the name it was exported with).")
+        ] = None,
+    ) -> ProjectMutationResult:
+        container, caller = info.context.container, caller_of(info)
+        settings = container.settings
+
+        def run() -> types.Project:
+            report = project_archive.import_project(
+                container.store,
+                file.file,  # type: ignore[attr-defined]  # starlette's UploadFile: its spooled temporary file
+                container.embedder,
+                settings.tools,
+                name=name,
+                max_bytes=settings.api.max_import_bytes,
+                caller=caller,
+            )
+            return types.Project.of(projects.get(container.store, report.project_id, caller=caller))
+
+        try:
+            return await call(run)
+        finally:
+            if callable(getattr(file, "close", None)):
+                await file.close()  # type: ignore[attr-defined]
 
     @strawberry.mutation(description="Delete a knowledge base with its documents, vectors and chat sessions.")
     async def delete_project(self, info: Info, id: Annotated[strawberry.ID, _PROJECT_ID]) -> DeleteProjectResult:

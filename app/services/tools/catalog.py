@@ -272,6 +272,12 @@ def _apply(current: Tool, changes: ToolChanges) -> Tool:
     return Tool(id=current.id, kind=current.kind, project_id=current.project_id, **values)
 
 
+def tool_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
+    """What is wrong with an HTTP tool's request on this server (its URL, method, headers, the
+    secrets it names and their origins), as (field, message) pairs."""
+    return _http_problems(tool, settings)
+
+
 def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
     dry = tool.dry_run
     return check_http(
