@@ -2,6 +2,9 @@
 // counts, a page at a time, against a real ragchat with the real embedder.
 
 import assert from "node:assert/strict";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
 import { gql } from "./helpers.mjs";
@@ -63,6 +66,27 @@ describe("chunk viewer", () => {
     assert.equal(await chunks.count(), total);
     assert.match(await chunks.last().textContent(), /Night watch/);
     await screenshot(page, "chunk-viewer");
+    assert.deepEqual(page.problems, []);
+  });
+
+  test("an owner downloads the knowledge base and imports it again under another name", async () => {
+    const page = await openPage(browser, server, { path: `/projects/${projectId}` });
+    const saving = page.waitForEvent("download");
+    await page.getByRole("button", { name: "Download knowledge base" }).click();
+    const download = await saving;
+    assert.equal(download.suggestedFilename(), "Lighthouse.ragchat.tar.gz");
+    const archive = join(await mkdtemp(join(tmpdir(), "ragchat-e2e-")), "lighthouse.ragchat.tar.gz");
+    await download.saveAs(archive);
+
+    await page.goto(`${server.url}/`);
+    await page.getByRole("button", { name: "Import" }).click();
+    const form = page.getByRole("form", { name: "Import a knowledge base" });
+    await form.getByLabel("Archive").setInputFiles(archive);
+    await form.getByLabel("Name").fill("Lighthouse copy");
+    await page.getByRole("button", { name: "Import", exact: true }).last().click();
+    await page.waitForURL(/\/projects\/\d+$/);
+    assert.notEqual(page.url(), `${server.url}/projects/${projectId}`);
+    await page.getByRole("link", { name: "handbook.md: show its chunks" }).waitFor();
     assert.deepEqual(page.problems, []);
   });
 

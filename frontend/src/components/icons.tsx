@@ -102,6 +102,12 @@ export const UploadIcon = (props: SVGProps<SVGSVGElement>) => (
   </Icon>
 );
 
+export const DownloadIcon = (props: SVGProps<SVGSVGElement>) => (
+  <Icon {...props}>
+    <path d="M12 4v12M7 11l5 5 5-5M4 16v2a2 2 0 0 0 2 2h12a2 2 0 0 0 2-2v-2" />
+  </Icon>
+);
+
 export const FileIcon = (props: SVGProps<SVGSVGElement>) => (
   <Icon {...props}>
     <path d="M14 3H7a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2V8zM14 3v5h5M9 13h6M9 17h4" />

@@ -12,6 +12,8 @@ export interface MultipartOperation {
   variables: Record<string, unknown>;
   /** The list variable the files fill (`files: [Upload!]!`). */
   filesVariable?: string;
+  /** One file for a single `Upload!` variable (`file: Upload!`) rather than a list. */
+  single?: boolean;
   files: readonly Blob[];
 }
 
@@ -21,15 +23,15 @@ export function buildMultipartForm({
   operationName,
   variables,
   filesVariable = "files",
+  single = false,
   files,
 }: MultipartOperation): FormData {
   const form = new FormData();
   const text = typeof query === "string" ? query : print(query);
-  form.append(
-    "operations",
-    JSON.stringify({ query: text, operationName, variables: { ...variables, [filesVariable]: files.map(() => null) } }),
-  );
-  form.append("map", JSON.stringify(Object.fromEntries(files.map((_, i) => [String(i), [`variables.${filesVariable}.${i}`]]))));
+  const slots = single ? null : files.map(() => null);
+  form.append("operations", JSON.stringify({ query: text, operationName, variables: { ...variables, [filesVariable]: slots } }));
+  const path = (i: number) => (single ? `variables.${filesVariable}` : `variables.${filesVariable}.${i}`);
+  form.append("map", JSON.stringify(Object.fromEntries(files.map((_, i) => [String(i), [path(i)]]))));
   files.forEach((file, i) => form.append(String(i), file, file instanceof File ? file.name : `upload-${i}`));
   return form;
 }

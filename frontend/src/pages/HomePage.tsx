@@ -5,9 +5,10 @@ import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
 import { Badge } from "../components/Badge";
 import { Button } from "../components/Button";
-import { DatabaseIcon, PlusIcon } from "../components/icons";
+import { DatabaseIcon, PlusIcon, UploadIcon } from "../components/icons";
 import { Page, PageHeader } from "../components/Page";
 import { LoadMore } from "../components/LoadMore";
+import { ImportDialog } from "../components/projects/ImportDialog";
 import { ProjectFormDialog } from "../components/projects/ProjectFormDialog";
 import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import { ProjectsDocument } from "../gql/graphql";
@@ -23,10 +24,16 @@ export function HomePage() {
   const list = data?.projects.__typename === "ProjectConnection" ? data.projects : null;
   const projects = list?.edges.map((edge) => edge.node) ?? [];
 
+  const [importing, setImporting] = useState(false);
   const newButton = (
-    <Button variant="primary" onClick={() => setCreating(true)}>
-      <PlusIcon width={16} height={16} /> New knowledge base
-    </Button>
+    <>
+      <Button onClick={() => setImporting(true)}>
+        <UploadIcon width={16} height={16} /> Import
+      </Button>
+      <Button variant="primary" onClick={() => setCreating(true)}>
+        <PlusIcon width={16} height={16} /> New knowledge base
+      </Button>
+    </>
   );
 
   return (
@@ -75,6 +82,7 @@ export function HomePage() {
         )}
       </Page>
       <ProjectFormDialog open={creating} onClose={() => setCreating(false)} />
+      <ImportDialog open={importing} onClose={() => setImporting(false)} />
     </AppShell>
   );
 }

@@ -8,7 +8,7 @@ import { Button, IconButton, buttonClass } from "../components/Button";
 import { ConfirmDialog } from "../components/Dialog";
 import { FormError } from "../components/Field";
 import { LoadMore } from "../components/LoadMore";
-import { ChatIcon, DatabaseIcon, FileIcon, PencilIcon, PlusIcon, TrashIcon } from "../components/icons";
+import { ChatIcon, DatabaseIcon, DownloadIcon, FileIcon, PencilIcon, PlusIcon, TrashIcon } from "../components/icons";
 import { Page, PageHeader, Section } from "../components/Page";
 import { DocumentTable } from "../components/projects/DocumentTable";
 import { Dropzone } from "../components/projects/Dropzone";
@@ -22,6 +22,8 @@ import { useServerAccess } from "../lib/access";
 import { formatCount, formatRelative } from "../lib/format";
 import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
+import { downloadArchive } from "../lib/archive";
+import { useServices } from "../lib/services";
 import { useCreateChat } from "../lib/useCreateChat";
 import shared from "../styles/shared.module.css";
 import styles from "./ProjectPage.module.css";
@@ -44,6 +46,21 @@ export function ProjectPage({ projectId }: { projectId: string }) {
   const uploads = useUploads(projectId);
   const chat = useCreateChat();
   const { access } = useServerAccess();
+  const { keys } = useServices();
+  const [downloading, setDownloading] = useState(false);
+  const [downloadProblem, setDownloadProblem] = useState<string | null>(null);
+
+  async function download() {
+    setDownloading(true);
+    setDownloadProblem(null);
+    try {
+      const problem = await downloadArchive(projectId, keys.authorization());
+      if (problem === 401) keys.requestKey();
+      else if (problem) setDownloadProblem(problem);
+    } finally {
+      setDownloading(false);
+    }
+  }
 
   async function confirmDelete(): Promise<string | null> {
     const { data: result } = await deleteProject({ variables: { id: projectId } });
@@ -60,6 +77,9 @@ export function ProjectPage({ projectId }: { projectId: string }) {
       <IconButton aria-label="Edit knowledge base" title="Edit name and description" onClick={() => setRenaming(true)}>
         <PencilIcon width={18} height={18} />
       </IconButton>
+      <IconButton aria-label="Download knowledge base" title="Download as an archive (owners)" onClick={() => void download()} disabled={downloading}>
+        <DownloadIcon width={18} height={18} />
+      </IconButton>
       <IconButton aria-label="Delete knowledge base" title="Delete" onClick={() => setDeleting(true)}>
         <TrashIcon width={18} height={18} />
       </IconButton>
@@ -72,6 +92,7 @@ export function ProjectPage({ projectId }: { projectId: string }) {
   return (
     <AppShell title={project?.name ?? "Knowledge base"} sidebar={<AppSidebar activeProjectId={projectId} />} actions={actions}>
       <Page>
+        {downloadProblem && <FormError role="alert">Could not download it: {downloadProblem}</FormError>}
         {loading && !data && <Skeleton lines={5} label="Loading the knowledge base" />}
         {error && !data && <ErrorState title="Could not load the knowledge base" message={error.message} onRetry={() => void refetch()} />}
         {data && !project && (
