@@ -2,7 +2,8 @@
 
 A span per HTTP request and websocket connection (:class:`TraceRequests`), a ``chat turn`` span as
 its child for each turn (made with the turn's retrieval trace, app/services/chat/trace.py), and a
-span per stage under it, from the durations the stored trace already measured (not timed twice):
+span per stage under it, from the durations the stored trace already measured (not timed twice), and
+a span per chat model call (``chat <model>``, :meth:`TurnSpan.model_call`):
 each stage's span ends when its timing is recorded and starts that long before; the retrieval's
 stages, recorded together, are laid end to end in the order they ran. Spans carry provider, model,
 outcome and token counts, never the question, the answer or document text.
@@ -15,19 +16,21 @@ at once and nothing is recorded.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from opentelemetry import trace as otel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import logs
+from app.llm.base import TextDelta, Usage
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 SERVICE = "ragchat"
+E = TypeVar("E")
 _tracer: otel.Tracer | None = None
 _provider: TracerProvider | None = None
 
@@ -145,6 +148,52 @@ class TurnSpan:
         for (name, ms), start in zip(done, reversed(starts), strict=True):
             span = self._tracer.start_span(name, context=parent, start_time=start, attributes={"ragchat.stage": name})
             span.end(end_time=start + int(ms * 1_000_000))
+
+    @property
+    def recording(self) -> bool:
+        return self._span is not None
+
+    def model_call(self, provider: str, model: str, events: AsyncIterator[E]) -> AsyncIterator[E]:
+        """``events`` (a chat model's stream) as a span of its own under the turn, named and
+        labelled as OpenTelemetry's GenAI conventions say (``chat <model>``, provider, model, token
+        counts; never the prompt or the answer); ``events`` itself when tracing is off, so an
+        untraced token costs nothing more."""
+        if self._span is None or self._tracer is None:
+            return events
+        return self._model_call(self._tracer, self._span, provider, model, events)
+
+    @staticmethod
+    async def _model_call(
+        tracer: otel.Tracer, turn: otel.Span, provider: str, model: str, events: AsyncIterator[E]
+    ) -> AsyncIterator[E]:
+        span = tracer.start_span(
+            f"chat {model}",
+            context=otel.set_span_in_context(turn),
+            kind=otel.SpanKind.CLIENT,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider,
+                "gen_ai.request.model": model,
+            },
+        )
+        started, first = time.perf_counter(), True
+        try:
+            async for event in events:
+                if first and isinstance(event, TextDelta) and event.text:
+                    span.set_attribute("ragchat.first_token_ms", round((time.perf_counter() - started) * 1000, 3))
+                    first = False
+                elif isinstance(event, Usage):
+                    span.set_attribute("gen_ai.usage.input_tokens", event.prompt_tokens)
+                    span.set_attribute("gen_ai.usage.output_tokens", event.completion_tokens)
+                yield event
+        except Exception as exc:  # a provider's failure; a stop (GeneratorExit, cancellation) is not one
+            span.set_status(otel.StatusCode.ERROR, type(exc).__name__)
+            raise
+        finally:
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
+            span.end()
 
     def end(self, outcome: str, mode: str | None, tokens_in: int | None, tokens_out: int | None) -> None:
         span, self._span = self._span, None

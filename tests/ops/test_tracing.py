@@ -79,10 +79,14 @@ def test_a_turn_yields_its_stage_spans_in_order_under_its_request(
     assert request.name == "POST /graphql" and request.parent is None
     assert turn.attributes["ragchat.outcome"] == "complete" and turn.attributes["ragchat.provider"] == "fake"
     assert turn.attributes["gen_ai.usage.output_tokens"] > 0
-    stages = sorted(
-        (s for s in finished if s.parent is not None and s.parent.span_id == turn.context.span_id),
-        key=lambda s: s.end_time,
-    )
+    children = [s for s in finished if s.parent is not None and s.parent.span_id == turn.context.span_id]
+    stages = sorted((s for s in children if "ragchat.stage" in (s.attributes or {})), key=lambda s: s.end_time)
+    # The chat model's call is a span of its own, as OpenTelemetry's GenAI conventions name it.
+    (call,) = [s for s in children if s.name == "chat scripted"]
+    assert call.attributes["gen_ai.provider.name"] == "fake" and call.attributes["gen_ai.request.model"] == "scripted"
+    assert call.attributes["gen_ai.usage.output_tokens"] > 0 and call.attributes["ragchat.first_token_ms"] >= 0
+    assert call.kind.name == "CLIENT" and call.status.status_code.name == "UNSET"
+    assert len(children) == len(stages) + 1
     timed = [timing["stage"].lower() for timing in answer["trace"]["timings"]]
     assert [span.name for span in stages] == timed
     assert {"retrieval_embed", "first_token", "generate"} <= set(timed)
@@ -167,3 +171,19 @@ def test_an_ingested_item_has_a_span_with_ids_not_names(spans: InMemorySpanExpor
     assert item.attributes["ragchat.job_id"] == int(job["id"]) and item.attributes["ragchat.state"] == "ready"
     assert item.attributes["ragchat.chunks"] >= 1
     assert "secret" not in json.dumps(dict(item.attributes or {}))
+
+
+def test_a_traced_model_can_be_offered_tools_exactly_when_the_model_can(spans: InMemorySpanExporter) -> None:
+    from types import SimpleNamespace
+
+    from app.llm.tool_calling import ToolCallingModel
+    from app.services.chat.trace import _Traced, _TracedTools
+
+    plain = SimpleNamespace(
+        provider="p", model="m", context_window=1, tokenizer=None, stream=None, count_message_tokens=None
+    )
+    span = tracing.TurnSpan("p", "m")
+    assert not isinstance(_Traced(plain, span), ToolCallingModel)  # type: ignore[arg-type]
+    assert isinstance(_TracedTools(FakeChatModel(), span), ToolCallingModel)
+    assert _Traced(plain, span).model == "m"  # type: ignore[arg-type]
+    span.end("complete", None, None, None)

@@ -216,7 +216,7 @@ class ChatService:
                     yield TokenEvent(turn.message_id, piece)
                 settle = partial(_given, written.answer.content, written.answer.cited)
             else:
-                model = self.models.get(turn.chat.provider, turn.chat.model)
+                model = trace.traced(self.models.get(turn.chat.provider, turn.chat.model))
                 with trace.stage(Stage.BUDGET):  # tokenizing is CPU work (and may load a local model): off the loop
                     budgeted = partial(self._prompt, turn, model, candidates, trace)
                     prompt = await anyio.to_thread.run_sync(_gated, budgeted)

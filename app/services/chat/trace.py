@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields, replace
+from typing import Any, cast
 
-from app.llm.base import Usage
+from app.llm.base import ChatModel, GenerationOptions, Message, StreamEvent, Usage
+from app.llm.tool_calling import ToolCallingModel, ToolSpec, ToolStreamEvent
+from app.llm.tool_calling import Turn as ToolTurn
 from app.ops.tracing import TurnSpan
 from app.rag.answer.budget import BudgetReport
 from app.rag.search.candidates import CandidateFate
@@ -58,6 +61,15 @@ class TraceBuilder:
             settings=TraceSettings.of(chat.rag, settings.rag.mode),
             history_turns=len(turn.history),
             trace_id=self.span.trace_id,
+        )
+
+    def traced(self, model: ChatModel) -> ChatModel:
+        """``model`` with each of its calls a span under the turn's (``model`` itself when tracing is off)."""
+        if not self.span.recording:
+            return model
+        return cast(
+            ChatModel,
+            _TracedTools(model, self.span) if isinstance(model, ToolCallingModel) else _Traced(model, self.span),
         )
 
     def degrade(self, reason: DegradationReason, message: str) -> None:
@@ -181,3 +193,27 @@ class TraceBuilder:
         """The stored (JSON) form of the trace. Dumped at once, so nothing needs the deep copy
         (~4k Python calls per turn)."""
         return self.model(deep=False).stored()
+
+
+class _Traced:
+    """A chat model whose streams are spans (app/ops/tracing.py); everything else is the model's."""
+
+    def __init__(self, model: ChatModel, span: TurnSpan) -> None:
+        self._model, self._span = model, span
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def stream(self, messages: Sequence[Message], options: GenerationOptions) -> AsyncIterator[StreamEvent]:
+        return self._span.model_call(self._model.provider, self._model.model, self._model.stream(messages, options))
+
+
+class _TracedTools(_Traced):
+    """The same for a model that can be offered tools (a separate class: only such a model has
+    ``stream_tools``, which is how the tool loop tells them apart)."""
+
+    def stream_tools(
+        self, turns: Sequence[ToolTurn], tools: Sequence[ToolSpec], options: GenerationOptions
+    ) -> AsyncIterator[ToolStreamEvent]:
+        model = cast(ToolCallingModel, self._model)
+        return self._span.model_call(model.provider, model.model, model.stream_tools(turns, tools, options))
