@@ -3,6 +3,7 @@ into a fresh directory as a sound database that answers a question as the origin
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -117,3 +118,48 @@ def test_a_check_tells_a_damaged_backup(tmp_path: Path) -> None:
     assert not backups.check(junk).ok
     assert _cli(tmp_path, f"sqlite:///{tmp_path / 'x.db'}", "backup", "--check", str(junk)).returncode == 1
     assert "there is no file" in backups.check(tmp_path / "missing").detail
+
+
+# pg_dump and pg_restore of the tests' PostgreSQL (found without importing pgserver, which starts nothing).
+PG_BIN = Path(str(importlib.util.find_spec("pgserver").origin)).parent / "pginstall" / "bin"  # type: ignore[union-attr]
+
+
+def test_a_backup_restored_with_replace_brings_back_what_was_deleted_since(
+    migrated: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On each backend: SQLite's backup API, or pg_dump and pg_restore for PostgreSQL."""
+    from app.db.database import Database
+    from app.rag.ingest.pipeline import Ingestor, Source
+    from app.rag.search.retrieval_mode import RetrievalMode
+    from app.services import documents, projects, search
+
+    monkeypatch.setenv("PATH", f"{PG_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    embedder = FakeEmbedder()
+    store = Database.from_url(migrated.database_url)
+    try:
+        kb = projects.create(store, "kb").id
+        Ingestor(store, embedder, migrated.ingest).ingest(kb, [Source.from_bytes("penguins.md", PENGUINS.encode())])
+        written = backups.backup(migrated.database_url, tmp_path / "ragchat.backup")
+        assert backups.check(written).ok
+        projects.delete(store, kb)
+        assert projects.find(store, "kb") is None
+    finally:
+        store.dispose()
+    backups.restore(written, migrated.database_url, replace=True)
+    container = Container.build(migrated, embedder=embedder)
+    try:
+        found = projects.find(container.store, "kb")
+        assert found is not None and [d.name for d in documents.list_for(container.store, found.id)] == ["penguins.md"]
+        hits = search.search(
+            container.store,
+            embedder,
+            container.settings,
+            found.id,
+            QUESTION,
+            top_k=1,
+            threshold=0.0,
+            mode=RetrievalMode.VECTOR,
+        )
+        assert hits.kept and "huddle" in hits.kept[0].text  # the vectors came back too
+    finally:
+        container.close()
