@@ -248,6 +248,10 @@ class ChatSettings(BaseModel):
     # How long the chat model may take to rewrite a follow-up, or to judge a retrieval pass, before
     # the turn goes on without it (the history-aware query; the model-free verdict).
     rewrite_timeout: float = Field(10.0, gt=0, le=600, allow_inf_nan=False)
+    # Streamed tokens that come sooner than this after the last one sent go out together as one
+    # event (subscriptions and the OpenAI door): the per-event cost is the server's, paid per batch.
+    # The first token never waits; 0 sends each token as the model writes it (docs/BENCHMARKS.md).
+    stream_coalesce_ms: float = Field(40.0, ge=0, le=1000, allow_inf_nan=False)
 
     @field_validator("limits")
     @classmethod

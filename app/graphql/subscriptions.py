@@ -101,7 +101,10 @@ class ChatRetrieval:
     )
 
 
-@strawberry.type(description="The next piece of the answer's text.")
+@strawberry.type(
+    description="The next piece of the answer's text. Tokens the model writes within "
+    "RAGCHAT_CHAT__STREAM_COALESCE_MS (40 ms) of the last piece sent come as one piece; the first never waits."
+)
 class ChatToken:
     message_id: strawberry.ID = strawberry.field(description="The answer's message.")
     text: str = strawberry.field(description="Text to append to what came before (one or more tokens).")
@@ -210,9 +213,7 @@ async def _events(info: Info, start: Start) -> AsyncGenerator[ChatEventType, Non
         if not opening.done():  # the client left while waiting: leave the line (or end a turn begun meanwhile)
             await _abandon(opening)
     try:
-        async for event in listener:
-            if isinstance(event, TokenEvent) and (more := listener.more_text()):
-                event = TokenEvent(event.message_id, event.text + more)  # behind: send what piled up at once
+        async for event in listener:  # tokens come batched (Listener: what piled up, and the window's)
             yield await _convert(info, event)
     finally:
         await listener.aclose()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from app.container import Container
-from tests.fakes import FakeChatModel
-from tests.graphql.client import Api
+from app.settings import Settings
+from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
+from tests.graphql.client import Api, live_api
 from tests.graphql.ops import ADD_DOC, CHAT, CREATE_PROJECT, CREATE_SESSION
 from tests.waiting import wait_until
 
@@ -96,3 +97,25 @@ def test_disconnecting_mid_stream_cancels_and_stores_a_failure(
     assert status == "failed" and "disconnected" in error
     # the slot is freed just after the write
     wait_until(lambda: fake_container.chat.generations_in_flight == 0, 10, "the generation slot to be freed")
+
+
+def test_tokens_come_in_batches_with_the_same_text(migrated: Settings, model: FakeChatModel) -> None:
+    # A window far longer than the model's pace: batches however busy the machine is.
+    chat = migrated.chat.model_copy(update={"stream_coalesce_ms": 200.0})
+    container = Container.build(
+        migrated.model_copy(update={"chat": chat}), embedder=FakeEmbedder(), chat_models=FakeModels(model)
+    )
+    answer = "Emperor penguins huddle together in tight groups and take turns at the cold edge of the huddle [1]."
+    model.token_delay = 0.01
+    try:
+        with live_api(container) as api:
+            sid = _session(api)
+            model.enqueue(answer)
+            with api.websocket() as ws:
+                events = [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c="How do penguins keep warm?")]
+    finally:
+        container.close()
+    tokens = [e["text"] for e in events if e["__typename"] == "ChatToken"]
+    assert "".join(tokens) == answer and events[-1]["__typename"] == "ChatDone"
+    written = len(answer.split())  # the fake model writes a word at a time
+    assert 1 < len(tokens) < written / 3, tokens

@@ -99,13 +99,22 @@ class Listener:
     ``aclose`` leaves the turn; ``lost`` says, at that moment, whether the client's connection is gone."""
 
     def __init__(
-        self, turns: LiveTurns, answer_id: int, live: LiveTurn | None, lost: Callable[[], bool], events: list[ChatEvent]
+        self,
+        turns: LiveTurns,
+        answer_id: int,
+        live: LiveTurn | None,
+        lost: Callable[[], bool],
+        events: list[ChatEvent],
+        *,
+        window: float = 0.0,
     ) -> None:
         self.answer_id = answer_id
         self._turns, self._live, self._lost = turns, live, lost
         self._events = live.events if live is not None else events
         self._seen = 0
         self._closed = False
+        self._window = window  # seconds: tokens within it of the last one sent go out together
+        self._flushed: float | None = None  # when a token event was last returned
         if live is not None:
             turns.attached(live)
 
@@ -116,11 +125,36 @@ class Listener:
         while not self._closed:
             if self._seen < len(self._events):
                 self._seen += 1
-                return self._events[self._seen - 1]
+                event = self._events[self._seen - 1]
+                return await self._batch(event) if isinstance(event, TokenEvent) else event
             if self._live is None or self._live.finished:
                 break
             await self._live.changed()
         raise StopAsyncIteration
+
+    async def _batch(self, first: TokenEvent) -> TokenEvent:
+        """``first`` with the tokens after it, as one event. Those already published always join (a
+        client that fell behind catches up at once); with a window, a token that comes sooner than
+        ``window`` after the last one sent waits for the window's end with those that follow it.
+        The first token never waits, a token waits at most the window, and any other event (the
+        answer's end, an error, a tool call) ends the batch at once, so a stop loses nothing."""
+        parts = [first.text, self.more_text()]
+        live, loop = self._live, asyncio.get_running_loop()
+        if self._window > 0 and self._flushed is not None and live is not None:
+            due = self._flushed + self._window
+            # One timer per batch, not per token: the wait ends at the window's end or at the next event.
+            while not self._closed and not live.finished and self._seen == len(self._events):
+                remaining = due - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    async with asyncio.timeout(remaining):
+                        await live.changed()
+                except TimeoutError:
+                    break
+                parts.append(self.more_text())
+        self._flushed = loop.time()
+        return TokenEvent(first.message_id, "".join(parts))
 
     def more_text(self) -> str:
         """The text of the token events already published after the one just returned, taken now:
@@ -179,6 +213,7 @@ class LiveTurns:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._window = engine.settings.chat.stream_coalesce_ms / 1000
         self._live: dict[int, LiveTurn] = {}
         self._opening: dict[tuple[object, ...], tuple[asyncio.Lock, list[int]]] = {}
 
@@ -258,7 +293,7 @@ class LiveTurns:
     async def _attach(self, answer_id: int, lost: Callable[[], bool]) -> Listener:
         live = self._live.get(answer_id)
         if live is not None:
-            return Listener(self, answer_id, live, lost, [])
+            return Listener(self, answer_id, live, lost, [], window=self._window)
         # Not running here: finished (a live turn leaves the registry only once its answer is stored).
         answer = await anyio.to_thread.run_sync(sessions.message, self.engine.store, answer_id)
         if answer.status is MessageStatus.STREAMING:  # another process writes it: follow it there
@@ -270,7 +305,7 @@ class LiveTurns:
         live = LiveTurn(turn, keyed=keyed)
         self._live[turn.message_id] = live
         live.task = asyncio.create_task(self._drive(live), name=f"chat turn {turn.message_id}")
-        return Listener(self, turn.message_id, live, lost, [])
+        return Listener(self, turn.message_id, live, lost, [], window=self._window)
 
     async def _drive(self, live: LiveTurn) -> None:
         live.started = True
