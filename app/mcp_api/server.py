@@ -14,6 +14,8 @@ and nothing is kept between requests.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio.to_thread
@@ -76,11 +78,28 @@ def _where(location: Any) -> dict[str, Any]:
     }
 
 
+@contextmanager
+def _root_logging_kept() -> Iterator[None]:
+    """The SDK's MCPServer calls ``logging.basicConfig`` with a rich handler at INFO when it is made:
+    with nothing on the root logger yet (an app built before ``ragchat serve`` configures logging, as
+    tests, benchmarks and ``uvicorn --factory`` do) every log line went through rich, a terminal
+    probe per record included. A placeholder makes that call a no-op; the root is left as it was."""
+    root = logging.getLogger()
+    level, placeholder = root.level, logging.NullHandler()
+    root.addHandler(placeholder)
+    try:
+        yield
+    finally:
+        root.removeHandler(placeholder)
+        root.setLevel(level)
+
+
 def build() -> MCPServer:
-    server: MCPServer = MCPServer(
-        name="ragchat",
-        instructions="Search a team's knowledge bases and ask them questions; answers cite their sources.",
-    )
+    with _root_logging_kept():
+        server: MCPServer = MCPServer(
+            name="ragchat",
+            instructions="Search a team's knowledge bases and ask them questions; answers cite their sources.",
+        )
 
     @server.tool(description="The knowledge bases you may search and ask: id, name and description.")
     async def list_knowledge_bases(ctx: Context) -> list[dict[str, Any]]:

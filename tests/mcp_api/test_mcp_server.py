@@ -146,3 +146,20 @@ def test_a_bad_key_is_refused_and_a_person_sees_only_their_knowledge_bases(
     assert listed == []
     assert asked.is_error and "no knowledge base" in asked.content[0].text
     assert model.history == []
+
+
+def test_making_the_server_leaves_the_root_logger_as_it_was() -> None:
+    import logging
+
+    from app.mcp_api.server import build
+
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    try:
+        root.handlers.clear()  # as in a process that has not configured logging yet
+        root.setLevel(logging.WARNING)
+        build()
+        assert root.handlers == [] and root.level == logging.WARNING
+    finally:
+        root.handlers[:] = before[0]
+        root.setLevel(before[1])
