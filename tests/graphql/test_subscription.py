@@ -119,3 +119,87 @@ def test_tokens_come_in_batches_with_the_same_text(migrated: Settings, model: Fa
     assert "".join(tokens) == answer and events[-1]["__typename"] == "ChatDone"
     written = len(answer.split())  # the fake model writes a word at a time
     assert 1 < len(tokens) < written / 3, tokens
+
+
+def _stream(api: Api, sid: str, question: str) -> list[dict[str, object]]:
+    with api.websocket() as ws:
+        return [e["data"]["chat"] for e in ws.subscribe(CHAT, s=sid, c=question)]
+
+
+def _tokens(events: list[dict[str, object]]) -> list[str]:
+    return [str(e["text"]) for e in events if e["__typename"] == "ChatToken"]
+
+
+def test_tokens_of_a_window_come_as_one_event_with_the_same_text(
+    api: Api, model: FakeChatModel, fake_container: Container
+) -> None:
+    sid = _session(api)
+    words = " ".join(f"w{i}" for i in range(12)) + "."
+    model.token_delay = 0.05
+    fake_container.settings.chat.stream_coalesce_ms = 0
+    model.enqueue(words)
+    each = _tokens(_stream(api, sid, "penguins one?"))
+    fake_container.settings.chat.stream_coalesce_ms = 1000  # wider than the whole answer
+    model.enqueue(words)
+    events = _stream(api, sid, "penguins two?")
+    joined = _tokens(events)
+    assert "".join(each) == "".join(joined) == words
+    assert len(each) > 6, "without a window a token goes out as it comes (a listener that fell behind joins some)"
+    # the first token is sent alone, at once, not held for the window; the rest follow in few events
+    assert joined[0] == "w0 " and 2 <= len(joined) < len(each)
+    assert [e["__typename"] for e in events][-1] == "ChatDone"
+
+
+def test_a_failure_mid_window_comes_after_every_token_before_it(
+    api: Api, model: FakeChatModel, fake_container: Container
+) -> None:
+    fake_container.settings.chat.stream_coalesce_ms = 1000
+    sid = _session(api)
+    model.token_delay = 0.02
+    model.enqueue("Penguins huddle in the cold <FAIL> more")
+    events = _stream(api, sid, "penguins?")
+    error = events[-1]
+    assert error["__typename"] == "ChatError" and error["partial"] == "Penguins huddle in the cold "
+    assert "".join(_tokens(events)) == error["partial"], "the window's tokens go out before the error"
+
+
+def test_a_stopped_stream_stores_every_token_it_was_sent(
+    api: Api, model: FakeChatModel, fake_container: Container
+) -> None:
+    fake_container.settings.chat.stream_coalesce_ms = 1000
+    sid = _session(api)
+    model.token_delay = 0.02
+    model.enqueue(" ".join(f"w{i}" for i in range(200)))
+    with api.websocket() as ws:
+        stream = ws.subscribe(CHAT, s=sid, c="penguins?")
+        events = [next(stream)["data"]["chat"]]
+        while len(_tokens(events)) < 2:
+            events.append(next(stream)["data"]["chat"])
+        ws.stop("1")
+    received = "".join(_tokens(events))
+    message_id = int(next(e for e in events if e["__typename"] == "ChatRetrieval")["messageId"])
+
+    def ended() -> tuple[str, str] | None:
+        with fake_container.store.read() as db:
+            query = text("SELECT status, content FROM chat_messages WHERE id = :id")
+            status, content = db.execute(query, {"id": message_id}).one()
+        return (status, content) if status != "streaming" else None
+
+    status, content = wait_until(ended, 10, "the message to stop streaming")
+    assert status == "failed" and content.startswith(received)
+
+
+def test_a_stream_the_guard_stops_sends_the_same_tokens_with_and_without_coalescing(
+    api: Api, model: FakeChatModel, fake_container: Container
+) -> None:
+    sid = _session(api)
+    model.token_delay = 0.005
+    texts = []
+    for window in (0, 1000):
+        fake_container.settings.chat.stream_coalesce_ms = window
+        model.enqueue("Penguins huddle. " + " ".join(["again"] * 300))  # a loop: the guard stops it
+        events = _stream(api, sid, f"penguins {window}?")
+        assert events[-1]["__typename"] == "ChatDone"
+        texts.append("".join(_tokens(events)))
+    assert texts[0] == texts[1] and texts[0].startswith("Penguins huddle. again")
+    assert len(texts[0]) < len("Penguins huddle. " + " ".join(["again"] * 300)), "the guard stopped the model"

@@ -193,3 +193,26 @@ def test_a_person_sees_only_their_knowledge_bases_through_the_door(
     with pytest.raises(openai.NotFoundError):
         eve.chat.completions.create(model=f"ragchat/{kb}", messages=[{"role": "user", "content": QUESTION}])
     assert model.history == []  # no model was asked
+
+
+def _chunks(api: Api) -> list[str]:
+    stream = client(api).chat.completions.create(
+        model="ragchat/field-notes", messages=[{"role": "user", "content": QUESTION}], stream=True
+    )
+    return [chunk.choices[0].delta.content for chunk in stream if chunk.choices[0].delta.content]
+
+
+def test_a_stream_joins_the_tokens_of_a_window_into_one_chunk(
+    door: tuple[Api, Container, str], model: FakeChatModel
+) -> None:
+    api, container, _ = door
+    words = " ".join(f"w{i}" for i in range(12)) + "."
+    model.token_delay = 0.05
+    container.settings.chat.stream_coalesce_ms = 0
+    model.enqueue(words)
+    each = _chunks(api)
+    container.settings.chat.stream_coalesce_ms = 1000
+    model.enqueue(words)
+    joined = _chunks(api)
+    assert "".join(each) == "".join(joined) == words and len(each) > 6
+    assert joined[0] == "w0 " and 2 <= len(joined) < len(each)  # the first token at once, the rest in few

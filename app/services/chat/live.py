@@ -213,9 +213,12 @@ class LiveTurns:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._window = engine.settings.chat.stream_coalesce_ms / 1000
         self._live: dict[int, LiveTurn] = {}
         self._opening: dict[tuple[object, ...], tuple[asyncio.Lock, list[int]]] = {}
+
+    def _window(self) -> float:
+        """The batching window of a stream starting now (a changed setting applies to the next one)."""
+        return self.engine.settings.chat.stream_coalesce_ms / 1000
 
     @property
     def running(self) -> int:
@@ -293,7 +296,7 @@ class LiveTurns:
     async def _attach(self, answer_id: int, lost: Callable[[], bool]) -> Listener:
         live = self._live.get(answer_id)
         if live is not None:
-            return Listener(self, answer_id, live, lost, [], window=self._window)
+            return Listener(self, answer_id, live, lost, [], window=self._window())
         # Not running here: finished (a live turn leaves the registry only once its answer is stored).
         answer = await anyio.to_thread.run_sync(sessions.message, self.engine.store, answer_id)
         if answer.status is MessageStatus.STREAMING:  # another process writes it: follow it there
@@ -305,7 +308,7 @@ class LiveTurns:
         live = LiveTurn(turn, keyed=keyed)
         self._live[turn.message_id] = live
         live.task = asyncio.create_task(self._drive(live), name=f"chat turn {turn.message_id}")
-        return Listener(self, turn.message_id, live, lost, [], window=self._window)
+        return Listener(self, turn.message_id, live, lost, [], window=self._window())
 
     async def _drive(self, live: LiveTurn) -> None:
         live.started = True

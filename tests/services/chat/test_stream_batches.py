@@ -88,4 +88,4 @@ async def test_without_a_window_a_token_goes_out_as_it_comes_unless_others_piled
 
 def test_the_window_is_a_setting_with_a_default() -> None:
     assert Settings().chat.stream_coalesce_ms == 40.0
-    assert LiveTurns(_Engine(Settings(chat={"stream_coalesce_ms": 0})))._window == 0.0  # type: ignore[arg-type]
+    assert LiveTurns(_Engine(Settings(chat={"stream_coalesce_ms": 0})))._window() == 0.0  # type: ignore[arg-type]
