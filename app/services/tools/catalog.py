@@ -10,14 +10,19 @@ transaction, so no write lock is held while a model works.
 Built-in tools (migration 0011) run inside ragchat: their name, schema and kind are the executors'
 contract (app/services/tools/builtins.py), so only their description, examples, group and ``core``
 flag change, and they are never deleted (leave their group out of a session instead).
+
+MCP tools are imported from an MCP server's listing (:func:`import_mcp`): their name on the server,
+schema and server URL are the server's (import again to refresh them); their description, examples,
+group, ``core``, headers, timeout and side effects an owner may change like an HTTP tool's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+import anyio.to_thread
 import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
@@ -32,10 +37,13 @@ from app.services.people import access
 from app.services.people.access import THE_SERVER, Caller
 from app.services.tools.definitions import (
     DEFAULT_TIMEOUT,
+    DESCRIPTION_MAX,
+    NAME,
     DryRun,
     ToolChanges,
     check_common,
     check_http,
+    check_mcp,
     schema_properties,
 )
 from app.services.tools.schema import check_schema
@@ -184,6 +192,13 @@ def update(
     if current.kind == ToolKind.BUILTIN:
         fixed = {"name": changes.name, **changes.http_fields()}
         problems += [(_camel(f), "a built-in tool's is fixed") for f, v in fixed.items() if v is not None]
+    elif current.kind == ToolKind.MCP:
+        # What the server says (its schema, where it is) comes from its listing: import again to change it.
+        fixed = {
+            f: v for f, v in changes.http_fields().items() if f in ("method", "url_template", "dry_run", "input_schema")
+        }
+        problems += [(_camel(f), "an MCP tool's comes from its server: import it again") for f in fixed]
+        problems += _mcp_problems(changed, settings)
     else:
         problems += _http_problems(changed, settings)
     _raise(problems)
@@ -215,7 +230,7 @@ def delete_tool(store: Database, tool_id: int, *, caller: Caller = THE_SERVER) -
 
 _COLUMNS = (
     "name", "description", "input_schema", "examples", "tool_group", "core", "http_method", "url_template",
-    "header_secrets", "timeout_seconds", "side_effects", "dry_run",
+    "header_secrets", "timeout_seconds", "side_effects", "dry_run", "remote_name",
 )  # fmt: skip
 
 
@@ -224,9 +239,9 @@ def _check_group(db: Session, tool: Tool) -> None:
     (an HTTP tool planted there would read its questions). Checked in the write transaction."""
     others = select(Tool.kind).where(Tool.tool_group == tool.tool_group)
     kinds = set(db.scalars(others if tool.id is None else others.where(Tool.id != tool.id)))
-    if tool.kind is ToolKind.HTTP and (tool.tool_group == BUILTIN_GROUP or ToolKind.BUILTIN in kinds):
+    if tool.kind is not ToolKind.BUILTIN and (tool.tool_group == BUILTIN_GROUP or ToolKind.BUILTIN in kinds):
         raise ValidationError("group", f"{tool.tool_group!r} is reserved for built-in tools: choose another group")
-    if tool.kind is ToolKind.BUILTIN and ToolKind.HTTP in kinds:
+    if tool.kind is ToolKind.BUILTIN and kinds - {ToolKind.BUILTIN}:
         raise ValidationError("group", f"{tool.tool_group!r} holds HTTP tools: a built-in tool joins none of those")
 
 
@@ -270,6 +285,17 @@ def _apply(current: Tool, changes: ToolChanges) -> Tool:
     }
     values |= {column: value for column, value in given.items() if value is not None}
     return Tool(id=current.id, kind=current.kind, project_id=current.project_id, **values)
+
+
+def _mcp_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
+    """An MCP tool's server URL (no placeholders), secret headers and timeout."""
+    problems = check_mcp(
+        url=tool.url_template or "",
+        headers=tool.header_secrets,
+        timeout_seconds=tool.timeout_seconds,
+        settings=settings,
+    )
+    return problems + _secret_problems(tool, settings)
 
 
 def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
@@ -373,3 +399,106 @@ def check_model_change(db: Session, models: ChatModels, session_id: int, provide
     """A session with tool groups keeps a tool-capable model (called by a session update that changes it)."""
     if db.scalar(select(SessionToolGroup.tool_group).where(SessionToolGroup.session_id == session_id).limit(1)):
         require_tool_calling(models, provider, model, "model")
+
+
+# --- tools from MCP servers ---------------------------------------------------------------------
+
+
+async def import_mcp(
+    store: Database,
+    settings: ToolSettings,
+    embedder: EmbedderFactory,
+    *,
+    url: str,
+    headers: Mapping[str, str],
+    group: str,
+    prefix: str = "",
+    timeout_seconds: float | None = None,
+    project_id: int | None = None,
+    caller: Caller = THE_SERVER,
+) -> list[Tool]:
+    """List the MCP server's tools and store one MCP tool per tool (named ``prefix`` + its name),
+    the server's or (``project_id``) a knowledge base's. Importing the same server again refreshes
+    the tools stored from it (description, schema, headers); a tool the server marks read-only
+    (annotations.readOnlyHint) is stored without side effects, any other with them, and an owner's
+    marking of one as side-effecting stays. Tools the server no longer lists are left as they are."""
+    await anyio.to_thread.run_sync(lambda: _require_owner(store, caller, project_id))
+    timeout = DEFAULT_TIMEOUT if timeout_seconds is None else timeout_seconds
+    probe = Tool(
+        name="x", description="x", input_schema={}, examples=[], tool_group=group, core=False, kind=ToolKind.MCP,
+        url_template=url, header_secrets=dict(headers), timeout_seconds=timeout, side_effects=False,
+        remote_name="x", project_id=project_id,
+    )  # fmt: skip
+    problems = check_common(ToolChanges(group=group)) + _mcp_problems(probe, settings)
+    if prefix and not NAME.fullmatch(prefix + "x"):
+        problems.append(("prefix", "letters, digits, '_' or '-', starting with a letter"))
+    _raise(problems)
+    from app.services.tools import mcp as tool_mcp  # it runs tools, which need this module: not at import
+
+    listed = await tool_mcp.list_tools(url, headers, settings, timeout)
+    if not listed:
+        raise ValidationError("url", "the MCP server lists no tools")
+    tools: list[Tool] = []
+    for remote in listed:
+        name = prefix + remote.name
+        if not NAME.fullmatch(name):
+            raise ValidationError(
+                "prefix", f"the server's tool {remote.name[:64]!r} does not make a tool name here ({name[:80]!r})"
+            )
+        problems = check_schema(remote.input_schema)
+        if problems:
+            raise ValidationError(
+                "url", f"the server's tool {remote.name!r} has an input schema ragchat cannot use: {problems[0][1]}"
+            )
+        tools.append(Tool(
+            name=name, description=remote.description[:DESCRIPTION_MAX] or name, input_schema=remote.input_schema,
+            examples=[], tool_group=group, core=False, kind=ToolKind.MCP, url_template=url,
+            header_secrets=dict(headers), timeout_seconds=timeout, side_effects=not remote.read_only,
+            remote_name=remote.name, project_id=project_id,
+        ))  # fmt: skip
+    return await anyio.to_thread.run_sync(lambda: _store_imported(store, embedder, tools, caller))
+
+
+def _require_owner(store: Database, caller: Caller, project_id: int | None) -> None:
+    with store.read() as db:
+        access.require_tool_owner(db, caller, project_id)
+
+
+def _store_imported(store: Database, embedder: EmbedderFactory, tools: list[Tool], caller: Caller) -> list[Tool]:
+    vectors = {tool.name: _embed(embedder, tool) for tool in tools}
+    stored: list[Tool] = []
+    with store.write() as db:
+        for tool in tools:
+            access.require_tool_owner(db, caller, tool.project_id)  # again, in the transaction that writes
+            row = db.scalar(select(Tool).where(Tool.name == tool.name))
+            if row is None:
+                _check_group(db, tool)
+                db.add(tool)
+                db.flush()
+                _store_vector(db, tool, vectors[tool.name])
+                stored.append(tool)
+                continue
+            if (
+                row.kind is not ToolKind.MCP
+                or row.url_template != tool.url_template
+                or row.project_id != tool.project_id
+            ):
+                raise ConflictError(f"a tool named {tool.name!r} already exists: import with another prefix")
+            text_changed = tool_text(row) != tool_text(tool)
+            for column in (
+                "description",
+                "input_schema",
+                "tool_group",
+                "header_secrets",
+                "timeout_seconds",
+                "remote_name",
+            ):
+                setattr(row, column, getattr(tool, column))
+            row.side_effects = row.side_effects or tool.side_effects
+            _check_group(db, row)
+            db.flush()
+            if text_changed:
+                db.execute(delete(ToolVector).where(ToolVector.tool_id == row.id))
+                _store_vector(db, row, vectors[tool.name])
+            stored.append(row)
+        return stored
