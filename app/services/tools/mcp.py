@@ -30,6 +30,7 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import TextContent
 
 from app.db.models import Tool
 from app.errors import FetchError, RagchatError, TooLargeError
@@ -230,8 +231,8 @@ async def call(tool: Tool, arguments: Mapping[str, Any], settings: ToolSettings)
 
     async def work(client: Client) -> tuple[bool, str]:
         result = await client.call_tool(remote, dict(arguments))
-        parts = [item.text for item in result.content if getattr(item, "type", None) == "text"]
-        others = [getattr(item, "type", "?") for item in result.content if getattr(item, "type", None) != "text"]
+        parts = [item.text for item in result.content if isinstance(item, TextContent)]
+        others = [getattr(item, "type", "?") for item in result.content if not isinstance(item, TextContent)]
         if not parts and result.structured_content is not None:
             parts = [json.dumps(result.structured_content, ensure_ascii=False)]
         if others:

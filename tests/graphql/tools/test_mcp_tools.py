@@ -25,9 +25,12 @@ from mcp_types import ToolAnnotations
 from app.container import Container
 from app.db.enums import ToolKind
 from app.db.models import Tool
-from app.errors import FetchError, TooLargeError
+from app.errors import ConflictError, FetchError, TooLargeError, ValidationError
 from app.llm.base import ModelCapabilities
+from app.services import projects
+from app.services.tools import catalog
 from app.services.tools import mcp as tool_mcp
+from app.services.tools.selection import select_tools
 from app.settings import Settings, ToolSettings
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.graphql.client import Api, live_api
@@ -236,7 +239,7 @@ def _tool(url: str, remote_name: str, timeout: float) -> Tool:
 def test_a_slow_mcp_tool_meets_the_deadline(remote: tuple[Remote, str]) -> None:
     _, url = remote
     settings = ToolSettings(allow_private=True)
-    with pytest.raises(FetchError, match="within 0.5 s"):
+    with pytest.raises(FetchError, match=r"within 0\.5 s"):
         asyncio.run(tool_mcp.call(_tool(url, "slow", 0.5), {}, settings))
 
 
@@ -287,7 +290,48 @@ class Trickle:
 def test_a_server_trickling_bytes_meets_the_deadline() -> None:
     trickle = Trickle()
     try:
-        with pytest.raises(FetchError, match="within 0.5 s"):
+        with pytest.raises(FetchError, match=r"within 0\.5 s"):
             asyncio.run(tool_mcp.list_tools(trickle.url, {}, ToolSettings(allow_private=True), 0.5))
     finally:
         trickle.close()
+
+
+# --- a knowledge base's MCP tools ---------------------------------------------------------------
+
+
+def test_a_knowledge_bases_mcp_tools_are_offered_only_to_its_chats_and_send_only_lent_secrets(
+    migrated: Settings, model: FakeChatModel, remote: tuple[Remote, str]
+) -> None:
+    _, url = remote
+    origin = url.removesuffix("/mcp")
+    settings = ToolSettings(
+        secrets={"mcp_token": SECRET, "root_token": "kept"},  # type: ignore[dict-item]
+        secret_origins={"mcp_token": [origin], "root_token": [origin]},
+        knowledge_base_secrets=["mcp_token"],
+        allow_private=True,
+        top_k=10,
+    )
+    container = _container(migrated, model, url)
+    store, embedder = container.store, FakeEmbedder()
+    try:
+        a, b = projects.create(store, "A").id, projects.create(store, "B").id
+
+        def imported(kb: int, secret: str) -> list[Tool]:
+            auth = {"Authorization": secret}
+            return asyncio.run(
+                catalog.import_mcp(store, settings, lambda: embedder, url=url, headers=auth, group="ops", project_id=kb)
+            )
+
+        with pytest.raises(ValidationError, match="root_token"):  # not lent to knowledge bases' tools
+            imported(a, "root_token")
+        assert {t.name for t in imported(a, "mcp_token")} == {"forecast", "open_ticket", "slow", "huge"}
+
+        def offered(kb: int) -> set[str]:
+            return {c.tool.name for c in select_tools(store, lambda: embedder, settings, ["ops"], "weather", kb).chosen}
+
+        assert offered(a) == {"forecast", "open_ticket", "slow", "huge"}
+        assert offered(b) == set()
+        with pytest.raises(ConflictError):  # B cannot take over A's tools by importing the same server
+            imported(b, "mcp_token")
+    finally:
+        container.close()
