@@ -31,6 +31,7 @@ from app.graphql.tools.types import (
 )
 from app.services.tools import approval as tool_approval
 from app.services.tools import catalog as tools
+from app.services.tools import mcp_import
 from app.services.tools import selection as tool_selection
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
@@ -113,7 +114,7 @@ class ToolMutation:
         c, caller = info.context.container, caller_of(info)
         try:
             project = parse_id(input.knowledge_base_id, "knowledgeBaseId") if input.knowledge_base_id else None
-            stored = await tools.import_mcp(
+            stored = await mcp_import.import_mcp(
                 c.store,
                 c.settings.tools,
                 lambda: c.embedder,

@@ -22,7 +22,6 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
-import anyio.to_thread
 import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
@@ -37,7 +36,6 @@ from app.services.people import access
 from app.services.people.access import THE_SERVER, Caller
 from app.services.tools.definitions import (
     DEFAULT_TIMEOUT,
-    DESCRIPTION_MAX,
     NAME,
     DryRun,
     ToolChanges,
@@ -401,70 +399,42 @@ def check_model_change(db: Session, models: ChatModels, session_id: int, provide
         require_tool_calling(models, provider, model, "model")
 
 
-# --- tools from MCP servers ---------------------------------------------------------------------
+# --- tools from MCP servers (listed by app/services/tools/mcp_import.py) ------------------------
 
 
-async def import_mcp(
+def check_mcp_import(
     store: Database,
     settings: ToolSettings,
-    embedder: EmbedderFactory,
     *,
     url: str,
     headers: Mapping[str, str],
     group: str,
-    prefix: str = "",
-    timeout_seconds: float | None = None,
-    project_id: int | None = None,
-    caller: Caller = THE_SERVER,
-) -> list[Tool]:
-    """List the MCP server's tools and store one MCP tool per tool (named ``prefix`` + its name),
-    the server's or (``project_id``) a knowledge base's. Importing the same server again refreshes
-    the tools stored from it (description, schema, headers); a tool the server marks read-only
-    (annotations.readOnlyHint) is stored without side effects, any other with them, and an owner's
-    marking of one as side-effecting stays. Tools the server no longer lists are left as they are."""
-    await anyio.to_thread.run_sync(lambda: _require_owner(store, caller, project_id))
-    timeout = DEFAULT_TIMEOUT if timeout_seconds is None else timeout_seconds
+    prefix: str,
+    timeout_seconds: float,
+    project_id: int | None,
+    caller: Caller,
+) -> None:
+    """Whether the caller may import an MCP server's tools there, and whether the server's URL,
+    headers, group, prefix and timeout are ones an MCP tool may have (every problem at once). Asked
+    before anything is sent to the server."""
+    with store.read() as db:  # asked first: a refused caller learns nothing from validation
+        access.require_tool_owner(db, caller, project_id)
     probe = Tool(
         name="x", description="x", input_schema={}, examples=[], tool_group=group, core=False, kind=ToolKind.MCP,
-        url_template=url, header_secrets=dict(headers), timeout_seconds=timeout, side_effects=False,
+        url_template=url, header_secrets=dict(headers), timeout_seconds=timeout_seconds, side_effects=False,
         remote_name="x", project_id=project_id,
     )  # fmt: skip
     problems = check_common(ToolChanges(group=group)) + _mcp_problems(probe, settings)
     if prefix and not NAME.fullmatch(prefix + "x"):
         problems.append(("prefix", "letters, digits, '_' or '-', starting with a letter"))
     _raise(problems)
-    from app.services.tools import mcp as tool_mcp  # it runs tools, which need this module: not at import
-
-    listed = await tool_mcp.list_tools(url, headers, settings, timeout)
-    if not listed:
-        raise ValidationError("url", "the MCP server lists no tools")
-    tools: list[Tool] = []
-    for remote in listed:
-        name = prefix + remote.name
-        if not NAME.fullmatch(name):
-            raise ValidationError(
-                "prefix", f"the server's tool {remote.name[:64]!r} does not make a tool name here ({name[:80]!r})"
-            )
-        problems = check_schema(remote.input_schema)
-        if problems:
-            raise ValidationError(
-                "url", f"the server's tool {remote.name!r} has an input schema ragchat cannot use: {problems[0][1]}"
-            )
-        tools.append(Tool(
-            name=name, description=remote.description[:DESCRIPTION_MAX] or name, input_schema=remote.input_schema,
-            examples=[], tool_group=group, core=False, kind=ToolKind.MCP, url_template=url,
-            header_secrets=dict(headers), timeout_seconds=timeout, side_effects=not remote.read_only,
-            remote_name=remote.name, project_id=project_id,
-        ))  # fmt: skip
-    return await anyio.to_thread.run_sync(lambda: _store_imported(store, embedder, tools, caller))
 
 
-def _require_owner(store: Database, caller: Caller, project_id: int | None) -> None:
-    with store.read() as db:
-        access.require_tool_owner(db, caller, project_id)
-
-
-def _store_imported(store: Database, embedder: EmbedderFactory, tools: list[Tool], caller: Caller) -> list[Tool]:
+def store_mcp_tools(store: Database, embedder: EmbedderFactory, tools: list[Tool], caller: Caller) -> list[Tool]:
+    """Store the MCP tools of one import (all or none): a new name is a new tool; one imported
+    before from the same server for the same owner is refreshed (its description, schema, group,
+    headers, timeout; side effects only ever added, so an owner's marking stays); any other tool of
+    that name is a ConflictError."""
     vectors = {tool.name: _embed(embedder, tool) for tool in tools}
     stored: list[Tool] = []
     with store.write() as db:

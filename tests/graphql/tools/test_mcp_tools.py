@@ -28,8 +28,8 @@ from app.db.models import Tool
 from app.errors import ConflictError, FetchError, TooLargeError, ValidationError
 from app.llm.base import ModelCapabilities
 from app.services import projects
-from app.services.tools import catalog
 from app.services.tools import mcp as tool_mcp
+from app.services.tools import mcp_import
 from app.services.tools.selection import select_tools
 from app.settings import Settings, ToolSettings
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
@@ -319,7 +319,9 @@ def test_a_knowledge_bases_mcp_tools_are_offered_only_to_its_chats_and_send_only
         def imported(kb: int, secret: str) -> list[Tool]:
             auth = {"Authorization": secret}
             return asyncio.run(
-                catalog.import_mcp(store, settings, lambda: embedder, url=url, headers=auth, group="ops", project_id=kb)
+                mcp_import.import_mcp(
+                    store, settings, lambda: embedder, url=url, headers=auth, group="ops", project_id=kb
+                )
             )
 
         with pytest.raises(ValidationError, match="root_token"):  # not lent to knowledge bases' tools
