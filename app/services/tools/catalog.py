@@ -11,7 +11,7 @@ Built-in tools (migration 0011) run inside ragchat: their name, schema and kind 
 contract (app/services/tools/builtins.py), so only their description, examples, group and ``core``
 flag change, and they are never deleted (leave their group out of a session instead).
 
-MCP tools are imported from an MCP server's listing (:func:`import_mcp`): their name on the server,
+MCP tools are imported from an MCP server's listing (app/services/tools/mcp_import.py): their name on the server,
 schema and server URL are the server's (import again to refresh them); their description, examples,
 group, ``core``, headers, timeout and side effects an owner may change like an HTTP tool's.
 """
@@ -444,7 +444,10 @@ def store_mcp_tools(store: Database, embedder: EmbedderFactory, tools: list[Tool
             if row is None:
                 _check_group(db, tool)
                 db.add(tool)
-                db.flush()
+                try:
+                    db.flush()
+                except IntegrityError as exc:  # another writer took the name in between
+                    raise ConflictError(f"a tool named {tool.name!r} already exists") from exc
                 _store_vector(db, tool, vectors[tool.name])
                 stored.append(tool)
                 continue
