@@ -43,6 +43,7 @@ class CitationKind(StrEnum):
 class ToolKind(StrEnum):
     BUILTIN = "builtin"  # runs inside ragchat (app/services/tools/builtins.py); seeded by migration 0011
     HTTP = "http"  # an operator's endpoint, called with the arguments filled into its URL template
+    MCP = "mcp"  # one tool of an MCP server (Streamable HTTP), imported from its listing; migration 0029
 
 
 class ToolCallStatus(StrEnum):

@@ -356,7 +356,8 @@ class Tool(Timestamps, Base):
         CheckConstraint(f"http_method IS NULL OR {one_of('http_method', HttpMethod)}", name="ck_tools_http_method"),
         CheckConstraint(
             "(kind = 'http' AND http_method IS NOT NULL AND url_template IS NOT NULL) OR "
-            "(kind = 'builtin' AND http_method IS NULL AND url_template IS NULL)",
+            "(kind = 'builtin' AND http_method IS NULL AND url_template IS NULL) OR "
+            "(kind = 'mcp' AND http_method IS NULL AND url_template IS NOT NULL AND remote_name IS NOT NULL)",
             name="ck_tools_http_fields",
         ),
         CheckConstraint("timeout_seconds > 0 AND timeout_seconds <= 120", name="ck_tools_timeout"),
@@ -382,6 +383,10 @@ class Tool(Timestamps, Base):
     # Whose it is: NULL, the server's (administrators define it); else that knowledge base's (its
     # editors define it, and only its chats may call it). Migration 0028.
     project_id: Mapped[int | None] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    # An MCP tool's name on its server (``url_template`` holds the server's URL): ragchat's ``name``
+    # may carry a prefix, since names are unique here and two servers may both have a "search".
+    # Migration 0029.
+    remote_name: Mapped[str | None] = mapped_column(String(128), default=None)
 
 
 class ToolVector(Base):

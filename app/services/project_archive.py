@@ -48,7 +48,7 @@ from sqlalchemy.orm import Session
 
 from app.db import migrate
 from app.db.database import Database
-from app.db.enums import MemberRole, MessageStatus, SpaceStatus, ToolCallStatus
+from app.db.enums import MemberRole, MessageStatus, SpaceStatus, ToolCallStatus, ToolKind
 from app.db.models import (
     ChatMessage,
     ChatSession,
@@ -359,7 +359,9 @@ def _check_tools(rows: list[dict[str, Any]], settings: ToolSettings) -> None:
     for row in rows:
         tool = Tool(**{k: _value_in(table.c[k], v) for k, v in row.items() if k != "id"})
         tool.project_id = -1  # a knowledge base's tool, whatever the archive says
-        found = check_schema(tool.input_schema) + tool_problems(tool, settings)
+        # An MCP tool's schema is its server's, taken as listed; an HTTP tool's is checked as when made.
+        schema = [] if tool.kind == ToolKind.MCP else check_schema(tool.input_schema)
+        found = schema + tool_problems(tool, settings)
         problems += [f"tool {tool.name!r}: {field}: {message}" for field, message in found]
     if problems:
         raise ValidationError("archive", "its tools are not allowed here: " + "; ".join(problems))

@@ -98,6 +98,10 @@ CALLS: dict[str, Call] = {
         "mutation($n: String!) { createTool(input: {name: $n}) { " + R + " } }",
         lambda w: {"n": f"new_{next(w.counter)}"},
     ),
+    "Mutation.importMcpTools": Call(  # the address is refused to whoever gets that far: nothing is reached
+        'mutation { importMcpTools(input: {url: "http://127.0.0.1:9/mcp", group: "g"}) { ' + R + " } }",
+        lambda w: {},
+    ),
     "Mutation.updateTool": Call(
         'mutation($id: ID!) { updateTool(id: $id, input: {description: "Changed."}) { ' + R + " } }",
         lambda w: {"id": w.fresh_tool()},

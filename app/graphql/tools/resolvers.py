@@ -16,6 +16,9 @@ from app.graphql.tools.call_types import ToolCall, ToolCallDecisionResult, ToolT
 from app.graphql.tools.types import (
     CreateToolInput,
     DeleteToolResult,
+    ImportMcpToolsInput,
+    ImportMcpToolsResult,
+    McpToolImport,
     SessionToolGroups,
     SessionToolGroupsResult,
     Tool,
@@ -28,6 +31,7 @@ from app.graphql.tools.types import (
 )
 from app.services.tools import approval as tool_approval
 from app.services.tools import catalog as tools
+from app.services.tools import mcp_import
 from app.services.tools import selection as tool_selection
 
 # Their unions have no StorageError: an unreadable database is a GraphQL error there, not a member.
@@ -98,6 +102,33 @@ class ToolMutation:
             )
 
         return await call(create)
+
+    @strawberry.mutation(
+        description="Import the tools of an MCP server (Streamable HTTP): lists them (within the timeout, from an "
+        "address this server may reach, like an HTTP tool's) and stores one MCP tool per tool, or refreshes those "
+        "imported before. Tools the server does not mark read-only are side-effecting (previewed, run once approved)."
+    )
+    async def import_mcp_tools(
+        self, info: Info, input: Annotated[ImportMcpToolsInput, strawberry.argument(description="The server.")]
+    ) -> ImportMcpToolsResult:
+        c, caller = info.context.container, caller_of(info)
+        try:
+            project = parse_id(input.knowledge_base_id, "knowledgeBaseId") if input.knowledge_base_id else None
+            stored = await mcp_import.import_mcp(
+                c.store,
+                c.settings.tools,
+                lambda: c.embedder,
+                url=input.url,
+                headers={h.header: h.secret for h in input.headers or []},
+                group=input.group,
+                prefix=input.prefix or "",
+                timeout_seconds=input.timeout_seconds,
+                project_id=project,
+                caller=caller,
+            )
+        except RagchatError as exc:
+            return to_graphql(exc)  # type: ignore[return-value]
+        return McpToolImport(tools=[Tool.of(row) for row in stored])
 
     @strawberry.mutation(description="Change a tool; its vector is rebuilt when its text changes.")
     async def update_tool(

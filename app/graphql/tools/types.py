@@ -9,7 +9,16 @@ import strawberry
 from strawberry.scalars import JSON
 
 from app.graphql.enums import expose
-from app.graphql.errors import ConflictError, ForbiddenError, NotFoundError, StorageError, ValidationError
+from app.graphql.errors import (
+    ConflictError,
+    FetchFailedError,
+    ForbiddenError,
+    NotFoundError,
+    StorageError,
+    TooLargeError,
+    UrlRefusedError,
+    ValidationError,
+)
 from app.services.records import HttpMethod, ToolKind
 from app.services.records import Tool as ToolRow
 from app.services.tools.definitions import DESCRIPTION_MAX, EXAMPLE_MAX, EXAMPLES_MAX, TIMEOUT_MAX, DryRun, ToolChanges
@@ -21,6 +30,7 @@ expose(
     {
         ToolKind.BUILTIN: "Inside ragchat, over the chat's own knowledge base; comes with the server.",
         ToolKind.HTTP: "An operator's endpoint: the arguments fill its URL template (and body).",
+        ToolKind.MCP: "A tool of an MCP server (Streamable HTTP), imported from its listing (importMcpTools).",
     },
 )
 expose(HttpMethod, "An HTTP tool's request method.", {m: f"HTTP {m.value}." for m in HttpMethod})
@@ -75,10 +85,15 @@ class Tool:
     examples: list[str] = strawberry.field(description=_EXAMPLES)
     group: str = strawberry.field(description=_GROUP)
     core: bool = strawberry.field(description=_CORE)
-    kind: ToolKind = strawberry.field(description="BUILTIN or HTTP.")
-    method: HttpMethod | None = strawberry.field(description="An HTTP tool's method; null for a built-in one.")
-    url_template: str | None = strawberry.field(description="An HTTP tool's URL template; null for a built-in one.")
-    headers: list[HeaderSecret] = strawberry.field(description="Headers an HTTP tool sends, by secret name.")
+    kind: ToolKind = strawberry.field(description="BUILTIN, HTTP or MCP.")
+    method: HttpMethod | None = strawberry.field(description="An HTTP tool's method; null for the others.")
+    url_template: str | None = strawberry.field(
+        description="An HTTP tool's URL template; an MCP tool's server URL; null for a built-in one."
+    )
+    remote_name: str | None = strawberry.field(
+        description="An MCP tool's name on its server (name may add a prefix); null for the others."
+    )
+    headers: list[HeaderSecret] = strawberry.field(description="Headers an HTTP or MCP tool sends, by secret name.")
     timeout_seconds: float = strawberry.field(description="How long one call may take.")
     side_effects: bool = strawberry.field(description="It changes the world: never run without the user's approval.")
     dry_run: DryRunRequest | None = strawberry.field(description="Its preview request, if it has one.")
@@ -103,6 +118,7 @@ class Tool:
             kind=row.kind,
             method=row.http_method,
             url_template=row.url_template,
+            remote_name=row.remote_name,
             headers=[HeaderSecret(header=h, secret=s) for h, s in sorted(row.header_secrets.items())],
             timeout_seconds=row.timeout_seconds,
             side_effects=row.side_effects,
@@ -189,6 +205,36 @@ class UpdateToolInput(_ToolFields):
     name: str | None = strawberry.field(default=None, description="A new name (HTTP tools only).")
 
 
+@strawberry.input(
+    description="An MCP server (Streamable HTTP) whose tools to import: one MCP tool per tool it lists, read-only "
+    "ones (annotations.readOnlyHint) without side effects, the others previewed and run only once approved. "
+    "Importing the same server again refreshes them."
+)
+class ImportMcpToolsInput:
+    url: str = strawberry.field(description="The server's MCP endpoint, an http(s) URL (e.g. https://host/mcp).")
+    group: str = strawberry.field(description=_GROUP)
+    headers: list[HeaderSecretInput] | None = strawberry.field(
+        default=None, description=_HEADERS + " Sent with every request to the server."
+    )
+    prefix: str | None = strawberry.field(
+        default=None, description="Put before each tool's name here (names are unique on this server)."
+    )
+    timeout_seconds: float | None = strawberry.field(
+        default=None,
+        description=f"Seconds the listing and each call may take, above 0 and at most {TIMEOUT_MAX:g}. Omitted: 10.",
+    )
+    knowledge_base_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="Make them this knowledge base's (you must be its editor; headers may name only the secrets "
+        "the server lends to knowledge bases' tools); omitted or null: the server's (administrators).",
+    )
+
+
+@strawberry.type(description="The tools imported from an MCP server, as stored.")
+class McpToolImport:
+    tools: list[Tool] = strawberry.field(description="One per tool the server lists, by name.")
+
+
 @strawberry.type(description="The tool was deleted, with its vector.")
 class ToolDeleted:
     id: strawberry.ID = strawberry.field(description="The deleted Tool's id.")
@@ -259,6 +305,20 @@ ToolResult = Annotated[
 ToolMutationResult = Annotated[
     Tool | NotFoundError | ValidationError | ConflictError | ForbiddenError | StorageError,
     strawberry.union("ToolMutationResult", description="The tool as created or changed, or why nothing was written."),
+]
+ImportMcpToolsResult = Annotated[
+    McpToolImport
+    | NotFoundError
+    | ValidationError
+    | ConflictError
+    | ForbiddenError
+    | FetchFailedError
+    | UrlRefusedError
+    | TooLargeError
+    | StorageError,
+    strawberry.union(
+        "ImportMcpToolsResult", description="The imported tools, or why none were (nothing is stored then)."
+    ),
 ]
 DeleteToolResult = Annotated[
     ToolDeleted | NotFoundError | ValidationError | ForbiddenError | StorageError,

@@ -10,13 +10,17 @@ transaction, so no write lock is held while a model works.
 Built-in tools (migration 0011) run inside ragchat: their name, schema and kind are the executors'
 contract (app/services/tools/builtins.py), so only their description, examples, group and ``core``
 flag change, and they are never deleted (leave their group out of a session instead).
+
+MCP tools are imported from an MCP server's listing (app/services/tools/mcp_import.py): their name on the server,
+schema and server URL are the server's (import again to refresh them); their description, examples,
+group, ``core``, headers, timeout and side effects an owner may change like an HTTP tool's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from sqlalchemy import delete, select
@@ -32,10 +36,12 @@ from app.services.people import access
 from app.services.people.access import THE_SERVER, Caller
 from app.services.tools.definitions import (
     DEFAULT_TIMEOUT,
+    NAME,
     DryRun,
     ToolChanges,
     check_common,
     check_http,
+    check_mcp,
     schema_properties,
 )
 from app.services.tools.schema import check_schema
@@ -184,6 +190,13 @@ def update(
     if current.kind == ToolKind.BUILTIN:
         fixed = {"name": changes.name, **changes.http_fields()}
         problems += [(_camel(f), "a built-in tool's is fixed") for f, v in fixed.items() if v is not None]
+    elif current.kind == ToolKind.MCP:
+        # What the server says (its schema, where it is) comes from its listing: import again to change it.
+        fixed = {
+            f: v for f, v in changes.http_fields().items() if f in ("method", "url_template", "dry_run", "input_schema")
+        }
+        problems += [(_camel(f), "an MCP tool's comes from its server: import it again") for f in fixed]
+        problems += _mcp_problems(changed, settings)
     else:
         problems += _http_problems(changed, settings)
     _raise(problems)
@@ -215,7 +228,7 @@ def delete_tool(store: Database, tool_id: int, *, caller: Caller = THE_SERVER) -
 
 _COLUMNS = (
     "name", "description", "input_schema", "examples", "tool_group", "core", "http_method", "url_template",
-    "header_secrets", "timeout_seconds", "side_effects", "dry_run",
+    "header_secrets", "timeout_seconds", "side_effects", "dry_run", "remote_name",
 )  # fmt: skip
 
 
@@ -224,9 +237,9 @@ def _check_group(db: Session, tool: Tool) -> None:
     (an HTTP tool planted there would read its questions). Checked in the write transaction."""
     others = select(Tool.kind).where(Tool.tool_group == tool.tool_group)
     kinds = set(db.scalars(others if tool.id is None else others.where(Tool.id != tool.id)))
-    if tool.kind is ToolKind.HTTP and (tool.tool_group == BUILTIN_GROUP or ToolKind.BUILTIN in kinds):
+    if tool.kind is not ToolKind.BUILTIN and (tool.tool_group == BUILTIN_GROUP or ToolKind.BUILTIN in kinds):
         raise ValidationError("group", f"{tool.tool_group!r} is reserved for built-in tools: choose another group")
-    if tool.kind is ToolKind.BUILTIN and ToolKind.HTTP in kinds:
+    if tool.kind is ToolKind.BUILTIN and kinds - {ToolKind.BUILTIN}:
         raise ValidationError("group", f"{tool.tool_group!r} holds HTTP tools: a built-in tool joins none of those")
 
 
@@ -273,9 +286,21 @@ def _apply(current: Tool, changes: ToolChanges) -> Tool:
 
 
 def tool_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
-    """What is wrong with an HTTP tool's request on this server (its URL, method, headers, the
-    secrets it names and their origins), as (field, message) pairs."""
-    return _http_problems(tool, settings)
+    """What is wrong with a tool's request on this server (an HTTP tool's URL, method and headers; an
+    MCP tool's server URL and headers; the secrets either names and their origins), as (field,
+    message) pairs."""
+    return _mcp_problems(tool, settings) if tool.kind == ToolKind.MCP else _http_problems(tool, settings)
+
+
+def _mcp_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
+    """An MCP tool's server URL (no placeholders), secret headers and timeout."""
+    problems = check_mcp(
+        url=tool.url_template or "",
+        headers=tool.header_secrets,
+        timeout_seconds=tool.timeout_seconds,
+        settings=settings,
+    )
+    return problems + _secret_problems(tool, settings)
 
 
 def _http_problems(tool: Tool, settings: ToolSettings) -> list[tuple[str, str]]:
@@ -379,3 +404,81 @@ def check_model_change(db: Session, models: ChatModels, session_id: int, provide
     """A session with tool groups keeps a tool-capable model (called by a session update that changes it)."""
     if db.scalar(select(SessionToolGroup.tool_group).where(SessionToolGroup.session_id == session_id).limit(1)):
         require_tool_calling(models, provider, model, "model")
+
+
+# --- tools from MCP servers (listed by app/services/tools/mcp_import.py) ------------------------
+
+
+def check_mcp_import(
+    store: Database,
+    settings: ToolSettings,
+    *,
+    url: str,
+    headers: Mapping[str, str],
+    group: str,
+    prefix: str,
+    timeout_seconds: float,
+    project_id: int | None,
+    caller: Caller,
+) -> None:
+    """Whether the caller may import an MCP server's tools there, and whether the server's URL,
+    headers, group, prefix and timeout are ones an MCP tool may have (every problem at once). Asked
+    before anything is sent to the server."""
+    with store.read() as db:  # asked first: a refused caller learns nothing from validation
+        access.require_tool_owner(db, caller, project_id)
+    probe = Tool(
+        name="x", description="x", input_schema={}, examples=[], tool_group=group, core=False, kind=ToolKind.MCP,
+        url_template=url, header_secrets=dict(headers), timeout_seconds=timeout_seconds, side_effects=False,
+        remote_name="x", project_id=project_id,
+    )  # fmt: skip
+    problems = check_common(ToolChanges(group=group)) + _mcp_problems(probe, settings)
+    if prefix and not NAME.fullmatch(prefix + "x"):
+        problems.append(("prefix", "letters, digits, '_' or '-', starting with a letter"))
+    _raise(problems)
+
+
+def store_mcp_tools(store: Database, embedder: EmbedderFactory, tools: list[Tool], caller: Caller) -> list[Tool]:
+    """Store the MCP tools of one import (all or none): a new name is a new tool; one imported
+    before from the same server for the same owner is refreshed (its description, schema, group,
+    headers, timeout; side effects only ever added, so an owner's marking stays); any other tool of
+    that name is a ConflictError."""
+    vectors = {tool.name: _embed(embedder, tool) for tool in tools}
+    stored: list[Tool] = []
+    with store.write() as db:
+        for tool in tools:
+            access.require_tool_owner(db, caller, tool.project_id)  # again, in the transaction that writes
+            row = db.scalar(select(Tool).where(Tool.name == tool.name))
+            if row is None:
+                _check_group(db, tool)
+                db.add(tool)
+                try:
+                    db.flush()
+                except IntegrityError as exc:  # another writer took the name in between
+                    raise ConflictError(f"a tool named {tool.name!r} already exists") from exc
+                _store_vector(db, tool, vectors[tool.name])
+                stored.append(tool)
+                continue
+            if (
+                row.kind is not ToolKind.MCP
+                or row.url_template != tool.url_template
+                or row.project_id != tool.project_id
+            ):
+                raise ConflictError(f"a tool named {tool.name!r} already exists: import with another prefix")
+            text_changed = tool_text(row) != tool_text(tool)
+            for column in (
+                "description",
+                "input_schema",
+                "tool_group",
+                "header_secrets",
+                "timeout_seconds",
+                "remote_name",
+            ):
+                setattr(row, column, getattr(tool, column))
+            row.side_effects = row.side_effects or tool.side_effects
+            _check_group(db, row)
+            db.flush()
+            if text_changed:
+                db.execute(delete(ToolVector).where(ToolVector.tool_id == row.id))
+                _store_vector(db, row, vectors[tool.name])
+            stored.append(row)
+        return stored

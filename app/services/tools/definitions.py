@@ -166,6 +166,18 @@ def check_http(
     return problems
 
 
+def check_mcp(*, url: str, headers: Mapping[str, str], timeout_seconds: float, settings: ToolSettings) -> Problems:
+    """An MCP tool's server: an http(s) URL without placeholders or credentials, and secret headers
+    that may go to its origin."""
+    problems = check_url(url, "url", set())
+    if not problems and placeholders(url):
+        problems.append(("url", "an MCP server's URL has no placeholders"))
+    problems += check_headers(headers, [origin_of(url)], settings)
+    if not 0 < timeout_seconds <= TIMEOUT_MAX:
+        problems.append(("timeoutSeconds", f"must be above 0 and at most {TIMEOUT_MAX:g}"))
+    return problems
+
+
 def schema_properties(schema: Any) -> set[str]:
     properties = schema.get("properties") if isinstance(schema, dict) else None
     return set(properties) if isinstance(properties, dict) else set()

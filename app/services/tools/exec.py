@@ -1,5 +1,6 @@
 """Running a tool once: a built-in one over the chat's knowledge base in a worker thread, an HTTP
-one through the guarded fetcher (app/services/tools/http.py) on the event loop, so a call that runs
+one through the guarded fetcher (app/services/tools/http.py) and an MCP one through the MCP client
+(app/services/tools/mcp.py) on the event loop, so a call that runs
 out of time is cancelled with its connection and leaves no thread reading behind. The tool loop,
 approvals and ``testTool`` all run tools through here."""
 
@@ -18,6 +19,7 @@ from app.db.enums import ToolKind
 from app.db.models import Tool
 from app.errors import RagchatError
 from app.services.tools import http as tool_http
+from app.services.tools import mcp as tool_mcp
 from app.services.tools.builtins import ToolContext, ToolOutput, check_arguments, run_builtin
 from app.services.tools.catalog import EmbedderFactory
 from app.settings import Settings
@@ -35,6 +37,8 @@ def executor(ctx: ToolContext) -> Execute:
     async def execute(tool: Tool, arguments: dict[str, Any]) -> ToolOutput:
         if tool.kind is ToolKind.BUILTIN:
             return await anyio.to_thread.run_sync(run_builtin, ctx, tool, arguments, abandon_on_cancel=True)
+        if tool.kind is ToolKind.MCP:
+            return await tool_mcp.call(tool, arguments, ctx.settings.tools)
         return await tool_http.call(tool, arguments, ctx.settings.tools)
 
     return execute
@@ -46,6 +50,8 @@ def previewer(ctx: ToolContext) -> Execute:
     async def preview(tool: Tool, arguments: dict[str, Any]) -> ToolOutput:
         if tool.kind is ToolKind.BUILTIN:
             return ToolOutput(f"{tool.name} would run with {arguments}")
+        if tool.kind is ToolKind.MCP:  # MCP has no dry run: the call is described, never made
+            return ToolOutput(tool_mcp.describe(tool, arguments))
         return await tool_http.preview(tool, arguments, ctx.settings.tools)
 
     return preview

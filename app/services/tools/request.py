@@ -5,7 +5,8 @@ between (another method, another host, other secret headers). The preview stores
 :func:`fingerprint` of the request it described; approval rebuilds it from the tool as it is then and
 runs the call only when the two are equal (app/services/tools/approval.py). The fingerprint covers
 the method, the final URL, the body and the header and secret *names* — never a secret's value,
-which is read when the request is sent. A built-in tool's covers its name and arguments.
+which is read when the request is sent. A built-in tool's covers its name and arguments; an MCP
+tool's its server, its name there, the arguments and the header and secret names.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ def planned(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The request a call of ``tool`` with these (checked) arguments would send, without secret values."""
     if tool.kind is ToolKind.BUILTIN:
         return {"builtin": tool.name, "arguments": dict(arguments)}
+    if tool.kind is ToolKind.MCP:
+        return {
+            "mcp": tool.url_template,
+            "tool": tool.remote_name,
+            "arguments": dict(arguments),
+            "headers": sorted([header.lower(), secret.lower()] for header, secret in tool.header_secrets.items()),
+        }
     method = tool.http_method.value if tool.http_method else "GET"
     try:
         url = fill(tool.url_template or "", arguments)

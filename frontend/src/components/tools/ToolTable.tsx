@@ -6,6 +6,8 @@ import { Table } from "../Table";
 import { PencilIcon, TrashIcon } from "../icons";
 import styles from "./ToolTable.module.css";
 
+const KIND_LABEL: Record<ToolFieldsFragment["kind"], string> = { BUILTIN: "built-in", HTTP: "HTTP", MCP: "MCP" };
+
 export interface ToolTableProps {
   tools: readonly ToolFieldsFragment[];
   onEdit: (tool: ToolFieldsFragment) => void;
@@ -50,7 +52,7 @@ export function ToolTable({ tools, onEdit, onDelete, extraActions, knowledgeBase
               )}
             </td>
             <td>
-              <Badge tone={tool.kind === "BUILTIN" ? "neutral" : "soft"}>{tool.kind === "BUILTIN" ? "built-in" : "HTTP"}</Badge>{" "}
+              <Badge tone={tool.kind === "BUILTIN" ? "neutral" : "soft"}>{KIND_LABEL[tool.kind]}</Badge>{" "}
               {tool.sideEffects && (
                 <Badge tone="warning" title="Previewed; runs only once the user approves">
                   side effects
@@ -62,6 +64,8 @@ export function ToolTable({ tools, onEdit, onDelete, extraActions, knowledgeBase
                 <code>
                   {tool.method} {tool.urlTemplate}
                 </code>
+              ) : tool.kind === "MCP" ? (
+                <code title="Called through the MCP client on this server">MCP {tool.urlTemplate}</code>
               ) : (
                 <span className="muted">inside ragchat</span>
               )}
@@ -72,7 +76,7 @@ export function ToolTable({ tools, onEdit, onDelete, extraActions, knowledgeBase
                 <IconButton size="small" aria-label={`Edit ${tool.name}`} title="Edit" onClick={() => onEdit(tool)}>
                   <PencilIcon width={15} height={15} />
                 </IconButton>
-                {tool.kind === "HTTP" && (
+                {tool.kind !== "BUILTIN" && (
                   <IconButton size="small" aria-label={`Delete ${tool.name}`} title="Delete" onClick={() => onDelete(tool)}>
                     <TrashIcon width={15} height={15} />
                   </IconButton>

@@ -75,6 +75,13 @@ describe("updateInputOf", () => {
     const draft = { ...draftOfTool(builtin), name: "renamed", group: "kb", urlTemplate: "https://x.example/" };
     expect(updateInputOf(builtin, draft)).toEqual({ group: "kb" });
   });
+
+  it("never sends what an MCP tool's server decides (its URL, method, schema)", () => {
+    const mcp = { ...tool, kind: "MCP" as const, method: null, urlTemplate: "https://tools.example/mcp", dryRun: null };
+    expect(updateInputOf(mcp, draftOfTool(mcp))).toEqual({});
+    const draft = { ...draftOfTool(mcp), method: "POST" as const, urlTemplate: "https://x.example/", sideEffects: false };
+    expect(updateInputOf(mcp, draft)).toEqual({ sideEffects: false });
+  });
 });
 
 describe("whose tool", () => {

@@ -204,6 +204,14 @@ export function updateInputOf(tool: ToolFieldsFragment, draft: ToolDraft): Updat
   if (JSON.stringify(next.examples) !== JSON.stringify(tool.examples)) input.examples = next.examples;
   if (tool.kind === "BUILTIN") return input;
   if (next.name !== tool.name) input.name = next.name;
+  if (tool.kind === "MCP") {
+    // Its server URL, method and schema come from the server's listing: only its own settings change here.
+    const sent = tool.headers.map((h) => ({ header: h.header, secret: h.secret }));
+    if (JSON.stringify(next.headers) !== JSON.stringify(sent)) input.headers = next.headers;
+    if (next.timeoutSeconds !== tool.timeoutSeconds) input.timeoutSeconds = next.timeoutSeconds;
+    if (next.sideEffects !== tool.sideEffects) input.sideEffects = next.sideEffects;
+    return input;
+  }
   if (JSON.stringify(next.inputSchema) !== JSON.stringify(tool.inputSchema)) input.inputSchema = next.inputSchema;
   if (next.method !== tool.method) input.method = next.method;
   if (next.urlTemplate !== tool.urlTemplate) input.urlTemplate = next.urlTemplate;
