@@ -114,15 +114,17 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   const chat = useChat(session.id, firstPage?.edges.map((edge) => edge.node), onSettled);
   const { items } = chat.state;
 
-  // Follow the stream while the reader is at the bottom; leave them be once they scroll up.
+  // Follow the stream while the reader is at the bottom; leave them be once they scroll up. What is
+  // followed is the answer's text, not the bottom of the page: sources and actions under it may
+  // go below the fold, the words being read may not.
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (el && stickToBottom.current) el.scrollTop = el.scrollHeight;
+    if (el && stickToBottom.current) el.scrollTop = followTarget(el);
   }, [items]);
 
   function onScroll() {
     const el = scroller.current;
-    if (el) stickToBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    if (el) stickToBottom.current = Math.abs(followTarget(el) - el.scrollTop) < 80 || el.scrollHeight - el.scrollTop - el.clientHeight < 80;
   }
 
   function send(text: string) {
@@ -348,4 +350,23 @@ function RenameDialog({ open, onClose, session }: { open: boolean; onClose: () =
       </Form>
     </Dialog>
   );
+}
+
+/**
+ * Where the chat scrolls to follow the last answer: the bottom, unless that would push the answer's
+ * text out of view (sources, notices and actions under a long answer); then the text's end, but
+ * never past its start.
+ */
+function followTarget(el: HTMLElement): number {
+  const bottom = el.scrollHeight - el.clientHeight;
+  const answers = el.querySelectorAll<HTMLElement>('[data-testid="assistant-message"]');
+  const answer = answers[answers.length - 1];
+  const text = answer?.querySelector<HTMLElement>('[data-testid="message-content"]') ?? answer;
+  if (!text) return bottom;
+  const box = el.getBoundingClientRect();
+  const rect = text.getBoundingClientRect();
+  const margin = 24;
+  const top = rect.top - box.top + el.scrollTop - margin;
+  const end = rect.bottom - box.top + el.scrollTop + margin - el.clientHeight;
+  return Math.max(0, Math.min(bottom, Math.max(top, end)));
 }
