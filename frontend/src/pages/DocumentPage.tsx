@@ -118,11 +118,16 @@ function parseTarget(search: string): CitedTarget | null {
   return { chunkId, lineStart: lines ? Number(lines[1]) : null, lineEnd: lines ? Number(lines[2]) : null };
 }
 
-/** The cited chunk itself, or any chunk that shares lines with the citation (a merged source spans several). */
+/**
+ * The cited chunk itself and the chunks inside the cited lines (a merged source spans several); a
+ * neighbour that merely overlaps them (chunks overlap a little) is not cited. Without a chunk id,
+ * any chunk sharing lines with the citation.
+ */
 function isCited(chunk: ChunkFieldsFragment, target: CitedTarget): boolean {
   if (target.chunkId === chunk.id) return true;
   const { lineStart, lineEnd } = chunk.location;
   if (target.lineStart == null || target.lineEnd == null || lineStart == null || lineEnd == null) return false;
+  if (target.chunkId) return lineStart >= target.lineStart && lineEnd <= target.lineEnd;
   return lineStart <= target.lineEnd && lineEnd >= target.lineStart;
 }
 
