@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { VIEWPORTS, openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
-import { dropFiles, fixture, gql, scriptedEnv } from "./helpers.mjs";
+import { accessibilityViolations, dropFiles, fixture, gql, scriptedEnv } from "./helpers.mjs";
 
 // Small chunks, so two short documents give retrieval a dozen candidates to choose from.
 const SMALL_CHUNKS = { RAGCHAT_INGEST__CHUNK_TOKENS: "64", RAGCHAT_INGEST__OVERLAP_TOKENS: "8" };
@@ -32,6 +32,8 @@ describe("from a knowledge base to a cited, explained answer", () => {
 
   test("create a knowledge base and upload documents (drag and drop, then the file picker)", async () => {
     await page.getByText("No knowledge bases yet").waitFor();
+    // Every page these scenarios visit meets WCAG 2.1 AA (axe-core), in the light theme and the dark.
+    assert.deepEqual(await accessibilityViolations(page), [], "home");
     await page.getByRole("button", { name: "New knowledge base" }).first().click();
     const dialog = page.getByRole("dialog", { name: "New knowledge base" });
     await dialog.getByLabel("Name").fill("Aurora docs");
@@ -61,6 +63,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     assert.equal(await page.getByTestId("stat-documents").textContent(), "2");
     assert.ok(Number(await page.getByTestId("stat-chunks").textContent()) >= 4, "the documents were chunked");
     await screenshot(page, "knowledge-base");
+    assert.deepEqual(await accessibilityViolations(page), [], "knowledge base");
   });
 
   test("a new chat opens its settings; invalid values are flagged next to the input", async () => {
@@ -136,6 +139,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     assert.ok((await panel.getByTestId("trace-timings").locator("li").count()) >= 3);
     assert.match(await panel.getByTestId("trace-tokens").textContent(), /Context window\d+/);
     await screenshot(page, "trace-panel");
+    assert.deepEqual(await accessibilityViolations(page), [], "chat with an answer and its trace open");
     await page.keyboard.press("Escape");
     await panel.waitFor({ state: "detached" });
   });
@@ -160,6 +164,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     const kept = Number(await summary.getAttribute("data-kept"));
     assert.ok(kept >= 1 && kept <= 3, `a middle threshold keeps some (${kept})`);
     await screenshot(page, "settings-preview");
+    assert.deepEqual(await accessibilityViolations(page), [], "chat settings with the retrieval preview");
     // Not saved: Cancel leaves the chat's threshold as it was.
     await drawer.getByRole("button", { name: "Cancel" }).click();
     assert.match(await page.getByTestId("settings-summary").textContent(), /threshold 0\.10/);

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
-import { gql } from "./helpers.mjs";
+import { accessibilityViolations, gql } from "./helpers.mjs";
 
 // Two sections, long enough for more than one page of chunks (25 a page).
 const section = (title, word) =>
@@ -78,6 +78,7 @@ describe("chunk viewer", () => {
     assert.match(await cited.textContent(), new RegExp(`lines ${target.location.lineStart}–${target.location.lineEnd}`));
     const top = await cited.evaluate((el) => el.getBoundingClientRect().top);
     assert.ok(top >= 0 && top < 800, `the cited chunk is scrolled into view (top ${top})`);
+    assert.deepEqual(await accessibilityViolations(page), [], "the document viewer meets WCAG 2.1 AA in light and dark");
     assert.deepEqual(page.problems, []);
     await page.context().close();
   });
