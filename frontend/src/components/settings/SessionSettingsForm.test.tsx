@@ -159,7 +159,7 @@ describe("SessionSettingsForm", () => {
     const { user } = setup();
     // A <select> cannot wrap: a long option label was cut mid-word in the drawer's two columns.
     for (const label of ["Reranking", "Query expansion", "Quality", "Rewrite follow-ups"]) {
-      const options = [...(screen.getByLabelText(label) as HTMLSelectElement).options].map((o) => o.text);
+      const options = [...screen.getByLabelText<HTMLSelectElement>(label).options].map((o) => o.text);
       expect(options.filter((text) => text.length > 16), label).toEqual([]);
     }
     const rerank = screen.getByLabelText("Reranking");
