@@ -90,6 +90,12 @@ describe("from a knowledge base to a cited, explained answer", () => {
     await drawer.getByRole("button", { name: "Save settings" }).click();
     await drawer.waitFor({ state: "detached" });
     assert.match(await page.getByTestId("settings-summary").textContent(), /top 3.*threshold 0\.10/);
+    // The empty chat suggests three questions drawn from the knowledge base's headings.
+    const suggestions = page.getByRole("list", { name: "Suggested questions" }).getByTestId("suggested-question");
+    await suggestions.nth(2).waitFor();
+    const questions = await suggestions.allTextContents();
+    assert.equal(questions.length, 3, `three suggestions (${questions})`);
+    for (const question of questions) assert.match(question, /^What do the documents say about “.+”\?$/);
   });
 
   test("the answer streams token by token, with linked citations", async () => {
