@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { VIEWPORTS, openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
-import { dropFiles, fixture, scriptedEnv } from "./helpers.mjs";
+import { accessibilityViolations, dropFiles, fixture, gql, scriptedEnv } from "./helpers.mjs";
 
 // Small chunks, so two short documents give retrieval a dozen candidates to choose from.
 const SMALL_CHUNKS = { RAGCHAT_INGEST__CHUNK_TOKENS: "64", RAGCHAT_INGEST__OVERLAP_TOKENS: "8" };
@@ -32,6 +32,8 @@ describe("from a knowledge base to a cited, explained answer", () => {
 
   test("create a knowledge base and upload documents (drag and drop, then the file picker)", async () => {
     await page.getByText("No knowledge bases yet").waitFor();
+    // Every page these scenarios visit meets WCAG 2.1 AA (axe-core), in the light theme and the dark.
+    assert.deepEqual(await accessibilityViolations(page), [], "home");
     await page.getByRole("button", { name: "New knowledge base" }).first().click();
     const dialog = page.getByRole("dialog", { name: "New knowledge base" });
     await dialog.getByLabel("Name").fill("Aurora docs");
@@ -61,6 +63,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     assert.equal(await page.getByTestId("stat-documents").textContent(), "2");
     assert.ok(Number(await page.getByTestId("stat-chunks").textContent()) >= 4, "the documents were chunked");
     await screenshot(page, "knowledge-base");
+    assert.deepEqual(await accessibilityViolations(page), [], "knowledge base");
   });
 
   test("a new chat opens its settings; invalid values are flagged next to the input", async () => {
@@ -87,6 +90,12 @@ describe("from a knowledge base to a cited, explained answer", () => {
     await drawer.getByRole("button", { name: "Save settings" }).click();
     await drawer.waitFor({ state: "detached" });
     assert.match(await page.getByTestId("settings-summary").textContent(), /top 3.*threshold 0\.10/);
+    // The empty chat suggests three questions drawn from the knowledge base's headings.
+    const suggestions = page.getByRole("list", { name: "Suggested questions" }).getByTestId("suggested-question");
+    await suggestions.nth(2).waitFor();
+    const questions = await suggestions.allTextContents();
+    assert.equal(questions.length, 3, `three suggestions (${questions})`);
+    for (const question of questions) assert.match(question, /^What do the documents say about “.+”\?$/);
   });
 
   test("the answer streams token by token, with linked citations", async () => {
@@ -136,6 +145,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     assert.ok((await panel.getByTestId("trace-timings").locator("li").count()) >= 3);
     assert.match(await panel.getByTestId("trace-tokens").textContent(), /Context window\d+/);
     await screenshot(page, "trace-panel");
+    assert.deepEqual(await accessibilityViolations(page), [], "chat with an answer and its trace open");
     await page.keyboard.press("Escape");
     await panel.waitFor({ state: "detached" });
   });
@@ -160,6 +170,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     const kept = Number(await summary.getAttribute("data-kept"));
     assert.ok(kept >= 1 && kept <= 3, `a middle threshold keeps some (${kept})`);
     await screenshot(page, "settings-preview");
+    assert.deepEqual(await accessibilityViolations(page), [], "chat settings with the retrieval preview");
     // Not saved: Cancel leaves the chat's threshold as it was.
     await drawer.getByRole("button", { name: "Cancel" }).click();
     assert.match(await page.getByTestId("settings-summary").textContent(), /threshold 0\.10/);
@@ -195,6 +206,71 @@ describe("from a knowledge base to a cited, explained answer", () => {
     assert.deepEqual(page.problems, []);
   });
 
+  test("with five sources the answer stays in view; a citation opens the document at its lines", async () => {
+    // Three more short documents: with every chunk kept, one source per document, five in all.
+    const sessionId = sessionPath.split("/").pop();
+    const { chatSession } = await gql(server, "query ($id: ID!) { chatSession(id: $id) { ... on ChatSession { projectId } } }", { id: sessionId });
+    for (const [name, text] of [
+      ["notes.md", "# Notes\n\nAurora stores every note as a plain Markdown file in the data folder."],
+      ["sync.md", "# Sync\n\nAurora syncs the data folder in the background while the app is open."],
+      ["backups.md", "# Backups\n\nAurora writes a backup of the data folder every night."],
+    ]) {
+      await gql(server, "mutation ($p: ID!, $n: String!, $t: String!) { addDocument(projectId: $p, name: $n, text: $t) { __typename } }", {
+        p: chatSession.projectId,
+        n: name,
+        t: text,
+      });
+    }
+    await page.getByRole("button", { name: "Chat settings" }).click();
+    const drawer = page.getByRole("dialog", { name: "Chat settings" });
+    await drawer.getByLabel("Top K").fill("50");
+    await drawer.getByLabel("Threshold").fill("0");
+    await drawer.getByRole("button", { name: "Save settings" }).click();
+    await drawer.waitFor({ state: "detached" });
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("Give me an overview of Aurora: install, licence, settings, notes and sync.");
+    await box.press("Enter");
+    const answer = assistant(page).nth(2);
+    await answer.and(page.locator('[data-status="COMPLETE"]')).waitFor({ timeout: 20_000 });
+    assert.equal(await answer.locator('[data-testid="source"]').count(), 5);
+    // When streaming ends, the answer's text is inside the chat's visible area, sources or not.
+    const inView = await answer.getByTestId("message-content").evaluate((text) => {
+      // The chat's scrolling area: the nearest ancestor with more content than room.
+      let el = text.parentElement;
+      while (el && el.scrollHeight <= el.clientHeight + 1) el = el.parentElement;
+      const view = (el ?? document.documentElement).getBoundingClientRect();
+      const rect = text.getBoundingClientRect();
+      return { top: rect.top - view.top, bottom: view.bottom - rect.bottom };
+    });
+    assert.ok(inView.top >= 0 && inView.bottom >= 0, `the answer's text is in view (${JSON.stringify(inView)})`);
+    // The cited text is there on demand.
+    const sources = answer.getByTestId("sources");
+    assert.equal(await sources.locator("blockquote").count(), 0);
+    await sources.getByRole("button", { name: "Show the cited text" }).click();
+    assert.equal(await sources.locator("blockquote").count(), 5);
+
+    // A citation's document name opens the chunk viewer at the cited lines, highlighted and in view.
+    const place = await answer.locator('[data-testid="source"][data-number="3"]').textContent();
+    const [, lineStart] = /lines? (\d+)/.exec(place);
+    await answer.locator('[data-testid="source"][data-number="3"]').getByTestId("source-link").click();
+    await page.waitForURL(/\/documents\/\d+\?chunk=/);
+    const cited = page.locator('[data-testid="chunk"][data-cited]').first();
+    await cited.waitFor();
+    assert.match(await cited.textContent(), new RegExp(`lines? ${lineStart}\\b|lines \\d+–\\d+`));
+    assert.ok(await cited.evaluate((el) => el.getBoundingClientRect().top >= 0 && el.getBoundingClientRect().top < window.innerHeight), "the cited chunk is in view");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.cited), "true");
+    await page.goBack();
+
+    // And from the trace: each candidate opens its lines.
+    await assistant(page).nth(2).getByRole("button", { name: "Why this answer" }).click();
+    const panel = page.getByRole("dialog", { name: "Why this answer" });
+    await panel.getByTestId("trace-candidate-link").first().click();
+    await page.waitForURL(/\/documents\/\d+\?chunk=/);
+    await page.locator('[data-testid="chunk"][data-cited]').first().waitFor();
+    await page.goBack();
+    await assistant(page).nth(2).waitFor();
+  });
+
   test("with a threshold nothing passes, the answer says it has no relevant context", async () => {
     await page.getByRole("button", { name: "Chat settings" }).click();
     const drawer = page.getByRole("dialog", { name: "Chat settings" });
@@ -204,7 +280,7 @@ describe("from a knowledge base to a cited, explained answer", () => {
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("What is the meaning of life?");
     await box.press("Enter");
-    const answer = assistant(page).nth(2);
+    const answer = assistant(page).nth(3);
     await answer.getByTestId("no-context").waitFor();
     await answer.and(page.locator('[data-status="COMPLETE"]')).waitFor({ timeout: 20_000 });
     assert.match(await answer.getByTestId("no-context").textContent(), /threshold \(0\.99\)/);
@@ -258,8 +334,9 @@ describe("from a knowledge base to a cited, explained answer", () => {
 
     await page.getByRole("button", { name: "Delete aurora-faq.txt" }).click();
     await page.getByRole("dialog", { name: "Delete document?" }).getByRole("button", { name: "Delete document" }).click();
-    await page.locator('[data-testid="stat-documents"]', { hasText: /^1$/ }).waitFor();
-    assert.equal(await page.getByTestId("document-row").count(), 1);
+    // The handbook and the three added with the five-source answer remain.
+    await page.locator('[data-testid="stat-documents"]', { hasText: /^4$/ }).waitFor();
+    assert.equal(await page.getByTestId("document-row").count(), 4);
 
     await page.getByRole("button", { name: "Delete knowledge base" }).click();
     await page.getByRole("dialog", { name: "Delete knowledge base?" }).getByRole("button", { name: "Delete knowledge base" }).click();

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
-import { gql } from "./helpers.mjs";
+import { accessibilityViolations, gql } from "./helpers.mjs";
 
 // Two sections, long enough for more than one page of chunks (25 a page).
 const section = (title, word) =>
@@ -88,6 +88,23 @@ describe("chunk viewer", () => {
     assert.notEqual(page.url(), `${server.url}/projects/${projectId}`);
     await page.getByRole("link", { name: "handbook.md: show its chunks" }).waitFor();
     assert.deepEqual(page.problems, []);
+  });
+
+  test("opened at a citation's lines, it loads the pages up to them, highlights them and scrolls to them", async () => {
+    const { document } = await gql(server, "query ($id: ID!) { document(id: $id) { ... on Document { chunks(first: 40) { ... on ChunkConnection { edges { node { id location { lineStart lineEnd } } } } } } } }", { id: documentId });
+    // A chunk on the second page (25 a page): the viewer must fetch it before it can show it.
+    const target = document.chunks.edges[30].node;
+    const page = await openPage(browser, server, { path: `/documents/${documentId}?chunk=${target.id}&lines=${target.location.lineStart}-${target.location.lineEnd}` });
+    const cited = page.locator('[data-testid="chunk"][data-cited]');
+    await cited.first().waitFor();
+    assert.equal(await cited.count(), 1);
+    assert.equal(await cited.getAttribute("id"), `chunk-${target.id}`);
+    assert.match(await cited.textContent(), new RegExp(`lines ${target.location.lineStart}–${target.location.lineEnd}`));
+    const top = await cited.evaluate((el) => el.getBoundingClientRect().top);
+    assert.ok(top >= 0 && top < 800, `the cited chunk is scrolled into view (top ${top})`);
+    assert.deepEqual(await accessibilityViolations(page), [], "the document viewer meets WCAG 2.1 AA in light and dark");
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
   });
 
   test("a document that does not exist says so", async () => {

@@ -111,6 +111,38 @@ describe("GraphiQL at /graphql, offline", () => {
     await page.context().close();
   });
 
+  test("dark mode: the app's toggle is kept across reloads and carried to GraphiQL; with no pick, both follow the system", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: "light", reducedMotion: "reduce" });
+    const page = await context.newPage();
+    await page.goto(server.url);
+    const toggle = page.getByRole("button", { name: "Dark mode" });
+    assert.equal(await toggle.getAttribute("aria-pressed"), "false");
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "light");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.waitForFunction(() => document.documentElement.dataset.theme === "dark");
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.waitForFunction(() => document.documentElement.dataset.theme === "light");
+
+    await toggle.click();
+    assert.equal(await toggle.getAttribute("aria-pressed"), "true");
+    await page.reload();
+    await page.getByRole("button", { name: "Dark mode", pressed: true }).waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark", "the pick outlives a reload, against a light system");
+    await page.goto(`${server.url}/graphql`);
+    await page.waitForFunction(() => document.body.classList.contains("graphiql-dark"));
+    await context.close();
+
+    const system = await browser.newContext({ colorScheme: "dark" });
+    const graphiql = await system.newPage();
+    await graphiql.goto(`${server.url}/graphql`);
+    // No pick: GraphiQL sets no theme class and its stylesheet follows prefers-color-scheme.
+    await graphiql.locator(".graphiql-container").waitFor();
+    const background = await graphiql.evaluate(() => getComputedStyle(document.querySelector(".graphiql-container")).backgroundColor);
+    const [r, g, b] = background.match(/\d+/g).map(Number);
+    assert.ok(r + g + b < 3 * 80, `a dark GraphiQL on a dark system (${background})`);
+    await system.close();
+  });
+
   test("with API keys on, the key typed in the Headers tab is sent", async () => {
     const page = await openGraphiQL(browser, keyed);
     await page.waitForFunction(() => document.querySelector(".graphiql-query-editor .view-lines")?.textContent.includes("KnowledgeBases"));

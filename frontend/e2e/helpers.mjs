@@ -59,3 +59,32 @@ export async function watchForExecution(page) {
     pwned: () => page.evaluate(() => window.__pwned ?? null),
   };
 }
+
+const AXE_SOURCE = readFile(fileURLToPath(import.meta.resolve("axe-core/axe.min.js")), "utf8");
+const WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"];
+
+/**
+ * Run axe-core on what the page shows now, in the light theme and then the dark one (the app follows
+ * prefers-color-scheme while the reader has not picked a theme), and return the WCAG 2.1 A/AA
+ * violations as readable lines: `[]` is an accessible page. `scope` narrows it to an open dialog.
+ */
+export async function accessibilityViolations(page, { scope = "body" } = {}) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.addScriptTag({ content: await AXE_SOURCE });
+  const found = [];
+  for (const colorScheme of ["light", "dark"]) {
+    await page.emulateMedia({ colorScheme });
+    await page.waitForFunction((theme) => document.documentElement.dataset.theme === theme, colorScheme);
+    // The switch starts colour transitions (0.01 ms under reduced motion): measure once they have ended.
+    await page.waitForFunction(() => document.getAnimations().every((a) => a.playState !== "running"));
+    const violations = await page.evaluate(
+      async ({ scope, tags }) => {
+        const results = await window.axe.run(document.querySelector(scope), { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
+        return results.violations.map((v) => `${v.id}: ${v.nodes.map((n) => `${n.target.join(" ")} (${n.failureSummary.split("\n").slice(1).join(" ").trim()})`).join("; ")}`);
+      },
+      { scope, tags: WCAG_21_AA },
+    );
+    found.push(...violations.map((v) => `${colorScheme}: ${v}`));
+  }
+  await page.emulateMedia({ colorScheme: null });
+  return found;
+}

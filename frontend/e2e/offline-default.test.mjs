@@ -75,6 +75,8 @@ describe("the offline default answers a question about the demo knowledge base",
     const source = answer.locator(`[data-testid="source"][data-number="${await marker.getAttribute("data-citation")}"]`);
     assert.equal(await source.getAttribute("data-active"), "true");
     assert.match(await source.textContent(), /quoted/);
+    // The sources are compact chips; the quoted text is one click away.
+    await answer.getByTestId("sources").getByRole("button", { name: "Show the cited text" }).click();
     assert.ok((await source.locator("blockquote").textContent()).includes(FACT), "the quote is the sentence with the fact");
 
     // Why: the default model declares it is not a reliable writer, so AUTO quoted the sources.

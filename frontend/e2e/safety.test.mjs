@@ -83,7 +83,10 @@ describe("untrusted document and model text", () => {
     assert.equal(new URL(page.url()).pathname, `/sessions/${sessionId}`, "no navigation");
 
     // The document's text is shown verbatim in the cited source: visible, not executed.
+    await answer.getByTestId("sources").getByRole("button", { name: "Show the cited text" }).click();
     const source = answer.locator('[data-testid="source"]').first();
+    // Its document name links to the chunk viewer on this site, whatever the name holds.
+    assert.match(await source.getByTestId("source-link").getAttribute("href"), /^\/documents\/\d+\?/);
     assert.match(await source.textContent(), /<script>window\.__pwned = "script tag"<\/script>/);
     await assertInert(page, watch);
 

@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 import { once } from "node:events";
 import { after, before, describe, test } from "node:test";
 import { openPage, screenshot, startServerAndBrowser } from "./harness.mjs";
-import { gql, scriptedEnv } from "./helpers.mjs";
+import { accessibilityViolations, gql, scriptedEnv } from "./helpers.mjs";
 
 const SECRET = "s3cret-crm-token";
 
@@ -73,6 +73,7 @@ describe("tools: register and test one, then a previewed call approved in the ch
     await page.locator('[data-testid="tool-row"][data-tool="search_knowledge_base"]').waitFor();
     const builtins = await page.getByTestId("tool-row").evaluateAll((rows) => rows.map((r) => r.dataset.tool));
     assert.ok(builtins.includes("search_knowledge_base"), `built-in tools listed: ${builtins}`);
+    assert.deepEqual(await accessibilityViolations(page), [], "the tools page meets WCAG 2.1 AA in light and dark");
 
     await page.getByRole("button", { name: "New HTTP tool" }).click();
     const form = page.getByRole("dialog", { name: "New HTTP tool" });

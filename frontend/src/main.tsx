@@ -9,6 +9,9 @@ import { createApolloClient, endpointsFor } from "./apollo";
 import { App } from "./App";
 import { ApiKeyStore } from "./lib/apiKey";
 import { ServicesProvider } from "./lib/services";
+import { applyTheme } from "./lib/theme";
+
+applyTheme();
 
 const endpoints = endpointsFor(window.location);
 const keys = new ApiKeyStore();

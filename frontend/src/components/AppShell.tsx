@@ -2,7 +2,8 @@ import { type ReactNode, useEffect, useState } from "react";
 import { usePathname } from "../lib/router";
 import { cx } from "../lib/cx";
 import { IconButton } from "./Button";
-import { CloseIcon, MenuIcon } from "./icons";
+import { useTheme } from "../lib/theme";
+import { CloseIcon, MenuIcon, MoonIcon, SunIcon } from "./icons";
 import shared from "../styles/shared.module.css";
 import styles from "./AppShell.module.css";
 
@@ -22,6 +23,7 @@ export interface AppShellProps {
 export function AppShell({ sidebar, title, actions, children }: AppShellProps) {
   const [drawerOpen, setDrawerOpen] = useState(false);
   const pathname = usePathname();
+  const [theme, setTheme] = useTheme();
 
   // Following a link in the drawer closes it.
   useEffect(() => setDrawerOpen(false), [pathname]);
@@ -55,6 +57,15 @@ export function AppShell({ sidebar, title, actions, children }: AppShellProps) {
           </IconButton>
           <h1 className={cx(shared.ellipsis, styles.title)}>{title}</h1>
           {actions && <div className={styles.actions}>{actions}</div>}
+          <IconButton
+            onClick={() => setTheme(theme === "dark" ? "light" : "dark")}
+            aria-label="Dark mode"
+            aria-pressed={theme === "dark"}
+            title={theme === "dark" ? "Switch to light mode" : "Switch to dark mode"}
+            data-testid="theme-toggle"
+          >
+            {theme === "dark" ? <SunIcon /> : <MoonIcon />}
+          </IconButton>
         </header>
         <main className={styles.content}>{children}</main>
       </div>

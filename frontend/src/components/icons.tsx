@@ -184,3 +184,16 @@ export const WrenchIcon = (props: SVGProps<SVGSVGElement>) => (
     <path d="M14.7 6.3A4 4 0 0 1 19.5 4l-2.6 2.6.5 2 2 .5 2.6-2.6a4 4 0 0 1-2.3 4.8" />
   </Icon>
 );
+
+export const MoonIcon = (props: SVGProps<SVGSVGElement>) => (
+  <Icon {...props}>
+    <path d="M21 12.8A9 9 0 1 1 11.2 3a7 7 0 0 0 9.8 9.8z" />
+  </Icon>
+);
+
+export const SunIcon = (props: SVGProps<SVGSVGElement>) => (
+  <Icon {...props}>
+    <circle cx="12" cy="12" r="4" />
+    <path d="M12 2v2M12 20v2M4.9 4.9l1.4 1.4M17.7 17.7l1.4 1.4M2 12h2M20 12h2M4.9 19.1l1.4-1.4M17.7 6.3l1.4-1.4" />
+  </Icon>
+);

@@ -9,6 +9,7 @@ import { GraphiQL } from "graphiql";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { ApiKeyStore } from "../lib/apiKey";
+import { storedTheme } from "../lib/theme";
 import { ragchatFetcher } from "./fetcher";
 
 interface PageConfig {
@@ -26,9 +27,11 @@ function readConfig(): PageConfig {
 const { defaultQuery } = readConfig();
 const fetcher = ragchatFetcher(window.location, new ApiKeyStore().authorization());
 const plugins = [explorerPlugin()];
+// The app's light/dark pick, when the reader made one; GraphiQL follows the system otherwise (and
+// keeps its own pick once made in its settings).
 
 createRoot(document.getElementById("graphiql")!).render(
   <StrictMode>
-    <GraphiQL fetcher={fetcher} defaultQuery={defaultQuery} plugins={plugins} defaultEditorToolsVisibility="headers" />
+    <GraphiQL fetcher={fetcher} defaultQuery={defaultQuery} plugins={plugins} defaultEditorToolsVisibility="headers" defaultTheme={storedTheme()} />
   </StrictMode>,
 );

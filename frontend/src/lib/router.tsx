@@ -42,6 +42,14 @@ export const paths = {
   project: (id: string) => `/projects/${encodeURIComponent(id)}`,
   session: (id: string) => `/sessions/${encodeURIComponent(id)}`,
   document: (id: string) => `/documents/${encodeURIComponent(id)}`,
+  /** A document opened at a citation: the viewer highlights the cited chunk and lines and scrolls to them. */
+  cited: (id: string, { chunkId, lineStart, lineEnd }: { chunkId?: string | null; lineStart?: number | null; lineEnd?: number | null }) => {
+    const query = new URLSearchParams();
+    if (chunkId) query.set("chunk", chunkId);
+    if (lineStart != null) query.set("lines", `${lineStart}-${lineEnd ?? lineStart}`);
+    const search = query.toString();
+    return `/documents/${encodeURIComponent(id)}${search ? `?${search}` : ""}`;
+  },
   tools: () => "/tools",
   /** `next`: where to go once signed in (a path on this site). */
   signIn: (next?: string) => (next && next !== "/" ? `/sign-in?next=${encodeURIComponent(next)}` : "/sign-in"),

@@ -19,12 +19,14 @@ import { EmptyState, ErrorState, Skeleton } from "../components/States";
 import {
   ChatSessionDetailDocument,
   type ChatSessionDetailQuery,
+  ChatSuggestionsDocument,
   DeleteChatSessionDocument,
   type PersonFieldsFragment,
   ShareChatSessionDocument,
   UpdateChatSessionDocument,
 } from "../gql/graphql";
 import { useMe } from "../lib/access";
+import { suggestedQuestions } from "../lib/suggestions";
 import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
 import shared from "../styles/shared.module.css";
@@ -114,15 +116,17 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   const chat = useChat(session.id, firstPage?.edges.map((edge) => edge.node), onSettled);
   const { items } = chat.state;
 
-  // Follow the stream while the reader is at the bottom; leave them be once they scroll up.
+  // Follow the stream while the reader is at the bottom; leave them be once they scroll up. What is
+  // followed is the answer's text, not the bottom of the page: sources and actions under it may
+  // go below the fold, the words being read may not.
   useLayoutEffect(() => {
     const el = scroller.current;
-    if (el && stickToBottom.current) el.scrollTop = el.scrollHeight;
+    if (el && stickToBottom.current) el.scrollTop = followTarget(el);
   }, [items]);
 
   function onScroll() {
     const el = scroller.current;
-    if (el) stickToBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    if (el) stickToBottom.current = Math.abs(followTarget(el) - el.scrollTop) < 80 || el.scrollHeight - el.scrollTop - el.clientHeight < 80;
   }
 
   function send(text: string) {
@@ -233,7 +237,7 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
                 </Button>
               </div>
             )}
-            {items.length === 0 && <ChatEmpty session={session} onOpenSettings={openSettings} />}
+            {items.length === 0 && <ChatEmpty session={session} onOpenSettings={openSettings} onAsk={mine ? send : undefined} />}
             {items.map((item, index) =>
               item.role === "USER" ? (
                 <UserMessage key={item.key} item={item} busy={chat.busy} onResend={chat.resend} onDiscard={chat.discard} />
@@ -281,8 +285,16 @@ function ChatView({ session, loadOlder }: { session: Session; loadOlder: (before
   );
 }
 
-function ChatEmpty({ session, onOpenSettings }: { session: Session; onOpenSettings: () => void }) {
+function ChatEmpty({ session, onOpenSettings, onAsk }: { session: Session; onOpenSettings: () => void; onAsk?: (text: string) => void }) {
   const empty = session.project && session.project.documentCount === 0;
+  // no-cache: these chunks carry only their headings, and must not stand in for the document
+  // viewer's cached pages of whole chunks.
+  const { data } = useQuery(ChatSuggestionsDocument, { variables: { projectId: session.projectId }, skip: !onAsk || !!empty, fetchPolicy: "no-cache" });
+  const project = data?.project.__typename === "Project" ? data.project : null;
+  const documents = project?.documents.__typename === "DocumentConnection" ? project.documents.edges : [];
+  const questions = suggestedQuestions(
+    documents.flatMap(({ node }) => (node.chunks.__typename === "ChunkConnection" ? node.chunks.edges.map((edge) => edge.node.location.headingPath) : [])),
+  );
   return (
     <div className={styles.empty}>
       <span className={cx(shared.brandTile, styles.emptyIcon)} aria-hidden="true">
@@ -296,6 +308,17 @@ function ChatEmpty({ session, onOpenSettings }: { session: Session; onOpenSettin
         <Notice tone="info" icon={<InfoIcon width={16} height={16} />} role="note">
           This knowledge base has no documents yet. <Link to={paths.project(session.projectId)}>Upload some</Link> so answers can be grounded.
         </Notice>
+      )}
+      {onAsk && questions.length > 0 && (
+        <ul className={cx(shared.plainList, styles.suggestions)} aria-label="Suggested questions">
+          {questions.map((question) => (
+            <li key={question}>
+              <Button size="small" onClick={() => onAsk(question)} data-testid="suggested-question">
+                {question}
+              </Button>
+            </li>
+          ))}
+        </ul>
       )}
       <Button onClick={onOpenSettings}>
         <SlidersIcon width={16} height={16} /> Tune retrieval
@@ -348,4 +371,23 @@ function RenameDialog({ open, onClose, session }: { open: boolean; onClose: () =
       </Form>
     </Dialog>
   );
+}
+
+/**
+ * Where the chat scrolls to follow the last answer: the bottom, unless that would push the answer's
+ * text out of view (sources, notices and actions under a long answer); then the text's end, but
+ * never past its start.
+ */
+function followTarget(el: HTMLElement): number {
+  const bottom = el.scrollHeight - el.clientHeight;
+  const answers = el.querySelectorAll<HTMLElement>('[data-testid="assistant-message"]');
+  const answer = answers[answers.length - 1];
+  const text = answer?.querySelector<HTMLElement>('[data-testid="message-content"]') ?? answer;
+  if (!text) return bottom;
+  const box = el.getBoundingClientRect();
+  const rect = text.getBoundingClientRect();
+  const margin = 24;
+  const top = rect.top - box.top + el.scrollTop - margin;
+  const end = rect.bottom - box.top + el.scrollTop + margin - el.clientHeight;
+  return Math.max(0, Math.min(bottom, Math.max(top, end)));
 }

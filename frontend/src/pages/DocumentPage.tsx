@@ -1,4 +1,5 @@
 import { useQuery } from "@apollo/client/react";
+import { useEffect, useRef, useState } from "react";
 import { cx } from "../lib/cx";
 import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
@@ -20,6 +21,27 @@ export function DocumentPage({ documentId }: { documentId: string }) {
   const doc = data?.document.__typename === "Document" ? data.document : null;
   const page = doc?.chunks.__typename === "ChunkConnection" ? doc.chunks : null;
   const chunks = page?.edges.map((edge) => edge.node) ?? [];
+  // Opened from a citation (`?chunk=…&lines=a-b`): the cited chunk may be pages in, so load pages
+  // until it (or a chunk past the cited lines) has arrived, then scroll it into view.
+  const [target] = useState(() => parseTarget(window.location.search));
+  const cited = target ? chunks.filter((chunk) => isCited(chunk, target)) : [];
+  const reachedTarget =
+    !target || cited.length > 0 || chunks.some((c) => target.lineEnd != null && c.location.lineStart != null && c.location.lineStart > target.lineEnd);
+  const loadingMore = useRef(false);
+  useEffect(() => {
+    if (reachedTarget || !page?.pageInfo.hasNextPage || loadingMore.current) return;
+    loadingMore.current = true;
+    void fetchMore({ variables: { after: page.pageInfo.endCursor } }).finally(() => (loadingMore.current = false));
+  }, [reachedTarget, page, fetchMore]);
+  const firstCitedId = cited[0]?.id;
+  const scrolled = useRef(false);
+  useEffect(() => {
+    if (!firstCitedId || scrolled.current) return;
+    scrolled.current = true;
+    const el = document.getElementById(`chunk-${firstCitedId}`);
+    el?.scrollIntoView({ block: "start" });
+    el?.focus({ preventScroll: true });
+  }, [firstCitedId]);
 
   return (
     <AppShell title={doc?.name ?? "Document"} sidebar={<AppSidebar activeProjectId={doc?.projectId} />}>
@@ -67,7 +89,7 @@ export function DocumentPage({ documentId }: { documentId: string }) {
               {chunks.length > 0 && (
                 <ol className={cx(shared.plainList, styles.chunks)} aria-label="Chunks in document order">
                   {chunks.map((chunk) => (
-                    <ChunkItem key={chunk.id} chunk={chunk} />
+                    <ChunkItem key={chunk.id} chunk={chunk} cited={target != null && isCited(chunk, target)} />
                   ))}
                 </ol>
               )}
@@ -82,13 +104,48 @@ export function DocumentPage({ documentId }: { documentId: string }) {
   );
 }
 
-function ChunkItem({ chunk }: { chunk: ChunkFieldsFragment }) {
+interface CitedTarget {
+  chunkId: string | null;
+  lineStart: number | null;
+  lineEnd: number | null;
+}
+
+function parseTarget(search: string): CitedTarget | null {
+  const query = new URLSearchParams(search);
+  const chunkId = query.get("chunk");
+  const lines = /^(\d+)-(\d+)$/.exec(query.get("lines") ?? "");
+  if (!chunkId && !lines) return null;
+  return { chunkId, lineStart: lines ? Number(lines[1]) : null, lineEnd: lines ? Number(lines[2]) : null };
+}
+
+/**
+ * The cited chunk itself and the chunks inside the cited lines (a merged source spans several); a
+ * neighbour that merely overlaps them (chunks overlap a little) is not cited. Without a chunk id,
+ * any chunk sharing lines with the citation.
+ */
+function isCited(chunk: ChunkFieldsFragment, target: CitedTarget): boolean {
+  if (target.chunkId === chunk.id) return true;
+  const { lineStart, lineEnd } = chunk.location;
+  if (target.lineStart == null || target.lineEnd == null || lineStart == null || lineEnd == null) return false;
+  if (target.chunkId) return lineStart >= target.lineStart && lineEnd <= target.lineEnd;
+  return lineStart <= target.lineEnd && lineEnd >= target.lineStart;
+}
+
+function ChunkItem({ chunk, cited }: { chunk: ChunkFieldsFragment; cited: boolean }) {
   const { location } = chunk;
   const heading = formatHeadingPath(location.headingPath);
   return (
-    <li className={cx(shared.box, styles.chunk)} data-testid="chunk">
+    <li
+      id={`chunk-${chunk.id}`}
+      className={cx(shared.box, styles.chunk)}
+      data-testid="chunk"
+      data-cited={cited || undefined}
+      aria-current={cited ? "location" : undefined}
+      tabIndex={cited ? -1 : undefined}
+    >
       <div className={styles.meta}>
         <Badge mono>#{chunk.ordinal + 1}</Badge>
+        {cited && <Badge tone="soft">cited</Badge>}
         {heading && <span className={styles.heading}>{heading}</span>}
         <span>{formatPlace(location)}</span>
         <span className={styles.mono}>

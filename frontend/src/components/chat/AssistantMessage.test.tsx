@@ -72,8 +72,17 @@ describe("AssistantMessage", () => {
     expect(screen.getByRole("button", { name: "Source 2: manual.pdf" })).toHaveAttribute("data-active", "true");
   });
 
-  it("shows each source's document, place, score, kind and snippet as plain text", () => {
-    setup({ sources: [{ ...item().sources[0]!, text: "<b>not bold</b> <script>x()</script>" }, item().sources[1]!] });
+  it("links each source's document to the viewer at the cited chunk and lines", () => {
+    setup({});
+    const link = within(screen.getAllByTestId("source")[0]!).getByRole("link", { name: "guide.md" });
+    expect(link.getAttribute("href")).toMatch(/^\/documents\/[^?]+\?chunk=[^&]+&lines=4-12$/);
+  });
+
+  it("shows each source's document, place, score, kind and (on demand) snippet as plain text", async () => {
+    const { user } = setup({ sources: [{ ...item().sources[0]!, text: "<b>not bold</b> <script>x()</script>" }, item().sources[1]!] });
+    // Compact at first, so the sources never push the answer out of view; the text on demand.
+    expect(screen.queryByText("<b>not bold</b> <script>x()</script>")).toBeNull();
+    await user.click(screen.getByRole("button", { name: "Show the cited text" }));
     const [first, second] = screen.getAllByTestId("source");
     expect(first).toHaveTextContent("guide.md");
     expect(first).toHaveTextContent("lines 4–12");
@@ -186,15 +195,16 @@ describe("AssistantMessage", () => {
       expect(screen.queryByTestId("guard-notice")).toBeNull();
     });
 
-    it("shows a quoted source as quoted, with the exact lines or page of each sentence", () => {
+    it("shows a quoted source as quoted, with the exact lines or page of each sentence", async () => {
       const quoted = { ...location, lineStart: 5, lineEnd: 5 };
-      setup({
+      const { user } = setup({
         trace: trace({ answer: extractiveAnswer }),
         sources: [
           { ...item().sources[0]!, kind: "EXTRACTED", location: quoted, quotes: [{ location: quoted, text: "Run the installer." }, { location: { ...location, lineStart: 9, lineEnd: 10 }, text: "Then log in." }] },
           { ...item().sources[1]!, kind: "EXTRACTED", quotes: [{ location: { ...location, page: 7 }, text: "Reboot after installing." }] },
         ],
       });
+      await user.click(screen.getByRole("button", { name: "Show the cited text" }));
       const [first, second] = screen.getAllByTestId("source");
       expect(within(first!).getByText("quoted")).toBeInTheDocument();
       expect(first).toHaveTextContent("quoted from line 5, lines 9–10");

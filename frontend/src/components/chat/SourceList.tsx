@@ -4,6 +4,7 @@ import { formatHeadingPath, formatPlace, formatScore } from "../../lib/format";
 import { cx } from "../../lib/cx";
 import { Badge } from "../Badge";
 import { LinkButton } from "../Button";
+import { Link, paths } from "../../lib/router";
 import { FileIcon } from "../icons";
 import shared from "../../styles/shared.module.css";
 import styles from "./SourceList.module.css";
@@ -23,19 +24,33 @@ export function quotedPlaces(source: SourceView): string {
   return [...new Set((source.quotes ?? []).map((q) => formatPlace(q.location)))].join(", ");
 }
 
-/** The sources under an answer: document, where in it, similarity, and the cited text. */
+/**
+ * The sources under an answer: compact chips (document, where in it, similarity), each document
+ * name a link to the cited lines; the cited text on demand, so three to five sources never push the
+ * answer out of view.
+ */
 export function SourceList({ sources, idPrefix, active, title, compact = false }: SourceListProps) {
+  const [open, setOpen] = useState(false);
   if (sources.length === 0) return null;
+  const expanded = open && !compact;
+  const listId = `${idPrefix}-list`;
   return (
-    <section className={compact ? styles.compact : undefined} aria-label={title}>
-      <h4 className={cx(shared.eyebrow, styles.title)}>
-        {title} <span className="muted">({sources.length})</span>
-      </h4>
-      <ol className={cx(shared.plainList, styles.list)}>
+    <section className={expanded ? undefined : styles.compact} aria-label={title} data-testid="sources" data-expanded={expanded || undefined}>
+      <div className={styles.titleRow}>
+        <h4 className={cx(shared.eyebrow, styles.title)}>
+          {title} <span className={styles.count}>({sources.length})</span>
+        </h4>
+        {!compact && (
+          <LinkButton className={styles.toggle} onClick={() => setOpen((v) => !v)} aria-expanded={expanded} aria-controls={listId}>
+            {expanded ? "Hide the cited text" : "Show the cited text"}
+          </LinkButton>
+        )}
+      </div>
+      <ol id={listId} className={cx(shared.plainList, styles.list)}>
         {[...sources]
           .sort((a, b) => a.number - b.number)
           .map((source) => (
-            <SourceItem key={source.number} source={source} id={`${idPrefix}-${source.number}`} active={active === source.number} compact={compact} />
+            <SourceItem key={source.number} source={source} id={`${idPrefix}-${source.number}`} active={active === source.number} compact={!expanded} />
           ))}
       </ol>
     </section>
@@ -56,9 +71,20 @@ function SourceItem({ source, id, active, compact }: { source: SourceView; id: s
           {source.number}
         </span>
         <FileIcon width={15} height={15} aria-hidden="true" />
-        <span className={cx(shared.ellipsis, styles.doc)} title={source.documentName}>
-          {source.documentName}
-        </span>
+        {source.documentId ? (
+          <Link
+            to={paths.cited(source.documentId, { chunkId: source.chunkId, lineStart: source.location.lineStart, lineEnd: source.location.lineEnd })}
+            className={cx(shared.ellipsis, styles.doc)}
+            title={`Open ${source.documentName} at the cited ${source.location.lineStart != null ? "lines" : "passage"}`}
+            data-testid="source-link"
+          >
+            {source.documentName}
+          </Link>
+        ) : (
+          <span className={cx(shared.ellipsis, styles.doc)} title={source.documentName}>
+            {source.documentName}
+          </span>
+        )}
         <span className={styles.place}>{quoted ? `quoted from ${quoted}` : formatPlace(source.location)}</span>
         <span className={styles.score} title="Cosine similarity to the question (0–1)">
           score {formatScore(source.score)}

@@ -1,6 +1,7 @@
 import type { ReactNode } from "react";
 import type { TraceFieldsFragment } from "../../gql/graphql";
 import { cx } from "../../lib/cx";
+import { Link, paths } from "../../lib/router";
 import { formatCount, formatHeadingPath, formatMs, formatPlace, formatStage } from "../../lib/format";
 import { Badge, type BadgeTone } from "../Badge";
 import { Dialog } from "../Dialog";
@@ -139,7 +140,13 @@ export function TraceBody({ trace, messageId = null }: { trace: TraceFieldsFragm
                 {trace.candidates.map((c) => (
                   <tr key={c.chunkId} data-fate={c.fate} data-testid="trace-candidate" className={styles.row}>
                     <th scope="row">
-                      <span className={cx(shared.ellipsis, styles.doc)}>{c.documentName}</span>
+                      <Link
+                        to={paths.cited(c.documentId, { chunkId: c.chunkId, lineStart: c.location.lineStart, lineEnd: c.location.lineEnd })}
+                        className={cx(shared.ellipsis, styles.doc)}
+                        data-testid="trace-candidate-link"
+                      >
+                        {c.documentName}
+                      </Link>
                       <span className={styles.where}>
                         {formatPlace(c.location)}
                         {c.location.headingPath && ` · ${formatHeadingPath(c.location.headingPath)}`}

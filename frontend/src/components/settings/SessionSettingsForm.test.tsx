@@ -155,6 +155,19 @@ describe("SessionSettingsForm", () => {
     expect(onSubmit).toHaveBeenCalledExactlyOnceWith({ rerank: "JUDGE", expansion: "ON" });
   });
 
+  it("keeps dropdown labels short and says what the chosen one does in the hint, which wraps", async () => {
+    const { user } = setup();
+    // A <select> cannot wrap: a long option label was cut mid-word in the drawer's two columns.
+    for (const label of ["Reranking", "Query expansion", "Quality", "Rewrite follow-ups"]) {
+      const options = [...screen.getByLabelText<HTMLSelectElement>(label).options].map((o) => o.text);
+      expect(options.filter((text) => text.length > 16), label).toEqual([]);
+    }
+    const rerank = screen.getByLabelText("Reranking");
+    expect(rerank).toHaveAccessibleDescription(/^Auto: the server's rerank endpoint, if it has one\. Reorders/);
+    await user.selectOptions(rerank, "JUDGE");
+    expect(rerank).toHaveAccessibleDescription(/^Model judges: the chat model judges the candidates \(one more model call\)\./);
+  });
+
   it("shows the chat's own answer mode, and sends nothing when it is chosen again", async () => {
     const { user, onSubmit } = setup(undefined, { ...session, answerMode: "GENERATIVE" });
     expect(screen.getByRole("radio", { name: "Generative" })).toBeChecked();

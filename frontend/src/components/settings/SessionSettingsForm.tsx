@@ -4,7 +4,7 @@ import type { FieldErrors } from "../../lib/results";
 import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
 import { SearchControl } from "./SearchControl";
-import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, TOP_K_RANGE, changesOf, draftOf, groupChangesOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
+import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, choiceHint, TOP_K_RANGE, changesOf, draftOf, groupChangesOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
 import { type ToolGroupOption, ToolGroupsControl } from "./ToolGroupsControl";
 import styles from "./SessionSettingsForm.module.css";
 
@@ -145,7 +145,7 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
           disabled={!draft.enableRag}
         />
         <FieldRow>
-          <Field label="Reranking" hint="Reorders the first candidates; the trace shows each one's rerank score.">
+          <Field label="Reranking" hint={choiceHint("Reorders the first candidates; the trace shows each one's rerank score.", RERANK_MODES.find((r) => r.mode === draft.rerank))}>
             <Select value={draft.rerank} disabled={!draft.enableRag} onChange={(e) => set("rerank", e.target.value as RerankMode)} data-testid="rerank">
               {RERANK_MODES.map((r) => (
                 <option key={r.mode} value={r.mode}>
@@ -154,7 +154,7 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
               ))}
             </Select>
           </Field>
-          <Field label="Query expansion" hint="Searches alternative phrasings too; the trace lists them.">
+          <Field label="Query expansion" hint={choiceHint("Searches alternative phrasings too; the trace lists them.", EXPANSION_MODES.find((x) => x.mode === draft.expansion))}>
             <Select value={draft.expansion} disabled={!draft.enableRag} onChange={(e) => set("expansion", e.target.value as ExpansionMode)} data-testid="expansion">
               {EXPANSION_MODES.map((x) => (
                 <option key={x.mode} value={x.mode}>

@@ -29,31 +29,39 @@ export const ANSWER_MODES: readonly { mode: AnswerMode; label: string; help: str
   { mode: "EXTRACTIVE", label: "Extractive", help: "Answers are sentences quoted from your documents, each cited to its lines; no model writes." },
 ];
 
+/**
+ * A dropdown's choices keep a short `label` (a <select> cannot wrap, so long labels were cut
+ * mid-word); the `detail` of the chosen one is said in the field's hint, which wraps.
+ */
+export function choiceHint(hint: string, choice: { label: string; detail?: string } | undefined): string {
+  return choice?.detail ? `${choice.label}: ${choice.detail}. ${hint}` : hint;
+}
+
 /** The ranking stages' choices, in the order the form offers them. */
-export const RERANK_MODES: readonly { mode: RerankMode; label: string }[] = [
-  { mode: "AUTO", label: "Auto: the server's rerank endpoint, if it has one" },
+export const RERANK_MODES: readonly { mode: RerankMode; label: string; detail?: string }[] = [
+  { mode: "AUTO", label: "Auto", detail: "the server's rerank endpoint, if it has one" },
   { mode: "OFF", label: "Off" },
-  { mode: "ENDPOINT", label: "Rerank endpoint (cross-encoder)" },
-  { mode: "JUDGE", label: "The chat model judges (one more model call)" },
+  { mode: "ENDPOINT", label: "Rerank endpoint", detail: "a cross-encoder scores each candidate" },
+  { mode: "JUDGE", label: "Model judges", detail: "the chat model judges the candidates (one more model call)" },
 ];
-export const EXPANSION_MODES: readonly { mode: ExpansionMode; label: string }[] = [
-  { mode: "OFF", label: "Off: search the question alone" },
-  { mode: "ON", label: "On: the model proposes other phrasings (one more model call)" },
-  { mode: "AUTO", label: "Auto: on for models that follow instructions reliably" },
+export const EXPANSION_MODES: readonly { mode: ExpansionMode; label: string; detail?: string }[] = [
+  { mode: "OFF", label: "Off", detail: "search the question alone" },
+  { mode: "ON", label: "On", detail: "the model proposes other phrasings (one more model call)" },
+  { mode: "AUTO", label: "Auto", detail: "on for models that follow instructions reliably" },
 ];
 
 /** How hard a turn searches: the most retrieval passes of evaluate-and-widen. */
-export const QUALITIES: readonly { value: Quality; label: string }[] = [
-  { value: "QUICK", label: "Quick: one search" },
-  { value: "BALANCED", label: "Balanced: search again once when the sources look weak" },
-  { value: "THOROUGH", label: "Thorough: up to four searches, each wider" },
+export const QUALITIES: readonly { value: Quality; label: string; detail?: string }[] = [
+  { value: "QUICK", label: "Quick", detail: "one search" },
+  { value: "BALANCED", label: "Balanced", detail: "search again once when the sources look weak" },
+  { value: "THOROUGH", label: "Thorough", detail: "up to four searches, each wider" },
 ];
 
 /** Whether the chat model rewrites a follow-up into a standalone question before searching. */
-export const REWRITE_MODES: readonly { value: RewriteMode; label: string }[] = [
-  { value: "AUTO", label: "Auto: when the model says it can" },
+export const REWRITE_MODES: readonly { value: RewriteMode; label: string; detail?: string }[] = [
+  { value: "AUTO", label: "Auto", detail: "when the model says it can" },
   { value: "ON", label: "Always" },
-  { value: "OFF", label: "Never: search with the conversation's recent questions" },
+  { value: "OFF", label: "Never", detail: "search with the conversation's recent questions" },
 ];
 
 export function draftOf(session: SessionFieldsFragment): SettingsDraft {
