@@ -264,7 +264,7 @@ class View:
         arrays = (self.ids, self.lengths, self.sorted_ids, self.sorted_rows, self.norm)
         return sum(s.nbytes for s in self.segments) + sum(a.nbytes for a in arrays)
 
-    def search(self, weights: Mapping[int, float], k: int) -> list[tuple[int, float]]:
+    def search(self, weights: Mapping[int, float], k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The ``k`` best live chunks for the question's term weights as ``(chunk_id, bm25)``,
         lower (more negative) is better, as FTS5's ``bm25()``; ties: lower id first.
 
@@ -272,13 +272,18 @@ class View:
         possible contribution (idf x (k1 + 1)), each over its whole posting list, until the ones
         left could not lift a chunk they alone match past the k-th best score so far; those
         (common words: a term in more than half the chunks has idf 1e-6) are then added only to the
-        chunks that can still reach the top k, found by binary search in their posting lists."""
+        chunks that can still reach the top k, found by binary search in their posting lists.
+
+        With ``only``, every term is added over its whole posting list (the pruning's k-th best
+        would be the unfiltered one's) and the top k is taken from the filter's rows alone."""
         n = self.size
         if k <= 0 or not n or not weights:
             return []
         lists = self._postings(weights)
         if not lists:
             return []
+        if only is not None:
+            return self._search_only(lists, k, self._rows_of(only))
         lists.sort(key=lambda item: -item[0])
         bounds = [w * (K1 + 1) for w, _ in lists]
         left = [*np.cumsum(bounds[::-1])[::-1].tolist(), 0.0]  # the most lists[i:] can add to a chunk
@@ -311,6 +316,30 @@ class View:
                     f = tf[at[found]].astype(np.float64)
                     matched = hits[found]
                     scores[matched] += w * (f * (K1 + 1)) / (f + self.norm[matched])
+        if k < len(hits):
+            hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+        ids = self.ids[hits]
+        order = np.lexsort((ids, -scores[hits]))
+        return [(int(ids[j]), -float(scores[hits[j]])) for j in order]
+
+    def _rows_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        if not len(chunk_ids) or not self.size:
+            return np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.sorted_ids, chunk_ids), self.size - 1)
+        return self.sorted_rows[pos[self.sorted_ids[pos] == chunk_ids]]
+
+    def _search_only(
+        self, lists: list[tuple[float, list[tuple[np.ndarray, np.ndarray]]]], k: int, allowed: np.ndarray
+    ) -> list[tuple[int, float]]:
+        keep = np.zeros(len(self.ids), dtype=bool)
+        keep[allowed] = True
+        scores = np.zeros(len(self.ids), dtype=np.float64)
+        for w, slices in lists:
+            for rows, tf in slices:
+                rows, tf = rows[keep[rows]], tf[keep[rows]]
+                f = tf.astype(np.float64)
+                scores[rows] += w * (f * (K1 + 1)) / (f + self.norm[rows])
+        hits = np.flatnonzero(scores)  # only kept rows were scored; dead rows are not in ``allowed``
         if k < len(hits):
             hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
         ids = self.ids[hits]

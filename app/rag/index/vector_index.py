@@ -65,8 +65,11 @@ class View:
     def size(self) -> int:
         return len(self.sorted_ids)
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best live rows as ``(chunk_id, cosine)``, best first (ties: lower id first)."""
+    def search(self, query: np.ndarray, k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best live rows as ``(chunk_id, cosine)``, best first (ties: lower id first);
+        with ``only`` (ascending chunk ids), the best of those rows alone."""
+        if only is not None:
+            return self._search_rows(query, k, self.rows_of(only))
         k = min(k, self.size)
         if k <= 0:
             return []
@@ -78,6 +81,23 @@ class View:
         n = len(scores)
         top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
         return self._ranked(top, query)
+
+    def rows_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The live rows of those of ``chunk_ids`` that have a vector."""
+        if not len(chunk_ids) or not self.size:
+            return np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.sorted_ids, chunk_ids), self.size - 1)
+        return self.sorted_rows[pos[self.sorted_ids[pos] == chunk_ids]]
+
+    def _search_rows(self, query: np.ndarray, k: int, rows: np.ndarray) -> list[tuple[int, float]]:
+        # Only the filter's rows are scored: a selective filter costs less than a full search.
+        k = min(k, len(rows))
+        if k <= 0:
+            return []
+        scores = np.einsum("ij,j->i", self.matrix[rows], np.asarray(query, dtype=np.float32))
+        n = len(scores)
+        top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
+        return self._ranked(rows[top], query)
 
     def vectors(self, chunk_ids: Iterable[int]) -> dict[int, np.ndarray]:
         wanted = np.fromiter(chunk_ids, dtype=np.int64)
