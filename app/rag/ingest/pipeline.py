@@ -11,9 +11,9 @@ deleted, and triggers remove their vectors and keyword index entries with them.
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from functools import partial
 
