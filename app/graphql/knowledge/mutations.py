@@ -18,6 +18,7 @@ from app.graphql.results import (
     DeleteDocumentResult,
     DeleteProjectResult,
     DocumentDeleted,
+    DocumentResult,
     FileOutcome,
     JobChangeResult,
     ProjectDeleted,
@@ -228,6 +229,19 @@ class KnowledgeMutation:
         ] = False,
     ) -> UrlDocumentResult:
         return await job_resolvers.from_url(info, project_id, url, wait)
+
+    @strawberry.mutation(
+        description="Replace a document's free tags (an editor of its knowledge base may). Each tag is 1-64 "
+        "characters without leading or trailing spaces; 50 at most. Document filters select by them."
+    )
+    async def set_document_tags(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _DOCUMENT_ID],
+        tags: Annotated[list[str], strawberry.argument(description="Its new tags (an empty list removes them all).")],
+    ) -> DocumentResult:
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(lambda: Document.of(documents.set_tags(store, parse_id(id, "id"), tags, caller=caller)))
 
     @strawberry.mutation(description="Delete a document with its chunks and vectors.")
     async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:
