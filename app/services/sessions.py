@@ -48,7 +48,7 @@ def validate_changes(changes: SessionChanges) -> None:
         problems.append(("title", f"must be 1 to {TITLE_MAX} characters"))
     if changes.system_prompt is not None and len(changes.system_prompt) > SYSTEM_PROMPT_MAX:
         problems.append(("systemPrompt", f"must be at most {SYSTEM_PROMPT_MAX} characters"))
-    problems += [(to_camel(name), message) for name, message in changes.problems()]
+    problems += [(".".join(map(to_camel, name.split("."))), message) for name, message in changes.problems()]
     if problems:
         (field, message), *more = problems
         raise ValidationError(field, message, more=more)
