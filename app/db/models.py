@@ -109,6 +109,9 @@ class Project(Timestamps, Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
+    # Bumped by every change of its documents' tags or modification dates: with the chunks'
+    # revision, the key of a document filter's resolved chunks (app/rag/search/document_filter.py).
+    metadata_revision: Mapped[int] = mapped_column(Integer, server_default=text("0"), default=0)
 
     documents: Mapped[list[Document]] = relationship(
         back_populates="project", cascade="all, delete-orphan", passive_deletes=True

@@ -14,7 +14,7 @@ from app.errors import IngestError, ValidationError
 from app.llm.base import Embedder
 from app.rag.ingest.parsing import detect_kind
 from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
-from app.rag.ingest.tags import replace_tags, tags_of
+from app.rag.ingest.tags import metadata_changed, replace_tags, tags_of
 from app.rag.sanitize import clean_name
 from app.rag.search.document_filter import tags_problems
 from app.services.pages import Order, Page, PageRequest, pages
@@ -83,6 +83,7 @@ def set_metadata(store: Database, document_id: int, *, tags: list[str] | None, m
             return
         if modified_at is not None:
             doc.modified_at = modified_at
+            metadata_changed(db, doc.id)
         if tags is not None:
             replace_tags(db, doc.id, tags)
 

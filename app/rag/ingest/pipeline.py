@@ -32,7 +32,7 @@ from app.rag.ingest.chunking import chunk
 from app.rag.ingest.intake import SkipReason, inspect
 from app.rag.ingest.parse_worker import ParseWorker
 from app.rag.ingest.parsing import ParseLimits, kind_by_name
-from app.rag.ingest.tags import replace_tags
+from app.rag.ingest.tags import metadata_changed, replace_tags
 from app.rag.ingest.types import ChunkSpec, DocumentKind, sha256
 from app.rag.sanitize import clean_name
 from app.settings import IngestSettings
@@ -269,6 +269,7 @@ class Ingestor:
                 utcnow(),
             )
             db.flush()
+            metadata_changed(db, doc.id)  # its dates changed (its chunks may not have)
             if plan.source.tags is not None:
                 replace_tags(db, doc.id, plan.source.tags)
             if plan.vanished:
@@ -302,6 +303,7 @@ class Ingestor:
             if doc is not None:
                 if source.modified_at is not None:
                     doc.modified_at = source.modified_at
+                    metadata_changed(db, doc.id)
                 if source.tags is not None:
                     replace_tags(db, doc.id, source.tags)
         return self._finish(unchanged, finish)

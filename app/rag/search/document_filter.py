@@ -10,19 +10,23 @@ changed when someone said so, else when it was ingested.
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import bindparam, text
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
 from app.db.models import UTCDateTime
 from app.rag.ingest.types import DocumentKind
+from app.rag.search.query_cache import LRU
 
 MAX_TAG_LENGTH = 64  # documents.tag's width
 MAX_TAGS = 50  # per document, and per list of a filter
 MAX_PATH_PREFIX = 1000  # documents.name's width
+RESOLVED = 16  # filters' chunk ids kept per database (100k chunks: 800 kB each)
 
 
 def tag_problem(tag: str) -> str | None:
@@ -160,3 +164,30 @@ def chunk_ids(db: Session, project_id: int, only: DocumentFilter) -> np.ndarray:
         )
     rows = db.execute(statement, params).scalars().all()
     return np.fromiter((int(r) for r in rows), dtype=np.int64, count=len(rows))
+
+
+_resolved: weakref.WeakKeyDictionary[Engine, LRU[tuple[object, ...], np.ndarray]] = weakref.WeakKeyDictionary()
+
+
+def metadata_revision(db: Session, project_id: int) -> int:
+    """The project's count of changes to its documents' tags and dates, as of ``db``'s snapshot."""
+    found = db.execute(text("SELECT metadata_revision FROM projects WHERE id = :p"), {"p": project_id}).scalar()
+    return int(found or 0)
+
+
+def resolved(db: Session, project_id: int, revision: tuple[object, ...], only: DocumentFilter) -> np.ndarray:
+    """:func:`chunk_ids`, kept in memory under the chunks' ``revision`` and the project's metadata
+    revision: resolving a broad filter reads every chunk row of the project (150-250 ms at 100k
+    chunks on SQLite, many times the search itself), and the same filter is asked turn after turn."""
+    key = (project_id, revision, metadata_revision(db, project_id), only)
+    engine = db.get_bind()
+    assert isinstance(engine, Engine)
+    cache = _resolved.get(engine)
+    if cache is None:
+        cache = _resolved.setdefault(engine, LRU(RESOLVED))
+    found = cache.get(key)
+    if found is None:
+        found = chunk_ids(db, project_id, only)
+        found.setflags(write=False)
+        cache.put(key, found)
+    return found

@@ -184,9 +184,13 @@ def retrieve(
         key: tuple[object, ...] | None = None
         # The project's revision in this snapshot (app/rag/search/query_cache.py): any write to its chunks or
         # vectors, by any process or server, changes it.
-        if cache_key is not None:
+        revision: tuple[object, ...] = ()
+        if cache_key is not None or params.document_filter is not None:
             space_id = spaces.space_row_id(space.table)
             revision = rankings.revision(db, project_id, space_id)
+            if params.document_filter is not None:  # the documents it selects change with their tags too
+                revision += (document_filter.metadata_revision(db, project_id),)
+        if cache_key is not None:
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
             key += (tuple(alternatives), alternative_weight)
             cached = query_cache.results(store.engine).get(key)
@@ -196,7 +200,7 @@ def retrieve(
         only = None
         if params.document_filter is not None:
             with _timed(t, Stage.RETRIEVAL_LOAD):
-                only = document_filter.chunk_ids(db, project_id, params.document_filter)
+                only = document_filter.resolved(db, project_id, (space.table, *revision), params.document_filter)
         vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result, terms, only)
         extra: list[tuple[list[tuple[int, float]], float]] = []
         for text, vector in zip(alternatives, alternative_vectors, strict=True):

@@ -13,7 +13,7 @@ from app.container import Container
 from app.rag.ingest.pipeline import Ingestor, Source
 from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.retrieval import RetrievalParams, retrieve
-from app.services import projects
+from app.services import documents, projects
 from tests.fakes import FakeEmbedder
 
 pytestmark = pytest.mark.postgres
@@ -119,3 +119,21 @@ def test_tags_given_again_for_an_unchanged_file_replace_its_tags(container: Cont
     assert found == []
     found = _names(container, embedder, pid, "vector", DocumentFilter(tags_all=("ops",)), 10)
     assert "policies/p.txt" in {n for n, _ in found}
+
+
+def test_a_tag_change_reaches_the_next_search_past_both_caches(container: Container) -> None:
+    """The filter's resolved chunks and the result cache are keyed by the chunks' revision, which a
+    tag change does not move: the project's metadata revision does."""
+    embedder, pid = _project(container)
+    only = DocumentFilter(tags_any=("policy",))
+    params = RetrievalParams(mode="hybrid", top_k=10, threshold=0.0, document_filter=only)
+
+    def names() -> set[str]:
+        found = retrieve(container.store, embedder, pid, QUERY, params, cache_key=("turn",))
+        return {c.document_name for c in found.kept}
+
+    assert names() == {"policies/p.txt"}
+    assert names() == {"policies/p.txt"}  # now cached
+    runbook = next(d for d in documents.list_for(container.store, pid) if d.name == "runbooks/r3.txt")
+    documents.set_tags(container.store, runbook.id, ["policy"])
+    assert names() == {"policies/p.txt", "runbooks/r3.txt"}
