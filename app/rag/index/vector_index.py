@@ -41,6 +41,7 @@ FETCH_BATCH = 500  # ids per "rowid IN (...)" lookup
 LOAD_BATCH = 8192
 RELOAD_FRACTION = 1 / 64  # more changes than this share of the index: reload (a vec0 lookup costs ~90 rows of scan)
 MIN_RELOAD_CHANGES = 256
+SUBSET_SHARE = 4  # a filter keeping under 1/4 of the rows scores them alone, else all rows are scored
 COMPACT_FRACTION = 0.25  # dead rows beyond this share are dropped at the next catch-up
 VERIFIED_VEC0_LAYOUTS = ("v0.1.9",)  # sqlite-vec versions whose storage _read_chunks understands
 
@@ -90,14 +91,24 @@ class View:
         return self.sorted_rows[pos[self.sorted_ids[pos] == chunk_ids]]
 
     def _search_rows(self, query: np.ndarray, k: int, rows: np.ndarray) -> list[tuple[int, float]]:
-        # Only the filter's rows are scored: a selective filter costs less than a full search.
         k = min(k, len(rows))
         if k <= 0:
             return []
-        scores = np.einsum("ij,j->i", self.matrix[rows], np.asarray(query, dtype=np.float32))
+        q = np.asarray(query, dtype=np.float32)
+        if len(rows) * SUBSET_SHARE < len(self.ids):
+            # A selective filter: only its rows are scored (gathering them costs less than the rest).
+            scores = np.einsum("ij,j->i", self.matrix[rows], q)
+            n = len(scores)
+            top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
+            return self._ranked(rows[top], query)
+        # A broad one: every row scored in one pass as unfiltered (a gather of most of the matrix
+        # would copy it), the others then out of reach.
+        every = np.einsum("ij,j->i", self.matrix, q)
+        scores = np.full(len(every), -np.inf, dtype=np.float32)
+        scores[rows] = every[rows]
         n = len(scores)
-        top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
-        return self._ranked(rows[top], query)
+        top = np.argpartition(scores, n - k)[n - k :]
+        return self._ranked(top[np.isfinite(scores[top])], query)
 
     def vectors(self, chunk_ids: Iterable[int]) -> dict[int, np.ndarray]:
         wanted = np.fromiter(chunk_ids, dtype=np.int64)
