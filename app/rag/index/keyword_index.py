@@ -274,16 +274,22 @@ class View:
         (common words: a term in more than half the chunks has idf 1e-6) are then added only to the
         chunks that can still reach the top k, found by binary search in their posting lists.
 
-        With ``only``, every term is added over its whole posting list (the pruning's k-th best
-        would be the unfiltered one's) and the top k is taken from the filter's rows alone."""
+        With ``only``, the same over the filter's rows alone: the k-th best and the chunks that can
+        still reach it are taken among them (a chunk outside is never a hit), so the bounds hold."""
         n = self.size
         if k <= 0 or not n or not weights:
             return []
         lists = self._postings(weights)
         if not lists:
             return []
+        live = self._live
         if only is not None:
-            return self._search_only(lists, k, self._rows_of(only))
+            keep = np.zeros(len(self.ids), dtype=bool)
+            keep[self._rows_of(only)] = True  # live rows only
+
+            def live(rows: np.ndarray) -> np.ndarray:
+                return rows[keep[rows]]
+
         lists.sort(key=lambda item: -item[0])
         bounds = [w * (K1 + 1) for w, _ in lists]
         left = [*np.cumsum(bounds[::-1])[::-1].tolist(), 0.0]  # the most lists[i:] can add to a chunk
@@ -296,7 +302,7 @@ class View:
             # Worth a look once what is left could add less than this term could: bounds shrink fast.
             if left[i + 1] == 0.0 or left[i + 1] > bounds[i] or checks >= MAX_PRUNING_CHECKS:
                 continue
-            touched = self._live(np.flatnonzero(scores))
+            touched = live(np.flatnonzero(scores))
             if len(touched) < k:
                 continue
             checks += 1
@@ -306,7 +312,7 @@ class View:
                 candidates = touched[scores[touched] + left[done] >= threshold]
                 break
         if candidates is None:
-            hits = self._live(np.flatnonzero(scores))
+            hits = live(np.flatnonzero(scores))
         else:
             hits = candidates
             for w, slices in lists[done:]:
@@ -327,24 +333,6 @@ class View:
             return np.empty(0, dtype=np.int64)
         pos = np.minimum(np.searchsorted(self.sorted_ids, chunk_ids), self.size - 1)
         return self.sorted_rows[pos[self.sorted_ids[pos] == chunk_ids]]
-
-    def _search_only(
-        self, lists: list[tuple[float, list[tuple[np.ndarray, np.ndarray]]]], k: int, allowed: np.ndarray
-    ) -> list[tuple[int, float]]:
-        keep = np.zeros(len(self.ids), dtype=bool)
-        keep[allowed] = True
-        scores = np.zeros(len(self.ids), dtype=np.float64)
-        for w, slices in lists:
-            for rows, tf in slices:
-                rows, tf = rows[keep[rows]], tf[keep[rows]]
-                f = tf.astype(np.float64)
-                scores[rows] += w * (f * (K1 + 1)) / (f + self.norm[rows])
-        hits = np.flatnonzero(scores)  # only kept rows were scored; dead rows are not in ``allowed``
-        if k < len(hits):
-            hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
-        ids = self.ids[hits]
-        order = np.lexsort((ids, -scores[hits]))
-        return [(int(ids[j]), -float(scores[hits[j]])) for j in order]
 
     def idf(self, terms: Sequence[int]) -> dict[int, float]:
         """Each term's idf in the project (FTS5's formula and floor); terms no live chunk has are left out."""

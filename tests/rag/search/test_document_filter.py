@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
+from sqlalchemy import text
 
 from app.container import Container
+from app.rag.index import keyword_index, rankings, spaces
 from app.rag.ingest.pipeline import Ingestor, Source
 from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.retrieval import RetrievalParams, retrieve
@@ -137,3 +140,31 @@ def test_a_tag_change_reaches_the_next_search_past_both_caches(container: Contai
     runbook = next(d for d in documents.list_for(container.store, pid) if d.name == "runbooks/r3.txt")
     documents.set_tags(container.store, runbook.id, ["policy"])
     assert names() == {"policies/p.txt", "runbooks/r3.txt"}
+
+
+def test_filtered_rankings_equal_the_full_rankings_cut_to_the_filter(container: Container) -> None:
+    """Both rankings searched with a filter give exactly the full ranking's scores and order among
+    the filter's chunks (the keyword ranking keeps its pruning: its bounds hold among them too)."""
+    rng = np.random.default_rng(5)
+    words = ["alpha", "beta", "gamma", "delta", "billing", "service", "restart", "policy", "owl", "tea"]
+    files = {f"d{i:02d}.txt": " ".join(rng.choice(words, size=int(rng.integers(3, 12)))) for i in range(60)}
+    embedder = FakeEmbedder()
+    project_id = projects.get_or_create(container.store, "many")[0].id
+    sources = [Source.from_bytes(name, text.encode()) for name, text in files.items()]
+    Ingestor(container.store, embedder, container.settings.ingest).ingest(project_id, sources)
+    terms = keyword_index.tokenizer().question("restart the billing service policy")
+    vector = np.asarray(embedder.embed(["restart the billing service policy"])[0], dtype=np.float32)
+    with container.store.read() as db:
+        table = spaces.active_space(db, project_id).table
+        every = np.asarray(sorted(int(i) for i in db.execute(text("SELECT id FROM chunks")).scalars()), dtype=np.int64)
+        keyword = rankings.keyword_ranking(db, project_id)
+        vectors = rankings.vector_ranking(db, table)
+        for share in (0.1, 0.5, 0.9):
+            only = np.sort(rng.choice(every, size=max(1, int(len(every) * share)), replace=False))
+            allowed = set(only.tolist())
+            for ranking, query in ((keyword, terms), (vectors, vector)):
+                full = [hit for hit in ranking.search(query, len(every)) if hit[0] in allowed]
+                got = ranking.search(query, 5, only)
+                # The same scores in the same order (chunks of equal text tie: either may be cut).
+                assert [round(score, 9) for _, score in got] == [round(score, 9) for _, score in full[:5]]
+                assert {cid for cid, _ in got} <= allowed and len(got) == min(5, len(full))
