@@ -152,11 +152,18 @@ def ingest_uploads(
     project_id: int,
     files: list[tuple[str, bytes]],
     *,
+    tags: list[str] | None = None,
+    modified_at: datetime | None = None,
     caller: Caller = THE_SERVER,
 ) -> IngestSummary:
-    """Uploaded files (name, bytes), checked first: names, sizes, kinds."""
+    """Uploaded files (name, bytes), checked first: names, sizes, kinds, tags; each gets ``tags``
+    (None: its own kept) and ``modified_at`` (None: not known)."""
+    if tags is not None and (problems := tags_problems(tags, "tags")):
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
     files = check_uploads(files, max_upload_bytes)
-    sources = [Source.from_bytes(name, data) for name, data in files]
+    kept = tuple(tags) if tags is not None else None
+    sources = [Source.from_bytes(name, data, modified_at=modified_at, tags=kept) for name, data in files]
     return ingest(store, embedder, settings, project_id, sources, caller=caller)
 
 

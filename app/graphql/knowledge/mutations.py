@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
@@ -56,7 +57,14 @@ def _report(summary: IngestSummary, docs: dict[int, Document]) -> UploadReport:
     )
 
 
-async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, bytes]]) -> UploadResult:
+async def _ingest(
+    info: Info,
+    project_id: strawberry.ID,
+    files: list[tuple[str, bytes]],
+    *,
+    tags: list[str] | None = None,
+    modified_at: datetime | None = None,
+) -> UploadResult:
     container, caller = info.context.container, caller_of(info)
 
     def run() -> IngestSummary:
@@ -68,6 +76,8 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
             settings.api.max_upload_bytes,
             parse_id(project_id, "projectId"),
             files,
+            tags=tags,
+            modified_at=modified_at,
             caller=caller,
         )
 
@@ -200,8 +210,16 @@ class KnowledgeMutation:
             ),
         ],
         text: Annotated[str, strawberry.argument(description="The document's content.")],
+        tags: Annotated[
+            list[str] | None,
+            strawberry.argument(description="Its free tags (replacing any it has); null: as they are."),
+        ] = None,
+        modified_at: Annotated[
+            datetime | None,
+            strawberry.argument(description="When the content last changed, if the client knows; null: not known."),
+        ] = None,
     ) -> UploadResult:
-        return await _ingest(info, project_id, [(name, text.encode("utf-8"))])
+        return await _ingest(info, project_id, [(name, text.encode("utf-8"))], tags=tags, modified_at=modified_at)
 
     @strawberry.mutation(
         description="Fetch a document from an http(s) URL and add (or update) it. The server refuses URLs that lead "

@@ -119,3 +119,19 @@ def test_a_session_keeps_its_filter_and_its_turns_search_only_those_documents(ap
     trace = api.run(SEND, s=session["id"], c="restart the billing service")["sendMessage"]["trace"]
     assert trace["search"]["documentFilter"] is None
     assert {c["documentName"] for c in trace["candidates"]} == set(DOCS)
+
+
+ADD_TAGGED = """mutation($p: ID!, $n: String!, $t: String!, $tags: [String!], $m: DateTime) {
+  addDocument(projectId: $p, name: $n, text: $t, tags: $tags, modifiedAt: $m) { __typename
+  ... on UploadReport { files { document { tags modifiedAt } } } ... on ValidationError { fields { field } } } }"""
+
+
+def test_tags_and_a_date_given_at_upload(api: Api) -> None:
+    pid, _ = _kb(api)
+    added = api.run(ADD_TAGGED, p=pid, n="old.md", t="an old billing note", tags=["archive"], m="2020-05-01T00:00:00Z")
+    document = added["addDocument"]["files"][0]["document"]
+    assert document["tags"] == ["archive"] and document["modifiedAt"].startswith("2020-05-01T00:00:00")
+    old = api.run(SEARCH, p=pid, q="billing", f={"dateTo": "2021-01-01T00:00:00Z"})["search"]
+    assert _kept(old) == {"old.md"}
+    refused = api.run(ADD_TAGGED, p=pid, n="x.md", t="x", tags=[""], m=None)["addDocument"]
+    assert refused == {"__typename": "ValidationError", "fields": [{"field": "tags"}]}
