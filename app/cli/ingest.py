@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -19,8 +20,9 @@ from app.rag.ingest.folders import collect
 from app.rag.ingest.intake import Skipped, SkipReason
 from app.rag.ingest.pipeline import FileResult, FileStatus, IngestSummary
 from app.rag.sanitize import clean_name
+from app.rag.search.document_filter import tags_problems
 from app.resources import DEMO as DEMO_DIR  # ragchat's own documentation
-from app.services import leases, projects
+from app.services import documents, leases, projects
 from app.services.ingestion import jobs, url_documents
 from app.services.ingestion.worker import ItemRunner
 from app.services.records import IngestionItem, JobOrigin
@@ -39,15 +41,22 @@ def ingest_paths(
     include: list[str] | None = None,
     exclude: list[str] | None = None,
     defaults: bool = True,
+    tags: list[str] | None = None,
 ) -> IngestSummary:
     """Files and folders through an ingestion job run in the foreground (what the server's worker
-    does for uploads, file by file), then each URL fetched and ingested."""
+    does for uploads, file by file), then each URL fetched and ingested. Each file's document then
+    gets its mtime as its modification date, and ``tags`` (when given) as its tags."""
+    if tags:
+        problems = tags_problems(tags, "--tag")
+        if problems:
+            raise typer.BadParameter("; ".join(message for _, message in problems))
     project_row, created = projects.get_or_create(container.store, project)
     if created:
         console.print(f"created knowledge base [bold]{project_row.name}[/]")
     found = collect(paths, include or [], exclude or [], defaults=defaults)
     urls = urls or []
     intakes = [jobs.Intake(clean_name(name), path.stat().st_size, path) for name, path in found.files]
+    paths_by_name = {intake.name: path for intake, (_, path) in zip(intakes, found.files, strict=True)}
     job = jobs.create(container.store, container.settings.jobs, project_row.id, JobOrigin.CLI, intakes)
     summary = IngestSummary()
     started = time.perf_counter()
@@ -63,6 +72,8 @@ def ingest_paths(
                 ended = runner.run(row, owned=False) if row is not None else jobs.item(container.store, queued.id)
                 result = _result(ended or queued)
                 summary.files.append(result)
+                if result.document_id is not None and result.status != FileStatus.FAILED:
+                    _file_metadata(container, result.document_id, paths_by_name.get(result.name), tags)
                 bar.advance(task)
                 if result.status == FileStatus.FAILED:
                     bar.console.print(f"[red]failed[/] {result.name}: {result.error}")
@@ -81,6 +92,15 @@ def ingest_paths(
     summary.seconds = time.perf_counter() - started
     print_summary(summary, found.skipped)
     return summary
+
+
+def _file_metadata(container: Container, document_id: int, path: Path | None, tags: list[str] | None) -> None:
+    """The file's mtime (when the file system knows it) and the command's tags, onto its document."""
+    modified = None
+    if path is not None:
+        with suppress(OSError):
+            modified = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    documents.set_metadata(container.store, document_id, tags=tags or None, modified_at=modified)
 
 
 def _ingest_url(
@@ -155,6 +175,9 @@ def ingest(
         "--no-default-excludes",
         help="Also take lock files, source maps, minified bundles and search indexes.",
     ),
+    tag: list[str] = typer.Option(
+        None, "--tag", help="A tag for every file ingested (repeatable); replaces the documents' tags."
+    ),
 ) -> None:
     """Add or update documents in a knowledge base. In folders, a .ragchatignore (gitignore syntax)
     leaves files out; every file left out is listed with its reason."""
@@ -171,6 +194,7 @@ def ingest(
                 include=include or [],
                 exclude=exclude or [],
                 defaults=not no_default_excludes,
+                tags=tag or None,
             )
     finally:
         container.close()

@@ -109,6 +109,9 @@ class Project(Timestamps, Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     description: Mapped[str] = mapped_column(Text, default="")
+    # Bumped by every change of its documents' tags or modification dates: with the chunks'
+    # revision, the key of a document filter's resolved chunks (app/rag/search/document_filter.py).
+    metadata_revision: Mapped[int] = mapped_column(Integer, server_default=text("0"), default=0)
 
     documents: Mapped[list[Document]] = relationship(
         back_populates="project", cascade="all, delete-orphan", passive_deletes=True
@@ -197,14 +200,30 @@ class Document(Timestamps, Base):
     ingested_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
     # The URL it was fetched from (after redirects); null for uploaded files and text.
     source_url: Mapped[str | None] = mapped_column(Text)
+    # When the file itself last changed, as its uploader or the ingesting file system said; null
+    # when nobody did. A filter's date range reads it, else ingested_at (the upload).
+    modified_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
     project: Mapped[Project] = relationship(back_populates="documents")
+    tags: Mapped[list[DocumentTag]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="DocumentTag.tag"
+    )
     chunks: Mapped[list[Chunk]] = relationship(
         back_populates="document",
         cascade="all, delete-orphan",
         passive_deletes=True,
         order_by="Chunk.ordinal",
     )
+
+
+class DocumentTag(Base):
+    """A free tag on a document: a row each, so a filter on tags is an indexed lookup on either backend."""
+
+    __tablename__ = "document_tags"
+    __table_args__ = (Index("ix_document_tags_tag", "tag", "document_id"),)
+
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(64), primary_key=True)
 
 
 class Chunk(Base):
@@ -261,6 +280,8 @@ class ChatSession(Timestamps, Base):
     expansion: Mapped[str] = mapped_column(String(10), server_default=text("'off'"))
     quality: Mapped[str] = mapped_column(String(20), server_default=text("'balanced'"))
     rewrite: Mapped[str] = mapped_column(String(20), server_default=text("'auto'"))
+    # Which documents the session searches (app/rag/search/document_filter.py), as JSON; null: all.
+    document_filter: Mapped[str | None] = mapped_column(Text)
     # Who made the chat; only they read and change it. NULL: made before people existed, or its
     # person was deleted: such chats belong to the server's administrators (migration 0025).
     owner_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"), index=True)

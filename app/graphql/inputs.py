@@ -49,7 +49,10 @@ class _ChatSessionInputHead:
     )
 
     def changes(self) -> SessionChanges:
-        return SessionChanges(**vars(self))  # the input's fields are SessionChanges', by name
+        values = dict(vars(self))  # the input's fields are SessionChanges', by name
+        if values.get("document_filter") is not None:
+            values["document_filter"] = values["document_filter"].to_filter()
+        return SessionChanges(**values)
 
 
 @strawberry.input(description="A new chat session; what you omit takes the server's defaults (sessionDefaults).")

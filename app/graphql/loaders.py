@@ -17,7 +17,7 @@ import anyio.to_thread
 from strawberry.dataloader import DataLoader
 
 from app.container import Container
-from app.services import batches
+from app.services import batches, documents
 from app.services.people.access import Caller
 from app.services.records import Document, Project
 from app.services.tools import calls as tool_calls
@@ -58,3 +58,5 @@ class Loaders:
             lambda ids: list(tools.session_groups(store, ids).values())
         )
         self.tool_calls_by_message = _loader(partial(tool_calls.by_messages, store))
+        # Under a Document the caller was allowed to read.
+        self.document_tags: DataLoader[int, list[str]] = _loader(partial(documents.tags_by_document, store))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio.to_thread
 import strawberry
 
-from app.graphql import types
+from app.graphql import rag_settings, types
 from app.graphql.chat.queries import ChatQuery, ProviderQuery
 from app.graphql.context import Info
 from app.graphql.enums import RetrievalMode
@@ -41,7 +41,7 @@ class ServerQuery:
     def session_defaults(self, info: Info) -> SessionDefaults:
         settings = info.context.container.settings
         return SessionDefaults(
-            **RagSettings.of(settings.rag).model_dump(),
+            **rag_settings.shown(RagSettings.of(settings.rag)),
             provider=settings.llm.provider,
             model=settings.llm.model,
             mode=settings.rag.mode,

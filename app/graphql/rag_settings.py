@@ -8,10 +8,13 @@ A type that shows them extends :class:`RagSettingsFields` and is built with
 
 from __future__ import annotations
 
+from typing import Any
+
 import strawberry
 
 from app.graphql.enums import AnswerMode, ExpansionMode, Quality, RerankMode, RewriteMode
-from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE
+from app.graphql.search.document_filter import DocumentFilterInput, DocumentFilterView
+from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE, RagSettings
 
 _TOP_K = "How many sources an answer is written from at most, {}-{}.".format(*TOP_K_RANGE)
 _THRESHOLD = (
@@ -21,6 +24,7 @@ _RERANK = "Whether and how the first candidates are reranked (the trace shows ea
 _EXPANSION = "Whether alternative phrasings of the question are searched too (the trace lists them)."
 _QUALITY = "How many retrieval passes evaluate-and-widen may take (QUICK 1, BALANCED 2, THOROUGH 4)."
 _REWRITE = "Whether follow-ups are rewritten into standalone queries by the chat model."
+_FILTER = "Which documents the session's searches read (the trace shows it); null: every document."
 _UNSET = " Omitted or null: the server's default (sessionDefaults) when creating, unchanged when updating."
 
 
@@ -37,6 +41,7 @@ class RagSettingsFields:
     expansion: ExpansionMode = strawberry.field(description=_EXPANSION)
     quality: Quality = strawberry.field(description=_QUALITY)
     rewrite: RewriteMode = strawberry.field(description=_REWRITE)
+    document_filter: DocumentFilterView | None = strawberry.field(description=_FILTER)
 
 
 @strawberry.input
@@ -54,3 +59,11 @@ class RagSettingsInput:
     expansion: ExpansionMode | None = strawberry.field(default=None, description=_EXPANSION + _UNSET)
     quality: Quality | None = strawberry.field(default=None, description=_QUALITY + _UNSET)
     rewrite: RewriteMode | None = strawberry.field(default=None, description=_REWRITE + _UNSET)
+    document_filter: DocumentFilterInput | None = strawberry.field(
+        default=None, description=_FILTER + " An empty filter: every document." + _UNSET
+    )
+
+
+def shown(rag: RagSettings) -> dict[str, Any]:
+    """RagSettingsFields' values for ``rag``."""
+    return rag.model_dump(exclude={"document_filter"}) | {"document_filter": DocumentFilterView.of(rag.document_filter)}

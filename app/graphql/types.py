@@ -10,6 +10,7 @@ from typing import Annotated
 import strawberry
 
 from app.errors import NotFoundError
+from app.graphql import rag_settings
 from app.graphql.chat.trace_types import SCORE, Degradation, Location, RetrievalTrace
 from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, Cursor, First, Last, paged
 from app.graphql.context import Info
@@ -316,7 +317,7 @@ class ChatSession(_ChatSessionHead, RagSettingsFields):
             provider=row.provider,
             model=row.model,
             shared=row.shared,
-            **RagSettings.of(row).model_dump(),
+            **rag_settings.shown(RagSettings.of(row)),
             created_at=row.created_at,
             updated_at=row.updated_at,
             owner_id=row.owner_id,

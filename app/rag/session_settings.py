@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.rag.answer.mode import AnswerMode
 from app.rag.search.conversation_settings import Quality, RewriteMode
+from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.ranking_modes import ExpansionMode, RerankMode
 
 TOP_K_RANGE = (1, 50)  # sources kept for an answer
@@ -45,6 +46,16 @@ class RagSettings(BaseModel):
     quality: Quality = Quality.BALANCED
     # AUTO: follow-ups rewritten into standalone queries by chat models that declare they can.
     rewrite: RewriteMode = RewriteMode.AUTO
+    # Which documents its searches read (app/rag/search/document_filter.py); None: every one.
+    # Stored as JSON in chat_sessions.document_filter.
+    document_filter: DocumentFilter | None = None
+
+    @field_validator("document_filter", mode="before")
+    @classmethod
+    def _stored(cls, value: object) -> object:
+        if isinstance(value, str) or value is None:
+            return DocumentFilter.from_json(value)
+        return value
 
     @classmethod
     def of(cls, source: object) -> RagSettings:
@@ -67,6 +78,8 @@ class RagSettingsPatch:
     expansion: ExpansionMode | None = None
     quality: Quality | None = None
     rewrite: RewriteMode | None = None
+    # An empty filter clears the session's (None leaves it as it is).
+    document_filter: DocumentFilter | None = None
 
     def problems(self) -> list[tuple[str, str]]:
         """Each value out of its bounds, as ``(field, message)``: all of them, to be reported at once."""
@@ -77,11 +90,15 @@ class RagSettingsPatch:
         low_t, high_t = THRESHOLD_RANGE
         if self.threshold is not None and not (math.isfinite(self.threshold) and low_t <= self.threshold <= high_t):
             found.append(("threshold", f"must be a number between {low_t:g} and {high_t:g} (got {self.threshold})"))
+        if self.document_filter is not None:
+            found += [(f"document_filter.{name}", message) for name, message in self.document_filter.problems()]
         return found
 
     def applied_to(self, current: RagSettings) -> RagSettings:
         """``current`` with this patch's values (check :meth:`problems` first)."""
         values = {f.name: getattr(self, f.name) for f in fields(RagSettingsPatch)}
         changed = {name: value for name, value in values.items() if value is not None}
+        if self.document_filter is not None:
+            changed["document_filter"] = self.document_filter.normalised()
         # Validated, not model_copy(update=...), which would keep a plain "extractive" as it came.
         return type(current).model_validate({**current.model_dump(), **changed})

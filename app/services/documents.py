@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from sqlalchemy import select
 
@@ -13,7 +14,9 @@ from app.errors import IngestError, ValidationError
 from app.llm.base import Embedder
 from app.rag.ingest.parsing import detect_kind
 from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
+from app.rag.ingest.tags import metadata_changed, replace_tags, tags_of
 from app.rag.sanitize import clean_name
+from app.rag.search.document_filter import tags_problems
 from app.services.pages import Order, Page, PageRequest, pages
 from app.services.people import access
 from app.services.people.access import THE_SERVER, Caller
@@ -54,6 +57,42 @@ def delete(store: Database, document_id: int, *, caller: Caller = THE_SERVER) ->
         doc = access.require_document(db, caller, document_id, MemberRole.EDITOR)
         db.delete(doc)
         return doc
+
+
+def set_tags(store: Database, document_id: int, tags: list[str], *, caller: Caller = THE_SERVER) -> Document:
+    """Replace a document's free tags (an editor of its knowledge base may); returns the document."""
+    problems = tags_problems(tags, "tags")
+    if problems:
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
+    with store.write() as db:
+        doc = access.require_document(db, caller, document_id, MemberRole.EDITOR)
+        replace_tags(db, doc.id, tags)
+        return doc
+
+
+def set_metadata(store: Database, document_id: int, *, tags: list[str] | None, modified_at: datetime | None) -> None:
+    """A document's tags (None: as they are) and when its file last changed (None: as it is), for the
+    server's own commands (`ragchat ingest --tag`, the file's mtime); tags validated first."""
+    if tags is not None and (problems := tags_problems(tags, "tags")):
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
+    with store.write() as db:
+        doc = db.get(Document, document_id)
+        if doc is None:
+            return
+        if modified_at is not None:
+            doc.modified_at = modified_at
+            metadata_changed(db, doc.id)
+        if tags is not None:
+            replace_tags(db, doc.id, tags)
+
+
+def tags_by_document(store: Database, document_ids: list[int]) -> list[list[str]]:
+    """Each document's tags, sorted, in the order of ``document_ids``."""
+    with store.read() as db:
+        found = tags_of(db, document_ids)
+    return [found.get(i, []) for i in document_ids]
 
 
 MAX_NAME = 255
@@ -113,11 +152,18 @@ def ingest_uploads(
     project_id: int,
     files: list[tuple[str, bytes]],
     *,
+    tags: list[str] | None = None,
+    modified_at: datetime | None = None,
     caller: Caller = THE_SERVER,
 ) -> IngestSummary:
-    """Uploaded files (name, bytes), checked first: names, sizes, kinds."""
+    """Uploaded files (name, bytes), checked first: names, sizes, kinds, tags; each gets ``tags``
+    (None: its own kept) and ``modified_at`` (None: not known)."""
+    if tags is not None and (problems := tags_problems(tags, "tags")):
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
     files = check_uploads(files, max_upload_bytes)
-    sources = [Source.from_bytes(name, data) for name, data in files]
+    kept = tuple(tags) if tags is not None else None
+    sources = [Source.from_bytes(name, data, modified_at=modified_at, tags=kept) for name, data in files]
     return ingest(store, embedder, settings, project_id, sources, caller=caller)
 
 

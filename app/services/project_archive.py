@@ -1,11 +1,11 @@
 """One knowledge base as a file: `ragchat export-project` and `ragchat import-project`.
 
-An archive (a gzipped tar) holds the knowledge base's name and description, its documents and
-their chunks (text, exact locations, headings), the vectors of its active embedding space and which
-model made them, its chat sessions with their settings, messages, traces, citations and tool calls,
-its own tools (a header's secret by *name*, never a value), and which tool groups each chat allows.
-Rows are written as the database holds them, one JSON object per line, so an archive is readable
-and diffable; the vectors are one float32 ``.npy`` matrix.
+An archive (a gzipped tar) holds the knowledge base's name and description, its documents (with
+their tags and dates) and their chunks (text, exact locations, headings), the vectors of its active
+embedding space and which model made them, its chat sessions with their settings, messages, traces,
+citations and tool calls, its own tools (a header's secret by *name*, never a value), and which tool
+groups each chat allows. Rows are written as the database holds them, one JSON object per line, so
+an archive is readable and diffable; the vectors are one float32 ``.npy`` matrix.
 
 What does not travel, on purpose:
 - people and members: they are the server's, not the knowledge base's. A chat's owner is kept when
@@ -55,6 +55,7 @@ from app.db.models import (
     Chunk,
     Citation,
     Document,
+    DocumentTag,
     Project,
     SessionToolGroup,
     StoredToolCall,
@@ -81,9 +82,20 @@ MANIFEST, VECTORS, VECTOR_IDS = "manifest.json", "vectors.npy", "vector_ids.json
 # Parents before children: each table's references point at tables earlier in the list.
 TABLES: tuple[Table, ...] = tuple(
     model.__table__  # type: ignore[misc]
-    for model in (Document, Chunk, Tool, ChatSession, SessionToolGroup, ChatMessage, Citation, StoredToolCall)
+    for model in (
+        Document,
+        DocumentTag,
+        Chunk,
+        Tool,
+        ChatSession,
+        SessionToolGroup,
+        ChatMessage,
+        Citation,
+        StoredToolCall,
+    )
 )
 MEMBERS = {MANIFEST, VECTORS, VECTOR_IDS} | {f"rows/{t.name}.jsonl" for t in TABLES}
+REQUIRED = {MANIFEST, VECTORS, VECTOR_IDS, "rows/documents.jsonl", "rows/chunks.jsonl"}
 MAX_LINE = 64 * 1024 * 1024  # one row's JSON: a message's trace is the largest
 
 
@@ -167,7 +179,9 @@ def _rows_of(db: Session, table: Table, project_id: int, caller: Caller = THE_SE
         sessions = sessions.where(readable)  # type: ignore[arg-type]
     messages = select(ChatMessage.id).where(ChatMessage.session_id.in_(sessions))
     # Which rows are the knowledge base's: its own, or those of its chats and their messages.
+    documents = select(Document.id).where(Document.project_id == project_id)
     scope = {
+        "document_tags": ("document_id", documents),
         "chat_sessions": ("id", sessions),
         "chat_session_tool_groups": ("session_id", sessions),
         "chat_messages": ("session_id", sessions),
@@ -254,7 +268,8 @@ def read_archive(source: Path | IO[bytes], *, max_bytes: int) -> _Archive:
         if isinstance(exc, FileNotFoundError):
             raise NotFoundError("archive", str(source)) from exc
         raise ValidationError("archive", f"{path.name} is not a readable gzipped tar: {exc}") from exc
-    missing = sorted(MEMBERS - found.keys())
+    # A table newer than the exporting version (its rows file absent) has no rows to bring.
+    missing = sorted(REQUIRED - found.keys())
     if missing:
         raise ValidationError("archive", f"{path.name} lacks {', '.join(missing)}")
     manifest = _json(found[MANIFEST], MANIFEST)
@@ -265,7 +280,7 @@ def read_archive(source: Path | IO[bytes], *, max_bytes: int) -> _Archive:
             "archive", f"{path.name} is format version {manifest.get('version')}; this ragchat reads {VERSION}"
         )
     rows = {
-        t.name: [_json(line, t.name) for line in found[f"rows/{t.name}.jsonl"].splitlines() if line.strip()]
+        t.name: [_json(line, t.name) for line in found.get(f"rows/{t.name}.jsonl", b"").splitlines() if line.strip()]
         for t in TABLES
     }
     try:
@@ -418,6 +433,7 @@ def _owners_here(db: Session, owners: dict[str, str]) -> dict[int, int]:
 
 # Where each table's references point, by column: the map of the table they name.
 _REFERENCES: dict[str, dict[str, str]] = {
+    "document_tags": {"document_id": "documents"},
     "chunks": {"document_id": "documents"},
     "chat_session_tool_groups": {"session_id": "chat_sessions"},
     "chat_messages": {"session_id": "chat_sessions"},

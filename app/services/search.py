@@ -6,12 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio.to_thread
+from pydantic.alias_generators import to_camel
 
 from app.db.database import Database
 from app.errors import ValidationError
 from app.llm.base import ChatModel, ChatModels, Embedder, Reranker
 from app.rag.sanitize import clean_message
 from app.rag.search import conversation, rewrite
+from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
 from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
@@ -25,9 +27,22 @@ from app.services.sessions import SessionChanges, validate_changes
 from app.settings import Settings
 
 
-def params(settings: Settings, *, top_k: int, threshold: float, mode: RetrievalMode) -> RetrievalParams:
+def params(
+    settings: Settings, *, top_k: int, threshold: float, mode: RetrievalMode, only: DocumentFilter | None = None
+) -> RetrievalParams:
     validate_changes(SessionChanges(top_k=top_k, threshold=threshold))
-    return RetrievalParams.for_session(settings.rag, top_k=top_k, threshold=threshold, mode=mode)
+    validate_filter(only)
+    return RetrievalParams.for_session(settings.rag, top_k=top_k, threshold=threshold, mode=mode, only=only)
+
+
+def validate_filter(only: DocumentFilter | None, prefix: str = "filter.") -> None:
+    """Every problem of a document filter at once, its fields named as the API names them."""
+    if only is None:
+        return
+    problems = [(prefix + to_camel(name), message) for name, message in only.problems()]
+    if problems:
+        (field, message), *more = problems
+        raise ValidationError(field, message, more=more)
 
 
 def search(
@@ -40,13 +55,15 @@ def search(
     top_k: int,
     threshold: float | None,
     mode: RetrievalMode,
+    only: DocumentFilter | None = None,
     caller: Caller = THE_SERVER,
 ) -> RetrievalResult:
-    """Search a knowledge base the caller may read."""
+    """Search a knowledge base the caller may read (``only``: those of its documents)."""
     text = _query(settings, query)
-    projects.get(store, project_id, caller=caller)
     chosen = settings.rag.threshold if threshold is None else threshold
-    return retrieve(store, embedder, project_id, text, params(settings, top_k=top_k, threshold=chosen, mode=mode))
+    searched = params(settings, top_k=top_k, threshold=chosen, mode=mode, only=only)
+    projects.get(store, project_id, caller=caller)
+    return retrieve(store, embedder, project_id, text, searched)
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,7 @@ async def preview(
     *,
     top_k: int | None,
     threshold: float | None,
+    only: DocumentFilter | None = None,
     slots: SlotPools | None = None,
     caller: Caller = THE_SERVER,
 ) -> Preview:
@@ -91,7 +109,10 @@ async def preview(
         return rag, turn_search.Asker(chat.project_id, chat.provider, chat.model, rag), earlier
 
     rag, asker, earlier = await anyio.to_thread.run_sync(load)
-    chosen = params(settings, top_k=rag.top_k, threshold=rag.threshold, mode=settings.rag.mode)
+    validate_filter(only)
+    chosen = params(
+        settings, top_k=rag.top_k, threshold=rag.threshold, mode=settings.rag.mode, only=only or rag.document_filter
+    )
     model, _ = ranking.helper_model(models, asker.provider, asker.model, rag)
     # A preview that calls the chat model generates like a turn, so it waits for a slot like one
     # (BusyError when none comes free): otherwise previews would run past the generation cap.

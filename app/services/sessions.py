@@ -17,6 +17,7 @@ from app.db.enums import MessageStatus, Role
 from app.db.models import ChatMessage, ChatSession
 from app.errors import ForbiddenError, ValidationError
 from app.llm.base import ChatModels
+from app.rag.search.document_filter import DocumentFilter
 from app.rag.session_settings import RagSettings, RagSettingsPatch
 from app.services.chat.store import DEFAULT_TITLE
 from app.services.pages import Order, Page, PageRequest, page, pages
@@ -47,10 +48,16 @@ def validate_changes(changes: SessionChanges) -> None:
         problems.append(("title", f"must be 1 to {TITLE_MAX} characters"))
     if changes.system_prompt is not None and len(changes.system_prompt) > SYSTEM_PROMPT_MAX:
         problems.append(("systemPrompt", f"must be at most {SYSTEM_PROMPT_MAX} characters"))
-    problems += [(to_camel(name), message) for name, message in changes.problems()]
+    problems += [(".".join(map(to_camel, name.split("."))), message) for name, message in changes.problems()]
     if problems:
         (field, message), *more = problems
         raise ValidationError(field, message, more=more)
+
+
+def _stored_filter(only: DocumentFilter | None) -> str | None:
+    """A session's document filter as chat_sessions.document_filter holds it (an empty one: null)."""
+    normalised = only.normalised() if only is not None else None
+    return normalised.to_json() if normalised is not None else None
 
 
 def get(store: Database, session_id: int, *, caller: Caller = THE_SERVER) -> ChatSession:
@@ -88,7 +95,8 @@ def create(
             system_prompt=changes.system_prompt or "",
             provider=provider,
             model=model,
-            **rag.model_dump(),
+            **rag.model_dump(exclude={"document_filter"}),
+            document_filter=_stored_filter(rag.document_filter),
         )
         db.add(row)
         db.flush()
@@ -107,7 +115,9 @@ def update(
             models.validate(changes.provider or row.provider, changes.model or row.model)
             tools.check_model_change(db, models, row.id, changes.provider or row.provider, changes.model or row.model)
         for name, value in vars(changes).items():
-            if value is not None:
+            if name == "document_filter" and value is not None:
+                row.document_filter = _stored_filter(value)
+            elif value is not None:
                 setattr(row, name, value.strip() if name == "title" else value)
         db.flush()
         return row

@@ -157,6 +157,10 @@ CALLS: dict[str, Call] = {
         'mutation($p: ID!) { addDocumentFromUrl(projectId: $p, url: "http://127.0.0.1:9/x.md") { ' + R + " } }",
         lambda w: {"p": w.kb},
     ),
+    "Mutation.setDocumentTags": Call(
+        'mutation($id: ID!) { setDocumentTags(id: $id, tags: ["ops"]) { ' + R + " } }",
+        lambda w: {"id": w.fresh_document()},
+    ),
     "Mutation.deleteDocument": Call(
         "mutation($id: ID!) { deleteDocument(id: $id) { " + R + " } }", lambda w: {"id": w.fresh_document()}
     ),

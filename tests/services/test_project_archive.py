@@ -16,7 +16,18 @@ from sqlalchemy import delete, func, select
 from app.db import migrate
 from app.db.database import Database
 from app.db.enums import MemberRole, MessageStatus, Role, ToolCallStatus
-from app.db.models import ChatMessage, ChatSession, EmbeddingSpace, Membership, Project, StoredToolCall, Tool, User
+from app.db.models import (
+    ChatMessage,
+    ChatSession,
+    Document,
+    DocumentTag,
+    EmbeddingSpace,
+    Membership,
+    Project,
+    StoredToolCall,
+    Tool,
+    User,
+)
 from app.errors import ConflictError, ForbiddenError, ValidationError
 from app.rag.index import spaces
 from app.services import database_copy, project_archive, projects
@@ -84,6 +95,11 @@ def add_unfinished(url: str, owner_email: str) -> None:
             db.add(person)
             chat = db.scalar(select(ChatSession))
             assert chat is not None
+            first = db.scalar(select(Document).where(Document.project_id == chat.project_id).order_by(Document.id))
+            assert first is not None
+            db.add_all(
+                [DocumentTag(document_id=first.id, tag="handbook"), DocumentTag(document_id=first.id, tag="2026")]
+            )
             mine = Tool(
                 name="kb_lookup",
                 description="Looks a term up in the glossary",
@@ -185,6 +201,7 @@ def test_a_knowledge_base_moves_sqlite_to_the_backend_and_back_unchanged(
     assert through == before
     assert after == before
     assert before["citations"][0]["chunk_id"] is not None and before["vectors"]
+    assert sorted(t["tag"] for t in after["document_tags"]) == ["2026", "handbook"]
 
 
 def test_a_target_embedding_with_another_model_re_embeds_every_chunk(

@@ -81,6 +81,16 @@ class Document:
         description="The URL this version was fetched from, after redirects (addDocumentFromUrl); null for "
         "uploaded files and text."
     )
+    modified_at: datetime | None = strawberry.field(
+        description="When the file itself last changed, as its uploader or `ragchat ingest` (the file's mtime) "
+        "said; null when not known. Document filters' date range reads it, else ingestedAt."
+    )
+
+    @strawberry.field(
+        description="Its free tags, sorted (set at upload, by `ragchat ingest --tag`, or setDocumentTags)."
+    )
+    async def tags(self, info: Info) -> list[str]:
+        return await info.context.loaders.document_tags.load(int(self.id))
 
     @classmethod
     def of(cls, row: records.Document) -> Document:
@@ -96,6 +106,7 @@ class Document:
             error=row.error,
             ingested_at=row.ingested_at,
             source_url=row.source_url,
+            modified_at=row.modified_at,
         )
 
     @strawberry.field(description="The document's chunks in document order; the first 50 unless asked otherwise.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
@@ -18,6 +19,7 @@ from app.graphql.results import (
     DeleteDocumentResult,
     DeleteProjectResult,
     DocumentDeleted,
+    DocumentResult,
     FileOutcome,
     JobChangeResult,
     ProjectDeleted,
@@ -55,7 +57,14 @@ def _report(summary: IngestSummary, docs: dict[int, Document]) -> UploadReport:
     )
 
 
-async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, bytes]]) -> UploadResult:
+async def _ingest(
+    info: Info,
+    project_id: strawberry.ID,
+    files: list[tuple[str, bytes]],
+    *,
+    tags: list[str] | None = None,
+    modified_at: datetime | None = None,
+) -> UploadResult:
     container, caller = info.context.container, caller_of(info)
 
     def run() -> IngestSummary:
@@ -67,6 +76,8 @@ async def _ingest(info: Info, project_id: strawberry.ID, files: list[tuple[str, 
             settings.api.max_upload_bytes,
             parse_id(project_id, "projectId"),
             files,
+            tags=tags,
+            modified_at=modified_at,
             caller=caller,
         )
 
@@ -237,8 +248,16 @@ class KnowledgeMutation:
             ),
         ],
         text: Annotated[str, strawberry.argument(description="The document's content.")],
+        tags: Annotated[
+            list[str] | None,
+            strawberry.argument(description="Its free tags (replacing any it has); null: as they are."),
+        ] = None,
+        modified_at: Annotated[
+            datetime | None,
+            strawberry.argument(description="When the content last changed, if the client knows; null: not known."),
+        ] = None,
     ) -> UploadResult:
-        return await _ingest(info, project_id, [(name, text.encode("utf-8"))])
+        return await _ingest(info, project_id, [(name, text.encode("utf-8"))], tags=tags, modified_at=modified_at)
 
     @strawberry.mutation(
         description="Fetch a document from an http(s) URL and add (or update) it. The server refuses URLs that lead "
@@ -266,6 +285,19 @@ class KnowledgeMutation:
         ] = False,
     ) -> UrlDocumentResult:
         return await job_resolvers.from_url(info, project_id, url, wait)
+
+    @strawberry.mutation(
+        description="Replace a document's free tags (an editor of its knowledge base may). Each tag is 1-64 "
+        "characters without leading or trailing spaces; 50 at most. Document filters select by them."
+    )
+    async def set_document_tags(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _DOCUMENT_ID],
+        tags: Annotated[list[str], strawberry.argument(description="Its new tags (an empty list removes them all).")],
+    ) -> DocumentResult:
+        store, caller = info.context.container.store, caller_of(info)
+        return await call(lambda: Document.of(documents.set_tags(store, parse_id(id, "id"), tags, caller=caller)))
 
     @strawberry.mutation(description="Delete a document with its chunks and vectors.")
     async def delete_document(self, info: Info, id: Annotated[strawberry.ID, _DOCUMENT_ID]) -> DeleteDocumentResult:

@@ -15,11 +15,13 @@ from app.graphql.results import (
     call,
     settle,
 )
+from app.graphql.search.document_filter import DocumentFilterInput
 from app.graphql.search.types import SearchResults, search_results
 from app.rag.session_settings import THRESHOLD_RANGE, TOP_K_RANGE
 from app.services import search
 
 _PROJECT_ID = strawberry.argument(description="The knowledge base.")
+_FILTER = strawberry.argument(description="Which of its documents to search; null: every one.")
 TOP_K = "How many hits to keep at most, {}-{}.".format(*TOP_K_RANGE)
 THRESHOLD = "The cosine similarity a hit needs to be kept, {:g}-{:g}; null: the server's default.".format(
     *THRESHOLD_RANGE
@@ -39,6 +41,7 @@ class SearchQuery:
         mode: Annotated[
             RetrievalMode, strawberry.argument(description="How to rank the chunks.")
         ] = RetrievalMode.HYBRID,
+        filter: Annotated[DocumentFilterInput | None, _FILTER] = None,
     ) -> SearchResult:
         container, caller = info.context.container, caller_of(info)
         return await call(
@@ -52,6 +55,7 @@ class SearchQuery:
                     top_k=top_k,
                     threshold=threshold,
                     mode=mode,
+                    only=filter.to_filter() if filter is not None else None,
                     caller=caller,
                 )
             ),
@@ -74,6 +78,10 @@ class SearchQuery:
         threshold: Annotated[
             float | None, strawberry.argument(description=THRESHOLD.replace("the server's", "the session's"))
         ] = None,
+        filter: Annotated[
+            DocumentFilterInput | None,
+            strawberry.argument(description="Which documents to search; null: the session's document filter."),
+        ] = None,
     ) -> SearchResult:
         container, caller = info.context.container, caller_of(info)
 
@@ -88,6 +96,7 @@ class SearchQuery:
                 message,
                 top_k=top_k,
                 threshold=threshold,
+                only=filter.to_filter() if filter is not None else None,
                 slots=container.chat.slots,
                 caller=caller,
             )

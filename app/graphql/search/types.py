@@ -20,6 +20,7 @@ from app.graphql.connections import PAGE_OR_MISTAKE, After, Before, Connection, 
 from app.graphql.context import Info
 from app.graphql.enums import CandidateFate, Fusion, RetrievalMode
 from app.graphql.errors import ValidationError
+from app.graphql.search.document_filter import DocumentFilterView
 from app.rag.search.candidates import Candidate
 from app.rag.search.retrieval import RetrievalResult
 from app.services.pages import Page, PageRequest, page_of
@@ -74,6 +75,9 @@ class SearchResults:
     fusion: Fusion | None = strawberry.field(description="How the rankings were fused; null when one ran alone.")
     top_k: int = strawberry.field(description="At most this many hits are kept.")
     threshold: float = strawberry.field(description="The cosine similarity a hit needed to be kept, 0-1.")
+    document_filter: DocumentFilterView | None = strawberry.field(
+        description="The documents the search was narrowed to; null: every document."
+    )
     embedding_space: str | None = strawberry.field(
         description='The embedding space searched ("provider/model@dimensions"); null while the knowledge base '
         "has no documents."
@@ -146,6 +150,7 @@ def search_results(
         fusion=result.fusion,
         top_k=result.params.top_k,
         threshold=result.params.threshold,
+        document_filter=DocumentFilterView.of(result.params.document_filter),
         embedding_space=result.space,
         degraded=list(result.degraded),
         timings=[StageTiming(stage=k, ms=round(v, 3)) for k, v in result.timings_ms.items()],

@@ -264,7 +264,7 @@ class View:
         arrays = (self.ids, self.lengths, self.sorted_ids, self.sorted_rows, self.norm)
         return sum(s.nbytes for s in self.segments) + sum(a.nbytes for a in arrays)
 
-    def search(self, weights: Mapping[int, float], k: int) -> list[tuple[int, float]]:
+    def search(self, weights: Mapping[int, float], k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The ``k`` best live chunks for the question's term weights as ``(chunk_id, bm25)``,
         lower (more negative) is better, as FTS5's ``bm25()``; ties: lower id first.
 
@@ -272,13 +272,24 @@ class View:
         possible contribution (idf x (k1 + 1)), each over its whole posting list, until the ones
         left could not lift a chunk they alone match past the k-th best score so far; those
         (common words: a term in more than half the chunks has idf 1e-6) are then added only to the
-        chunks that can still reach the top k, found by binary search in their posting lists."""
+        chunks that can still reach the top k, found by binary search in their posting lists.
+
+        With ``only``, the same over the filter's rows alone: the k-th best and the chunks that can
+        still reach it are taken among them (a chunk outside is never a hit), so the bounds hold."""
         n = self.size
         if k <= 0 or not n or not weights:
             return []
         lists = self._postings(weights)
         if not lists:
             return []
+        live = self._live
+        if only is not None:
+            keep = np.zeros(len(self.ids), dtype=bool)
+            keep[self._rows_of(only)] = True  # live rows only
+
+            def live(rows: np.ndarray) -> np.ndarray:
+                return rows[keep[rows]]
+
         lists.sort(key=lambda item: -item[0])
         bounds = [w * (K1 + 1) for w, _ in lists]
         left = [*np.cumsum(bounds[::-1])[::-1].tolist(), 0.0]  # the most lists[i:] can add to a chunk
@@ -291,7 +302,7 @@ class View:
             # Worth a look once what is left could add less than this term could: bounds shrink fast.
             if left[i + 1] == 0.0 or left[i + 1] > bounds[i] or checks >= MAX_PRUNING_CHECKS:
                 continue
-            touched = self._live(np.flatnonzero(scores))
+            touched = live(np.flatnonzero(scores))
             if len(touched) < k:
                 continue
             checks += 1
@@ -301,7 +312,7 @@ class View:
                 candidates = touched[scores[touched] + left[done] >= threshold]
                 break
         if candidates is None:
-            hits = self._live(np.flatnonzero(scores))
+            hits = live(np.flatnonzero(scores))
         else:
             hits = candidates
             for w, slices in lists[done:]:
@@ -316,6 +327,12 @@ class View:
         ids = self.ids[hits]
         order = np.lexsort((ids, -scores[hits]))
         return [(int(ids[j]), -float(scores[hits[j]])) for j in order]
+
+    def _rows_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        if not len(chunk_ids) or not self.size:
+            return np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.sorted_ids, chunk_ids), self.size - 1)
+        return self.sorted_rows[pos[self.sorted_ids[pos] == chunk_ids]]
 
     def idf(self, terms: Sequence[int]) -> dict[int, float]:
         """Each term's idf in the project (FTS5's formula and floor); terms no live chunk has are left out."""

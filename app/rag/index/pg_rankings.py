@@ -103,9 +103,11 @@ class PgVectorRanking:
         assert isinstance(seen, dict)
         return seen
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
         if k <= 0:
             return []
+        if only is not None:
+            return self._search_only(query, k, only)
         conn = self._db.connection()
         scan = self._exact or k > MAX_EF_SEARCH
         if scan:
@@ -124,7 +126,30 @@ class PgVectorRanking:
         finally:
             if scan:
                 conn.exec_driver_sql("SET LOCAL enable_indexscan = on")
-        found = _unpack(ids, packed)
+        return self._rescored(query, _unpack(ids, packed))
+
+    def _search_only(self, query: np.ndarray, k: int, only: np.ndarray) -> list[tuple[int, float]]:
+        """The k nearest of the ``only`` chunks, by an exact search of those rows alone (a lookup of
+        each by its key, then a sort by distance). pgvector 0.6 has no iterative index scan: HNSW
+        with the filter as a WHERE would drop the rows it found outside it and return fewer than k."""
+        if not len(only):
+            return []
+        conn = self._db.connection()
+        conn.exec_driver_sql("SET LOCAL enable_indexscan = off")  # not HNSW; the key's bitmap scan stays
+        try:
+            ids, packed = conn.execute(
+                text(
+                    "SELECT array_agg(chunk_id), string_agg(vector_send(embedding), ''::bytea) FROM ("
+                    f"SELECT chunk_id, embedding FROM {self._table} WHERE chunk_id = ANY(CAST(:only AS bigint[])) "
+                    "ORDER BY embedding <=> CAST(:q AS vector) LIMIT :k) AS nearest"
+                ),
+                {"q": _vector_text(query), "k": int(k), "only": only.tolist()},
+            ).one()
+        finally:
+            conn.exec_driver_sql("SET LOCAL enable_indexscan = on")
+        return self._rescored(query, _unpack(ids, packed))
+
+    def _rescored(self, query: np.ndarray, found: dict[int, np.ndarray]) -> list[tuple[int, float]]:
         if not found:
             return []
         seen = self._seen()
@@ -190,6 +215,16 @@ ORDER BY score, tf.id
 LIMIT :k
 """
 )
+
+# The same, the top k taken from a document filter's chunks (dfs still the project's).
+_BM25_ONLY = text(
+    str(_BM25).replace(
+        "FROM tf JOIN df USING (lexeme) JOIN q USING (lexeme) CROSS JOIN project\n",
+        "FROM tf JOIN df USING (lexeme) JOIN q USING (lexeme) CROSS JOIN project\n"
+        "WHERE tf.id = ANY(CAST(:only AS bigint[]))\n",
+    )
+)
+assert str(_BM25_ONLY) != str(_BM25)
 
 # The pruned search's statistics, one round trip: N and the average length (migration 0019), each
 # question lexeme's df in the project, largest tf and smallest length per occurrence (migration 0022;
@@ -361,7 +396,7 @@ class PgKeywordRanking:
             "min_idf": MIN_IDF,
         }
 
-    def search(self, weights: Mapping[int, float], k: int) -> list[tuple[int, float]]:
+    def search(self, weights: Mapping[int, float], k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
         """BM25's exact top ``k`` by MaxScore (Turtle and Flood, 1995) over the postings.
 
         Each lexeme's df is read first (migration 0022), with its largest tf and smallest length
@@ -381,6 +416,10 @@ class PgKeywordRanking:
         A search of more than one pass needs one snapshot for its statements, so outside a
         REPEATABLE READ transaction (a writer's READ COMMITTED) the exhaustive search runs instead."""
         self.passes = self.candidates = self.scored = 0
+        if only is not None:
+            # MaxScore's bounds prune against the unfiltered k-th best: the exhaustive statement,
+            # restricted to the filter's chunks in the same statement, is exact.
+            return self.exhaustive_search(weights, k, only)
         if k <= 0 or not weights:
             return []
         pairs = self._pairs(weights)
@@ -445,18 +484,23 @@ class PgKeywordRanking:
                 return hits
             upto = wanted
 
-    def exhaustive_search(self, weights: Mapping[int, float], k: int) -> list[tuple[int, float]]:
+    def exhaustive_search(
+        self, weights: Mapping[int, float], k: int, only: np.ndarray | None = None
+    ) -> list[tuple[int, float]]:
         """BM25 over every chunk holding any question lexeme, each lexeme's df counted from them
-        (what ``search`` did before MaxScore, one statement): the reference for its results."""
+        (what ``search`` did before MaxScore, one statement): the reference for its results. With
+        ``only``, the dfs are still the project's and the top k is taken from those chunks alone."""
         self.passes = self.candidates = self.scored = 0
-        if k <= 0 or not weights:
+        if k <= 0 or not weights or (only is not None and not len(only)):
             return []
         pairs = self._pairs(weights)
         if not pairs:
             return []
         params = self._params(pairs, k)
         params["query"] = _tsquery(params["distinct"])  # type: ignore[arg-type]
-        rows = self._db.execute(_BM25, params).all()
+        if only is not None:
+            params["only"] = only.tolist()
+        rows = self._db.execute(_BM25 if only is None else _BM25_ONLY, params).all()
         self.passes = 1
         self.candidates = self.scored = int(rows[0][2]) if rows else 0
         return [(int(cid), float(score)) for cid, score, _ in rows]

@@ -27,9 +27,10 @@ class VectorRanking(Protocol):
         """True when searching needs no database connection (may run in another thread)."""
         ...
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The ``k`` nearest chunks as ``(chunk_id, cosine)``, best first, the cosine computed
-        exactly in float64 from the stored vectors; ties: lower id first."""
+        exactly in float64 from the stored vectors; ties: lower id first. With ``only`` (chunk ids,
+        int64, ascending: a document filter's), the k nearest among those chunks."""
         ...
 
     def vectors(self, chunk_ids: Iterable[int]) -> dict[int, np.ndarray]:
@@ -43,9 +44,11 @@ class KeywordRanking(Protocol):
     @property
     def in_process(self) -> bool: ...
 
-    def search(self, weights: Mapping[int, float], k: int) -> list[tuple[int, float]]:
+    def search(self, weights: Mapping[int, float], k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The ``k`` best chunks for term weights (term ids of ``keyword_index.tokenizer()``) as
-        ``(chunk_id, bm25)``, negated as FTS5's: lower is better; ties: lower id first."""
+        ``(chunk_id, bm25)``, negated as FTS5's: lower is better; ties: lower id first. With
+        ``only`` (chunk ids, int64, ascending), the k best among those chunks; the statistics (idf,
+        average length) stay the project's, so a chunk scores the same filtered or not."""
         ...
 
     def idf(self, terms: Sequence[int]) -> dict[int, float]:

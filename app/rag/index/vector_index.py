@@ -41,6 +41,7 @@ FETCH_BATCH = 500  # ids per "rowid IN (...)" lookup
 LOAD_BATCH = 8192
 RELOAD_FRACTION = 1 / 64  # more changes than this share of the index: reload (a vec0 lookup costs ~90 rows of scan)
 MIN_RELOAD_CHANGES = 256
+SUBSET_SHARE = 4  # a filter keeping under 1/4 of the rows scores them alone, else all rows are scored
 COMPACT_FRACTION = 0.25  # dead rows beyond this share are dropped at the next catch-up
 VERIFIED_VEC0_LAYOUTS = ("v0.1.9",)  # sqlite-vec versions whose storage _read_chunks understands
 
@@ -65,8 +66,11 @@ class View:
     def size(self) -> int:
         return len(self.sorted_ids)
 
-    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best live rows as ``(chunk_id, cosine)``, best first (ties: lower id first)."""
+    def search(self, query: np.ndarray, k: int, only: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best live rows as ``(chunk_id, cosine)``, best first (ties: lower id first);
+        with ``only`` (ascending chunk ids), the best of those rows alone."""
+        if only is not None:
+            return self._search_rows(query, k, self.rows_of(only))
         k = min(k, self.size)
         if k <= 0:
             return []
@@ -78,6 +82,33 @@ class View:
         n = len(scores)
         top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
         return self._ranked(top, query)
+
+    def rows_of(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The live rows of those of ``chunk_ids`` that have a vector."""
+        if not len(chunk_ids) or not self.size:
+            return np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.sorted_ids, chunk_ids), self.size - 1)
+        return self.sorted_rows[pos[self.sorted_ids[pos] == chunk_ids]]
+
+    def _search_rows(self, query: np.ndarray, k: int, rows: np.ndarray) -> list[tuple[int, float]]:
+        k = min(k, len(rows))
+        if k <= 0:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        if len(rows) * SUBSET_SHARE < len(self.ids):
+            # A selective filter: only its rows are scored (gathering them costs less than the rest).
+            scores = np.einsum("ij,j->i", self.matrix[rows], q)
+            n = len(scores)
+            top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
+            return self._ranked(rows[top], query)
+        # A broad one: every row scored in one pass as unfiltered (a gather of most of the matrix
+        # would copy it), the others then out of reach.
+        every = np.einsum("ij,j->i", self.matrix, q)
+        scores = np.full(len(every), -np.inf, dtype=np.float32)
+        scores[rows] = every[rows]
+        n = len(scores)
+        top = np.argpartition(scores, n - k)[n - k :]
+        return self._ranked(top[np.isfinite(scores[top])], query)
 
     def vectors(self, chunk_ids: Iterable[int]) -> dict[int, np.ndarray]:
         wanted = np.fromiter(chunk_ids, dtype=np.int64)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 from functools import partial
 
@@ -31,6 +32,7 @@ from app.rag.ingest.chunking import chunk
 from app.rag.ingest.intake import SkipReason, inspect
 from app.rag.ingest.parse_worker import ParseWorker
 from app.rag.ingest.parsing import ParseLimits, kind_by_name
+from app.rag.ingest.tags import metadata_changed, replace_tags
 from app.rag.ingest.types import ChunkSpec, DocumentKind, sha256
 from app.rag.sanitize import clean_name
 from app.settings import IngestSettings
@@ -58,16 +60,27 @@ Finish = Callable[[Session, "FileResult"], None]
 
 @dataclass(frozen=True)
 class Source:
-    """A file to ingest: its name in the knowledge base, a way to read its bytes, and the URL it was
-    fetched from (None for files and text)."""
+    """A file to ingest: its name in the knowledge base, a way to read its bytes, the URL it was
+    fetched from (None for files and text), when the file last changed (None: not known) and its
+    tags (None: keep the document's, if it has some; validated by the caller)."""
 
     name: str
     read: Callable[[], bytes]
     source_url: str | None = None
+    modified_at: datetime | None = None
+    tags: tuple[str, ...] | None = None
 
     @classmethod
-    def from_bytes(cls, name: str, data: bytes, source_url: str | None = None) -> Source:
-        return cls(name, lambda: data, source_url)
+    def from_bytes(
+        cls,
+        name: str,
+        data: bytes,
+        source_url: str | None = None,
+        *,
+        modified_at: datetime | None = None,
+        tags: tuple[str, ...] | None = None,
+    ) -> Source:
+        return cls(name, lambda: data, source_url, modified_at, tags)
 
 
 @dataclass
@@ -133,7 +146,7 @@ class Ingestor:
         )
         with ParseWorker(limits, self.settings.parse_timeout) as parser:
             for index, given in enumerate(sources):
-                source = Source(clean_name(given.name), given.read, given.source_url)  # every way in
+                source = replace(given, name=clean_name(given.name))  # every way in
                 order.setdefault(source.name, index)
                 outcome = self._plan(project_id, source, parser)
                 if isinstance(outcome, FileResult):
@@ -183,7 +196,10 @@ class Ingestor:
                 and existing.content_hash == content_hash
                 and existing.status is DocumentStatus.READY
             ):
-                return FileResult(source.name, FileStatus.UNCHANGED, existing.id, chunks=existing.chunk_count)
+                unchanged = FileResult(source.name, FileStatus.UNCHANGED, existing.id, chunks=existing.chunk_count)
+                if source.tags is None and source.modified_at is None:
+                    return unchanged
+                return partial(self._retag, existing.id, source, unchanged)
             old_chunks = _chunk_hashes(db, existing.id) if existing is not None else []
         try:
             parsed = parser.parse(data, source.name)
@@ -244,6 +260,8 @@ class Ingestor:
                 db.add(doc)
             doc.kind, doc.size_bytes, doc.content_hash = plan.kind, len(plan.data), plan.content_hash
             doc.source_url = plan.source.source_url
+            if plan.source.modified_at is not None:
+                doc.modified_at = plan.source.modified_at
             doc.status, doc.error, doc.chunk_count, doc.ingested_at = (
                 DocumentStatus.READY,
                 None,
@@ -251,6 +269,9 @@ class Ingestor:
                 utcnow(),
             )
             db.flush()
+            metadata_changed(db, doc.id)  # its dates changed (its chunks may not have)
+            if plan.source.tags is not None:
+                replace_tags(db, doc.id, plan.source.tags)
             if plan.vanished:
                 db.execute(delete(Chunk).where(Chunk.id.in_(plan.vanished)))
             for spec in plan.specs:
@@ -272,6 +293,20 @@ class Ingestor:
             if finish is not None:
                 finish(db, result)
             return result
+
+    def _retag(
+        self, document_id: int, source: Source, unchanged: FileResult, finish: Finish | None = None
+    ) -> FileResult:
+        """An unchanged file's new tags or date: the document's metadata, its chunks as they were."""
+        with self.store.write() as db:
+            doc = db.get(Document, document_id)
+            if doc is not None:
+                if source.modified_at is not None:
+                    doc.modified_at = source.modified_at
+                    metadata_changed(db, doc.id)
+                if source.tags is not None:
+                    replace_tags(db, doc.id, source.tags)
+        return self._finish(unchanged, finish)
 
     def _fail(
         self,
@@ -322,7 +357,7 @@ class Ingestor:
         slice of its new chunks (it may raise to stop the file: nothing is written then), and its
         outcome stored with ``finish`` in the same transaction as its document. A job's worker
         ingests file by file this way; :meth:`ingest` batches small files into one embedder call."""
-        source = Source(clean_name(given.name), given.read, given.source_url)
+        source = replace(given, name=clean_name(given.name))
         outcome = self._plan(project_id, source, parser)
         if isinstance(outcome, FileResult):
             return self._finish(outcome, finish)

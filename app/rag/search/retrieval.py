@@ -27,9 +27,10 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag.index import keyword_index, rankings, spaces, vector_store
-from app.rag.search import feedback, fusion, hygiene, query_cache
+from app.rag.search import document_filter, feedback, fusion, hygiene, query_cache
 from app.rag.search.candidates import Candidate, CandidateFate, Location
 from app.rag.search.degradation import Degradation, DegradationReason
+from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.search.stages import Stage
 from app.settings import RagDefaults
@@ -67,10 +68,19 @@ class RetrievalParams:
     feedback_beta: float = 0.75  # Rocchio: how far the vector moves towards the feedback chunks' mean
     feedback_terms: int = 10  # RM3: new terms added
     feedback_term_weight: float = 0.5  # RM3: the best new term's weight, relative to a question word
+    # Which documents are searched (normalised: None when every one is); the rankings search only
+    # their chunks (app/rag/search/document_filter.py).
+    document_filter: DocumentFilter | None = None
 
     @classmethod
     def for_session(
-        cls, rag: RagDefaults, *, top_k: int, threshold: float, mode: RetrievalMode | None = None
+        cls,
+        rag: RagDefaults,
+        *,
+        top_k: int,
+        threshold: float,
+        mode: RetrievalMode | None = None,
+        only: DocumentFilter | None = None,
     ) -> RetrievalParams:
         """The parameters a chat turn uses — and so the retrieval preview and search, which must
         show the same thing: fusion from the server's settings, a candidate pool of 4 x top_k."""
@@ -87,6 +97,7 @@ class RetrievalParams:
             dedupe=True,
             per_document=PER_DOCUMENT,
             merge_adjacent=True,
+            document_filter=only.normalised() if only is not None else None,
         )
 
 
@@ -173,25 +184,33 @@ def retrieve(
         key: tuple[object, ...] | None = None
         # The project's revision in this snapshot (app/rag/search/query_cache.py): any write to its chunks or
         # vectors, by any process or server, changes it.
-        if cache_key is not None:
+        revision: tuple[object, ...] = ()
+        if cache_key is not None or params.document_filter is not None:
             space_id = spaces.space_row_id(space.table)
             revision = rankings.revision(db, project_id, space_id)
+            if params.document_filter is not None:  # the documents it selects change with their tags too
+                revision += (document_filter.metadata_revision(db, project_id),)
+        if cache_key is not None:
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
             key += (tuple(alternatives), alternative_weight)
             cached = query_cache.results(store.engine).get(key)
             if isinstance(cached, RetrievalResult):
                 return _from_cache(cached, result)
             result.cache.result_hit = False
-        vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result, terms)
+        only = None
+        if params.document_filter is not None:
+            with _timed(t, Stage.RETRIEVAL_LOAD):
+                only = document_filter.resolved(db, project_id, (space.table, *revision), params.document_filter)
+        vector_hits, keyword_hits = _rankings(db, space.table, project_id, query, query_vector, result, terms, only)
         extra: list[tuple[list[tuple[int, float]], float]] = []
         for text, vector in zip(alternatives, alternative_vectors, strict=True):
-            alt_vector, alt_keyword = _rankings(db, space.table, project_id, text, vector, result)
+            alt_vector, alt_keyword = _rankings(db, space.table, project_id, text, vector, result, None, only)
             extra += [(alt_vector, alternative_weight * params.vector_weight)]
             extra += [(alt_keyword, alternative_weight * params.keyword_weight)]
         if params.feedback_docs > 0:
             with _timed(t, Stage.RETRIEVAL_FEEDBACK):
                 extra += _feedback(
-                    db, space.table, project_id, query, query_vector, [vector_hits, keyword_hits], result
+                    db, space.table, project_id, query, query_vector, [vector_hits, keyword_hits], result, only
                 )
         with _timed(t, Stage.RETRIEVAL_SCORE):
             every = [vector_hits, keyword_hits, *(hits for hits, _ in extra)]
@@ -238,6 +257,7 @@ def _rankings(
     query_vector: Vectors,
     result: RetrievalResult,
     weights: Mapping[int, float] | None = None,
+    only: np.ndarray | None = None,
 ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
     """Both rankings at once. What reads the database (each index's journal check and catch-up) runs
     here, in the transaction's thread; the two searches are then work on immutable views that needs
@@ -258,7 +278,7 @@ def _rankings(
                     # In the database: a failed statement would abort the whole read transaction
                     # (PostgreSQL), so it runs in a savepoint and a failure degrades as on SQLite.
                     with db.begin_nested():
-                        searched = _vector_search(vector_view, query_vector, candidates)
+                        searched = _vector_search(vector_view, query_vector, candidates, only)
             except DBAPIError as exc:
                 log.warning("vector search failed, falling back to keyword search: %s", exc)
                 result.degraded.append(
@@ -276,24 +296,24 @@ def _rankings(
             keyword_view = rankings.keyword_ranking(db, project_id) if terms else None
     if searched is not None:
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
-            return searched, keyword_view.search(terms, candidates) if keyword_view is not None else []
+            return searched, keyword_view.search(terms, candidates, only) if keyword_view is not None else []
     if keyword_view is None or vector_view is None:
         if vector_view is not None:
             with _timed(timings, Stage.RETRIEVAL_VECTOR):
-                return _vector_search(vector_view, query_vector, candidates), []
+                return _vector_search(vector_view, query_vector, candidates, only), []
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
-            return [], keyword_view.search(terms, candidates) if keyword_view is not None else []
+            return [], keyword_view.search(terms, candidates, only) if keyword_view is not None else []
     if not PARALLEL_RANKINGS:
         with _timed(timings, Stage.RETRIEVAL_VECTOR):
-            vector_hits = _vector_search(vector_view, query_vector, candidates)
+            vector_hits = _vector_search(vector_view, query_vector, candidates, only)
         with _timed(timings, Stage.RETRIEVAL_KEYWORD):
-            return vector_hits, keyword_view.search(terms, candidates)
+            return vector_hits, keyword_view.search(terms, candidates, only)
     # The keyword search (the shorter one, mostly Python between numpy calls) in a worker thread;
     # the vector search here, in one long numpy call that releases the GIL. The worker is usually
     # done before it, so neither waits for the GIL the other holds.
-    keyword_search = _searches.submit(_timed_call, lambda: keyword_view.search(terms, candidates))
+    keyword_search = _searches.submit(_timed_call, lambda: keyword_view.search(terms, candidates, only))
     with _timed(timings, Stage.RETRIEVAL_VECTOR):
-        vector_hits = _vector_search(vector_view, query_vector, candidates)
+        vector_hits = _vector_search(vector_view, query_vector, candidates, only)
     keyword_hits, ms = keyword_search.result()
     timings[Stage.RETRIEVAL_KEYWORD] = timings.get(Stage.RETRIEVAL_KEYWORD, 0.0) + ms
     return vector_hits, keyword_hits
@@ -307,6 +327,7 @@ def _feedback(
     query_vector: Vectors,
     ranked: list[list[tuple[int, float]]],
     result: RetrievalResult,
+    only: np.ndarray | None = None,
 ) -> list[tuple[list[tuple[int, float]], float]]:
     """Pseudo-relevance feedback: the rankings of the question moved towards the first chunks of
     the fused ranking so far, each with its fusion weight."""
@@ -322,7 +343,7 @@ def _feedback(
         view = rankings.vector_ranking(db, table)
         found = view.vectors(top)
         moved = feedback.rocchio(query_vector, [found[c] for c in top if c in found], params.feedback_beta)
-        out.append((_vector_search(view, moved, candidates), params.feedback_vector_weight))
+        out.append((_vector_search(view, moved, candidates, only), params.feedback_vector_weight))
     if params.feedback_keyword_weight > 0 and result.mode != RetrievalMode.VECTOR:
         question = keyword_index.tokenizer().question(query)
         if question:
@@ -331,12 +352,14 @@ def _feedback(
             terms = feedback.expanded_terms(
                 question, texts, view_k, terms=params.feedback_terms, term_weight=params.feedback_term_weight
             )
-            out.append((view_k.search(terms, candidates), params.feedback_keyword_weight))
+            out.append((view_k.search(terms, candidates, only), params.feedback_keyword_weight))
     return out
 
 
-def _vector_search(view: rankings.VectorRanking, query_vector: Vectors, candidates: int) -> list[tuple[int, float]]:
-    return view.search(np.asarray(query_vector, dtype=np.float32), max(1, min(candidates, vector_store.MAX_K)))
+def _vector_search(
+    view: rankings.VectorRanking, query_vector: Vectors, candidates: int, only: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    return view.search(np.asarray(query_vector, dtype=np.float32), max(1, min(candidates, vector_store.MAX_K)), only)
 
 
 # Keyword searches of hybrid retrievals, run beside the vector search: on one core that would only

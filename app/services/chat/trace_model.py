@@ -25,6 +25,7 @@ from app.rag.answer.mode import AnswerMode
 from app.rag.search.candidates import CandidateFate, Location
 from app.rag.search.conversation_settings import Quality, RewriteMode
 from app.rag.search.degradation import Degradation
+from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.fusion import Fusion
 from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.search.rewrite import RewriteOutcome
@@ -304,6 +305,31 @@ class TraceCache(_Camel):
     result_misses: int = field(default=0, metadata=api("Passes that searched the knowledge base."))
 
 
+@dataclass(kw_only=True)
+class TraceDocumentFilter(_Camel):
+    """The documents the turn's search was narrowed to (the session's document filter)."""
+
+    tags_any: list[str] = field(default_factory=list, metadata=api("Documents with at least one of these tags."))
+    tags_all: list[str] = field(default_factory=list, metadata=api("Documents with every one of these tags."))
+    path_prefix: str | None = field(default=None, metadata=api("Documents whose path starts with this."))
+    kinds: list[str] = field(default_factory=list, metadata=api("Documents of these file types."))
+    date_from: str | None = field(default=None, metadata=api("Documents dated at or after this (ISO 8601, UTC)."))
+    date_to: str | None = field(default=None, metadata=api("Documents dated at or before this (ISO 8601, UTC)."))
+
+    @classmethod
+    def of(cls, only: DocumentFilter | None) -> TraceDocumentFilter | None:
+        if only is None:
+            return None
+        return cls(
+            tags_any=list(only.tags_any),
+            tags_all=list(only.tags_all),
+            path_prefix=only.path_prefix,
+            kinds=list(only.kinds),
+            date_from=only.date_from.isoformat() if only.date_from else None,
+            date_to=only.date_to.isoformat() if only.date_to else None,
+        )
+
+
 # Written by app/services/chat/turn_search.py; absent in traces from before it.
 @dataclass(kw_only=True)
 class TraceSearch(_Camel):
@@ -327,6 +353,10 @@ class TraceSearch(_Camel):
     )
     passes: list[TracePass] = field(default_factory=list, metadata=api("Every retrieval pass, in order."))
     cache: TraceCache = field(default_factory=TraceCache, metadata=api("Cache hits and misses."))
+    # Absent in traces from before document filters: null, as for a session without one.
+    document_filter: TraceDocumentFilter | None = field(
+        default=None, metadata=api("The documents the search was narrowed to; null: every document.")
+    )
 
 
 @dataclass(kw_only=True)

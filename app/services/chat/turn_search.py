@@ -39,7 +39,7 @@ from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 from app.services.chat import gate as chat_gate
 from app.services.chat import ranking
-from app.services.chat.trace_model import TraceCache, TracePass, TraceRewrite, TraceSearch
+from app.services.chat.trace_model import TraceCache, TraceDocumentFilter, TracePass, TraceRewrite, TraceSearch
 from app.settings import Settings
 
 T = TypeVar("T")
@@ -197,7 +197,9 @@ async def search(
     probe = asked[1] and not conversation.leans_back(message)
     bar = settings.rag.standalone_score if probe else None
     built, found = await _in_thread(partial(_query, embedder, store, asker.project_id, done, *asked, bar=bar))
-    first = params or RetrievalParams.for_session(settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold)
+    first = params or RetrievalParams.for_session(
+        settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold, only=asker.rag.document_filter
+    )
     budget = asker.rag.quality.passes
     judge = capabilities.retrieval_judging
     query = found.query
@@ -319,6 +321,7 @@ def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:
         earlier=list(found.query.earlier),
         rewrite=TraceRewrite(outcome=done.outcome, query=done.query, reason=done.reason, ms=done.ms),
         standalone_score=found.standalone_score,
+        document_filter=TraceDocumentFilter.of(rag.document_filter),
         passes=[
             TracePass(
                 number=p.number,
