@@ -493,8 +493,9 @@ class ApiSettings(BaseModel):
     max_query_nodes: int = Field(10_000, ge=100, le=10_000_000)
     max_upload_bytes: int = Field(20 * 1024 * 1024, ge=1024, le=2 * 1024**3)
     # What an archive sent to importKnowledgeBase may expand to once decompressed (the archive itself is
-    # an upload: at most max_upload_bytes); larger ones are imported with `ragchat import-project`.
-    max_import_bytes: int = Field(1024**3, ge=1024 * 1024, le=64 * 1024**3)
+    # an upload: at most max_upload_bytes). It is read into memory, so this bounds what one request can
+    # make the server hold; larger archives are imported with `ragchat import-project`.
+    max_import_bytes: int = Field(256 * 1024**2, ge=1024 * 1024, le=64 * 1024**3)
 
     def all_keys(self) -> list[str]:
         """Every key the perimeter accepts: the API keys and the operator keys."""

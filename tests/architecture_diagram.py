@@ -24,6 +24,7 @@ ORDER = (
     "auth",
     "openai_api",
     "mcp_api",
+    "archive_api",
     "services",
     "ops",
     "rag",

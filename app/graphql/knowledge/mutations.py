@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.file_uploads import Upload
 
+from app.errors import ValidationError
 from app.graphql import types
 from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id
@@ -156,9 +157,13 @@ class KnowledgeMutation:
         settings = container.settings
 
         def run() -> types.Project:
+            projects.require_may_create(caller)  # asked first: a refused caller learns nothing of the file
+            handle = getattr(file, "file", None)
+            if handle is None or not callable(getattr(handle, "read", None)):  # a string written where a file goes
+                raise ValidationError("file", "must be a file sent as a part of a multipart request")
             report = project_archive.import_project(
                 container.store,
-                file.file,  # type: ignore[attr-defined]  # starlette's UploadFile: its spooled temporary file
+                handle,  # starlette's UploadFile: its spooled temporary file
                 container.embedder,
                 settings.tools,
                 name=name,
