@@ -158,14 +158,19 @@ def create(
         access.require_tool_owner(db, caller, project_id)  # again, in the transaction that writes
         if db.scalar(select(Tool.id).where(Tool.name == tool.name)) is not None:
             raise ConflictError(f"a tool named {tool.name!r} already exists")
-        _check_group(db, tool)
-        db.add(tool)
-        try:
-            db.flush()
-        except IntegrityError as exc:  # another writer took the name in between
-            raise ConflictError(f"a tool named {tool.name!r} already exists") from exc
-        _store_vector(db, tool, vector)
+        _add_new(db, tool, vector)
         return tool
+
+
+def _add_new(db: Session, tool: Tool, vector: tuple[str, str, bytes] | None) -> None:
+    """Insert a tool whose name was free when looked up, with its vector."""
+    _check_group(db, tool)
+    db.add(tool)
+    try:
+        db.flush()
+    except IntegrityError as exc:  # another writer took the name in between
+        raise ConflictError(f"a tool named {tool.name!r} already exists") from exc
+    _store_vector(db, tool, vector)
 
 
 def update(
@@ -449,13 +454,7 @@ def store_mcp_tools(store: Database, embedder: EmbedderFactory, tools: list[Tool
             access.require_tool_owner(db, caller, tool.project_id)  # again, in the transaction that writes
             row = db.scalar(select(Tool).where(Tool.name == tool.name))
             if row is None:
-                _check_group(db, tool)
-                db.add(tool)
-                try:
-                    db.flush()
-                except IntegrityError as exc:  # another writer took the name in between
-                    raise ConflictError(f"a tool named {tool.name!r} already exists") from exc
-                _store_vector(db, tool, vectors[tool.name])
+                _add_new(db, tool, vectors[tool.name])
                 stored.append(tool)
                 continue
             if (

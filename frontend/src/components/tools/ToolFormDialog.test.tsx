@@ -4,7 +4,7 @@ import { render, screen } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import { createCache } from "../../apollo";
-import { CreateToolDocument, type CreateToolMutation } from "../../gql/graphql";
+import { CreateToolDocument, type CreateToolMutation, type ToolFieldsFragment } from "../../gql/graphql";
 import { ToolFormDialog } from "./ToolFormDialog";
 
 const schema = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
@@ -106,5 +106,39 @@ describe("ToolFormDialog", () => {
     await user.click(screen.getByRole("button", { name: "Create tool" }));
     await screen.findByText("a tool named 'weather' already exists");
     expect(describedError(screen.getByLabelText("Name"))).toBe("a tool named 'weather' already exists");
+  });
+});
+
+describe("ToolFormDialog for an MCP server's tool", () => {
+  it("shows its server's address without a way to change it, and no request fields of an HTTP tool", () => {
+    const tool: ToolFieldsFragment = {
+      id: "9",
+      name: "docs_search",
+      description: "Search the docs.",
+      inputSchema: { type: "object" },
+      examples: [],
+      group: "docs",
+      core: false,
+      kind: "MCP",
+      method: null,
+      urlTemplate: "https://mcp.example/mcp",
+      headers: [],
+      timeoutSeconds: 10,
+      sideEffects: false,
+      dryRun: null,
+      knowledgeBaseId: null,
+      createdAt: "2026-11-29T00:00:00Z",
+      updatedAt: "2026-11-29T00:00:00Z",
+    };
+    render(
+      <MockedProvider cache={createCache()} mocks={[]}>
+        <ToolFormDialog open onClose={vi.fn()} tool={tool} />
+      </MockedProvider>,
+    );
+    expect(screen.getByLabelText("MCP server")).toHaveValue("https://mcp.example/mcp");
+    expect(screen.getByLabelText("MCP server")).toBeDisabled();
+    for (const gone of ["Method", "URL template", "Input schema"]) expect(screen.queryByLabelText(gone)).toBeNull();
+    expect(screen.queryByRole("switch", { name: "Dry run" })).toBeNull();
+    expect(screen.getByLabelText("Timeout (seconds)")).toHaveValue(10);
   });
 });

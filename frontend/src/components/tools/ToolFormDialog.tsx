@@ -27,6 +27,8 @@ export function ToolFormDialog({ open, onClose, tool = null, knowledgeBases = []
   const [createTool, creating] = useMutation(CreateToolDocument, { refetchQueries: ["Tools"], awaitRefetchQueries: true });
   const [updateTool, updating] = useMutation(UpdateToolDocument, { refetchQueries: ["Tools"] });
   const builtin = tool?.kind === "BUILTIN";
+  // An MCP tool's schema, request and dry run are its server's: only how ragchat calls it changes here.
+  const mcp = tool?.kind === "MCP";
   const busy = creating.loading || updating.loading;
 
   useEffect(() => {
@@ -77,7 +79,13 @@ export function ToolFormDialog({ open, onClose, tool = null, knowledgeBases = []
       variant="drawer"
       size="md"
       title={tool ? `Edit ${tool.name}` : "New HTTP tool"}
-      description={builtin ? "A built-in tool: its description, examples and group can change." : "A model calls it with arguments that fill its URL template."}
+      description={
+        builtin
+          ? "A built-in tool: its description, examples and group can change."
+          : mcp
+            ? "A tool of an MCP server: ragchat calls it there with the model's arguments."
+            : "A model calls it with arguments that fill its URL template."
+      }
       testId="tool-form"
       footer={
         <>
@@ -128,25 +136,35 @@ export function ToolFormDialog({ open, onClose, tool = null, knowledgeBases = []
 
         {!builtin && (
           <>
-            <Field label="Input schema" error={errors.inputSchema} hint='JSON Schema (Draft 2020-12) of its arguments, "type": "object".'>
-              <TextArea rows={8} spellCheck={false} className={styles.code} value={draft.inputSchema} onChange={(e) => set("inputSchema", e.target.value)} />
-            </Field>
+            {!mcp && (
+              <Field label="Input schema" error={errors.inputSchema} hint='JSON Schema (Draft 2020-12) of its arguments, "type": "object".'>
+                <TextArea rows={8} spellCheck={false} className={styles.code} value={draft.inputSchema} onChange={(e) => set("inputSchema", e.target.value)} />
+              </Field>
+            )}
             <Fieldset legend="Request">
               <FieldRow>
-                <Field label="Method" error={errors.method}>
-                  <Select value={draft.method} onChange={(e) => set("method", e.target.value as HttpMethod)}>
-                    {HTTP_METHODS.map((m) => (
-                      <option key={m}>{m}</option>
-                    ))}
-                  </Select>
-                </Field>
+                {!mcp && (
+                  <Field label="Method" error={errors.method}>
+                    <Select value={draft.method} onChange={(e) => set("method", e.target.value as HttpMethod)}>
+                      {HTTP_METHODS.map((m) => (
+                        <option key={m}>{m}</option>
+                      ))}
+                    </Select>
+                  </Field>
+                )}
                 <Field label="Timeout (seconds)" error={errors.timeoutSeconds} hint={`Above 0, at most ${TIMEOUT_MAX}.`}>
                   <TextInput type="number" inputMode="decimal" min={0} max={TIMEOUT_MAX} step="any" value={draft.timeoutSeconds} onChange={(e) => set("timeoutSeconds", e.target.value)} />
                 </Field>
               </FieldRow>
-              <Field label="URL template" error={errors.urlTemplate} hint="https://host/path/{name}?q={query}: placeholders are input properties, never the host.">
-                <TextInput value={draft.urlTemplate} spellCheck={false} className={styles.code} onChange={(e) => set("urlTemplate", e.target.value)} />
-              </Field>
+              {mcp ? (
+                <Field label="MCP server" hint="Its tools keep their server's address: import them again to use another.">
+                  <TextInput value={draft.urlTemplate} spellCheck={false} className={styles.code} disabled />
+                </Field>
+              ) : (
+                <Field label="URL template" error={errors.urlTemplate} hint="https://host/path/{name}?q={query}: placeholders are input properties, never the host.">
+                  <TextInput value={draft.urlTemplate} spellCheck={false} className={styles.code} onChange={(e) => set("urlTemplate", e.target.value)} />
+                </Field>
+              )}
               <HeaderRows headers={draft.headers} error={errors.headers} onChange={(headers) => set("headers", headers)} />
             </Fieldset>
             <Fieldset legend="Side effects">
@@ -156,6 +174,7 @@ export function ToolFormDialog({ open, onClose, tool = null, knowledgeBases = []
                 onChange={(v) => set("sideEffects", v)}
                 hint="Never run during an answer: the user sees a preview and approves or rejects it."
               />
+              {!mcp && (
               <Switch
                 label="Dry run"
                 checked={draft.dryRun}
@@ -163,7 +182,8 @@ export function ToolFormDialog({ open, onClose, tool = null, knowledgeBases = []
                 onChange={(v) => set("dryRun", v)}
                 hint={tool?.dryRun ? "A stored dry run can be changed, not removed." : "A request that shows what a call would do, for the preview."}
               />
-              {draft.sideEffects && draft.dryRun && (
+              )}
+              {!mcp && draft.sideEffects && draft.dryRun && (
                 <FieldRow>
                   <Field label="Dry-run method" error={errors.dryRunMethod}>
                     <Select value={draft.dryRunMethod} onChange={(e) => set("dryRunMethod", e.target.value as HttpMethod)}>
