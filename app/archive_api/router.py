@@ -52,7 +52,7 @@ def archive_routes() -> APIRouter:
             report = await anyio.to_thread.run_sync(
                 lambda: project_archive.export_project(store, int(project_id), target, caller=caller)
             )
-        except (NotFoundError, ForbiddenError, RagchatError) as exc:
+        except RagchatError as exc:
             shutil.rmtree(folder, ignore_errors=True)
             status = 404 if isinstance(exc, NotFoundError) else 403 if isinstance(exc, ForbiddenError) else 500
             return _error(status, exc.message)

@@ -117,8 +117,6 @@ class ArchiveReport:
 def export_project(store: Database, which: str | int, target: Path, *, caller: Caller = THE_SERVER) -> ArchiveReport:
     """Write the knowledge base ``which`` (its name or id) to ``target`` (written beside it, renamed
     when complete). Its owners may, as for anything that takes all of it away."""
-    if isinstance(which, int):
-        projects.require_role(store, which, MemberRole.OWNER, caller=caller)
     with store.read() as db:  # one snapshot: the rows and vectors agree
         if isinstance(which, int):
             project = access.require_project(db, caller, which, MemberRole.OWNER)
