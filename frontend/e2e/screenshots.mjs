@@ -32,7 +32,16 @@ const browser = await launchBrowser();
 // Pictures wait in a temp dir until every check passed: a failed run leaves docs/screenshots/ as it was.
 const staging = await mkdtemp(join(tmpdir(), "ragchat-screenshots-"));
 const saved = [];
-const shoot = async (page, name) => saved.push(await screenshot(page, name, staging));
+// Each picture twice, in the light theme and the dark one (the app follows the system's scheme when
+// no pick is stored, which a fresh browser context never has); the README shows both.
+const shoot = async (page, name) => {
+  for (const [colorScheme, suffix] of [["light", ""], ["dark", "-dark"]]) {
+    await page.emulateMedia({ colorScheme });
+    await page.waitForFunction((theme) => document.documentElement.dataset.theme === theme, colorScheme);
+    saved.push(await screenshot(page, `${name}${suffix}`, staging));
+  }
+  await page.emulateMedia({ colorScheme: null });
+};
 try {
   const { projects } = await gql(server, "{ projects { ... on ProjectConnection { edges { node { id name } } } } }");
   const demo = projects.edges.map((edge) => edge.node).find((p) => p.name === DEMO_PROJECT);

@@ -45,6 +45,20 @@ export function formatPlace(location: LocationLike): string {
     : `lines ${location.lineStart}–${location.lineEnd}`;
 }
 
+/**
+ * Several places in one document as one phrase, in reading order: "lines 5, 9–10", "pp. 3, 7",
+ * "line 7" — not "line 5, lines 9–10", which reads as two different kinds of place.
+ */
+export function formatPlaces(locations: readonly LocationLike[]): string {
+  const byStart = [...locations].sort((a, b) => (a.page ?? 0) - (b.page ?? 0) || a.lineStart - b.lineStart);
+  const pages = [...new Set(byStart.filter((l) => l.page).map((l) => String(l.page)))];
+  const lines = [...new Set(byStart.filter((l) => !l.page).map((l) => (l.lineStart === l.lineEnd ? `${l.lineStart}` : `${l.lineStart}–${l.lineEnd}`)))];
+  const parts: string[] = [];
+  if (lines.length) parts.push(`${lines.length === 1 && !lines[0]?.includes("–") ? "line" : "lines"} ${lines.join(", ")}`);
+  if (pages.length) parts.push(`${pages.length === 1 ? "p." : "pp."} ${pages.join(", ")}`);
+  return parts.join(", ");
+}
+
 /** Heading path as the backend joins it (" > "), shown with a chevron. */
 export function formatHeadingPath(path: string | undefined): string {
   return (path ?? "")

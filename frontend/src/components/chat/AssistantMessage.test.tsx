@@ -207,11 +207,11 @@ describe("AssistantMessage", () => {
       await user.click(screen.getByRole("button", { name: "Show the cited text" }));
       const [first, second] = screen.getAllByTestId("source");
       expect(within(first!).getByText("quoted")).toBeInTheDocument();
-      expect(first).toHaveTextContent("quoted from line 5, lines 9–10");
+      expect(first).toHaveTextContent("quoted from lines 5, 9–10");
       expect(first).toHaveTextContent("Run the installer.");
       expect(first).toHaveTextContent("Then log in.");
       expect(second).toHaveTextContent("quoted from p. 7");
-      expect(screen.getByRole("button", { name: "Source 1: guide.md, quoted from line 5, lines 9–10" })).toBeInTheDocument();
+      expect(screen.getByRole("button", { name: "Source 1: guide.md, quoted from lines 5, 9–10" })).toBeInTheDocument();
     });
   });
 });

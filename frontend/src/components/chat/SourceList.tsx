@@ -1,6 +1,6 @@
 import { useState } from "react";
 import type { SourceView } from "../../lib/chatReducer";
-import { formatHeadingPath, formatPlace, formatScore } from "../../lib/format";
+import { formatHeadingPath, formatPlace, formatPlaces, formatScore } from "../../lib/format";
 import { cx } from "../../lib/cx";
 import { Badge } from "../Badge";
 import { LinkButton } from "../Button";
@@ -19,9 +19,9 @@ export interface SourceListProps {
   compact?: boolean;
 }
 
-/** Where an extractive answer's sentences sit in this source ("line 5, lines 9–10"); "" when none were quoted. */
+/** Where an extractive answer's sentences sit in this source ("lines 5, 9–10"); "" when none were quoted. */
 export function quotedPlaces(source: SourceView): string {
-  return [...new Set((source.quotes ?? []).map((q) => formatPlace(q.location)))].join(", ");
+  return formatPlaces((source.quotes ?? []).map((q) => q.location));
 }
 
 /**
