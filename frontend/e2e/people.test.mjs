@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { openPage, startServerAndBrowser } from "./harness.mjs";
-import { scriptedEnv } from "./helpers.mjs";
+import { accessibilityViolations, scriptedEnv } from "./helpers.mjs";
 
 const PASSWORD = "a long enough password";
 
@@ -94,12 +94,15 @@ describe("two people in one knowledge base", () => {
     await chats.getByRole("link", { name: /Shared notes/ }).waitFor();
     assert.match(await chats.getByRole("link", { name: /Shared notes/ }).textContent(), /Shared/);
     assert.equal(await page.getByText("Private plans").count(), 0);
+    await page.getByTestId("member-row").first().waitFor();
+    assert.deepEqual(await accessibilityViolations(page), [], "a knowledge base with its members, as a viewer");
 
     await chats.getByRole("link", { name: /Shared notes/ }).click();
     await page.locator('[data-testid="assistant-message"][data-status="COMPLETE"]').first().waitFor();
     await page.getByTestId("read-only-chat").waitFor();
     assert.equal(await page.getByRole("textbox", { name: "Message" }).count(), 0);
     assert.equal(await page.getByRole("button", { name: "Delete chat" }).count(), 0);
+    assert.deepEqual(await accessibilityViolations(page), [], "a shared chat, read-only");
 
     // A deep link to the private chat: the same "not found" as a chat that does not exist.
     await page.goto(`${server.url}/sessions/${ids["Private plans"]}`);
@@ -130,12 +133,14 @@ describe("two people in one knowledge base", () => {
     await dialog.getByLabel("Name").fill("team script");
     await dialog.getByRole("checkbox", { name: "Team" }).check();
     await dialog.getByRole("switch", { name: "Read-only" }).check();
+    assert.deepEqual(await accessibilityViolations(page, { scope: "dialog[open]" }), [], "the new key dialog");
     await dialog.getByRole("button", { name: "Create key" }).click();
     const secret = await page.getByRole("dialog", { name: "Your new API key" }).getByRole("textbox", { name: "API key" }).inputValue();
     assert.match(secret, /^rck_/);
     await page.getByRole("button", { name: "Done" }).click();
     const row = page.getByTestId("api-key-row").filter({ hasText: "team script" });
     assert.match(await row.textContent(), /Team · read-only/);
+    assert.deepEqual(await accessibilityViolations(page), [], "the keys page");
 
     const search = `query ($p: ID!) { search(projectId: $p, query: "install") { __typename } }`;
     const allowed = await call(server, search, { p: ids.Team }, { bearer: secret });
@@ -172,6 +177,7 @@ describe("a fresh server's first run", () => {
     await form.getByLabel("Password again").fill(`${PASSWORD}!`);
     await form.getByRole("button", { name: "Create administrator" }).click();
     await form.getByText("The two passwords differ.").waitFor();
+    assert.deepEqual(await accessibilityViolations(page), [], "the first-run form with its error");
     await form.getByLabel("Password again").fill(PASSWORD);
     await form.getByRole("button", { name: "Create administrator" }).click();
 
@@ -192,6 +198,7 @@ describe("a fresh server's first run", () => {
     await page.getByLabel("Password").fill("not the password");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("alert").filter({ hasText: "Wrong email or password." }).waitFor();
+    assert.deepEqual(await accessibilityViolations(page), [], "the sign-in page with its error");
     await page.getByLabel("Password").fill(PASSWORD);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.waitForURL(/\/tools$/);

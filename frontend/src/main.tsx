@@ -9,9 +9,10 @@ import { createApolloClient, endpointsFor } from "./apollo";
 import { App } from "./App";
 import { ApiKeyStore } from "./lib/apiKey";
 import { ServicesProvider } from "./lib/services";
-import { applyTheme } from "./lib/theme";
+import { applyTheme, followSystemTheme } from "./lib/theme";
 
 applyTheme();
+followSystemTheme();
 
 const endpoints = endpointsFor(window.location);
 const keys = new ApiKeyStore();

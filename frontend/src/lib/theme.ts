@@ -32,21 +32,27 @@ export function applyTheme(theme: Theme = currentTheme()): void {
   document.documentElement.dataset.theme = theme;
 }
 
+/** Call `listener` when the system's scheme changes; returns the unsubscribe. */
+function onSystemChange(listener: () => void): () => void {
+  const media = window.matchMedia?.(DARK_QUERY);
+  if (!media) return () => {};
+  media.addEventListener("change", listener);
+  return () => media.removeEventListener("change", listener);
+}
+
+/**
+ * Keep <html data-theme> following the system while the reader has not picked a theme, on every
+ * page: the sign-in and first-run pages have no app shell (and no toggle) but must follow it too.
+ * Called once at start-up, beside the first applyTheme().
+ */
+export function followSystemTheme(): () => void {
+  return onSystemChange(() => storedTheme() === null && applyTheme());
+}
+
 /** The theme in effect, following the system while the reader has not picked one, and a setter that keeps the pick. */
 export function useTheme(): [Theme, (theme: Theme) => void] {
   const [theme, setTheme] = useState<Theme>(currentTheme);
-  useEffect(() => {
-    const media = window.matchMedia?.(DARK_QUERY);
-    if (!media) return;
-    const onChange = () => {
-      if (storedTheme() === null) {
-        applyTheme();
-        setTheme(currentTheme());
-      }
-    };
-    media.addEventListener("change", onChange);
-    return () => media.removeEventListener("change", onChange);
-  }, []);
+  useEffect(() => onSystemChange(() => setTheme(currentTheme())), []);
   const choose = (next: Theme) => {
     try {
       window.localStorage.setItem(STORAGE_KEY, next);
