@@ -148,8 +148,26 @@ def secrets_of(settings: Settings) -> list[str]:
     return [value for value in values if value]
 
 
+class _CurrentStderr(logging.StreamHandler[IO[str]]):
+    """Writes to whatever ``sys.stderr`` is when a line is written, not when the handler was made:
+    a handler that kept the stderr of its moment outlives it when something swaps stderr for a
+    while (pytest's capture, a test server's thread), and then fails on every line with "I/O
+    operation on closed file". The standard library's last-resort handler does the same."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> IO[str]:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: IO[str]) -> None:
+        pass
+
+
 def build_handler(log: LogSettings, secrets: Iterable[str] = (), stream: IO[str] | None = None) -> logging.Handler:
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
     handler.setFormatter(JsonFormatter(secrets) if log.format == "json" else TextFormatter(secrets))
     handler.addFilter(RequestIdFilter())
     handler.addFilter(UvicornHandshakeLines())

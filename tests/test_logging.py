@@ -431,3 +431,26 @@ def test_ragchat_serve_writes_only_json_lines_and_no_access_log_of_uvicorns(tmp_
     assert sum("Uvicorn running on" in m for m in messages) == 1  # uvicorn's lines, once, in our format
     assert not any("HTTP/1.1" in m for m in messages)  # no access line of uvicorn's
     assert "in-the-query-string" not in errors.read_text() and KEY not in errors.read_text()
+
+
+def test_the_default_handler_writes_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Something swaps stderr for a while (pytest's capture, a test server's thread) and closes the
+    # stream it lent: the handler must follow the current one, not fail on the closed one.
+    root = logging.getLogger()
+    before, level = list(root.handlers), root.level
+    try:
+        lent = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", lent)
+        logs.configure(Settings(), level="WARNING")
+        lent.close()
+        current = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", current)
+        logging.getLogger("ragchat.test").warning("still written")
+        # (the old failure also reached the current stderr, as logging's "--- Logging error ---" report)
+        assert current.getvalue().splitlines()[-1].endswith("WARNING ragchat.test still written")
+        assert "Logging error" not in current.getvalue()
+    finally:
+        for handler in [h for h in root.handlers if h not in before]:
+            root.removeHandler(handler)
+        root.handlers[:] = before
+        root.setLevel(level)
