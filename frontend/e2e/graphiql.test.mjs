@@ -140,6 +140,15 @@ describe("GraphiQL at /graphql, offline", () => {
     const background = await graphiql.evaluate(() => getComputedStyle(document.querySelector(".graphiql-container")).backgroundColor);
     const [r, g, b] = background.match(/\d+/g).map(Number);
     assert.ok(r + g + b < 3 * 80, `a dark GraphiQL on a dark system (${background})`);
+    // The system changes while the page is open: the editors change with the page (monaco marks a
+    // dark theme's editor "vs-dark"), not only the stylesheet around them.
+    const editor = graphiql.locator(".graphiql-query-editor .monaco-editor");
+    await graphiql.waitForFunction(() => document.querySelector(".graphiql-query-editor .monaco-editor")?.classList.contains("vs-dark"));
+    await graphiql.emulateMedia({ colorScheme: "light" });
+    await graphiql.waitForFunction(() => !document.querySelector(".graphiql-query-editor .monaco-editor").classList.contains("vs-dark"));
+    await graphiql.emulateMedia({ colorScheme: "dark" });
+    await graphiql.waitForFunction(() => document.querySelector(".graphiql-query-editor .monaco-editor").classList.contains("vs-dark"));
+    assert.ok(await editor.isVisible());
     await system.close();
   });
 

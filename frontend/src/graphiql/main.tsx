@@ -5,8 +5,9 @@ import "graphiql/style.css";
 import "@graphiql/plugin-explorer/style.css";
 import "./workers";
 import { explorerPlugin } from "@graphiql/plugin-explorer";
+import { useGraphiQL, useGraphiQLActions } from "@graphiql/react";
 import { GraphiQL } from "graphiql";
-import { StrictMode } from "react";
+import { StrictMode, useEffect } from "react";
 import { createRoot } from "react-dom/client";
 import { ApiKeyStore } from "../lib/apiKey";
 import { storedTheme } from "../lib/theme";
@@ -25,6 +26,25 @@ function readConfig(): PageConfig {
 }
 
 const { defaultQuery } = readConfig();
+/**
+ * With no theme picked, GraphiQL's stylesheet follows the system's scheme when it changes but its
+ * editors keep the colours they were made with (light code on a dark page, contrast 1.7:1): ask it
+ * to pick the system's theme again on each change. Rendered inside GraphiQL, for its store.
+ */
+function FollowSystemTheme() {
+  const theme = useGraphiQL((state) => state.theme);
+  const { setTheme } = useGraphiQLActions();
+  useEffect(() => {
+    if (theme !== null) return;
+    const media = window.matchMedia?.("(prefers-color-scheme: dark)");
+    if (!media) return;
+    const onChange = () => setTheme(null);
+    media.addEventListener("change", onChange);
+    return () => media.removeEventListener("change", onChange);
+  }, [theme, setTheme]);
+  return null;
+}
+
 const fetcher = ragchatFetcher(window.location, new ApiKeyStore().authorization());
 const plugins = [explorerPlugin()];
 // The app's light/dark pick, when the reader made one; GraphiQL follows the system otherwise (and
@@ -32,6 +52,8 @@ const plugins = [explorerPlugin()];
 
 createRoot(document.getElementById("graphiql")!).render(
   <StrictMode>
-    <GraphiQL fetcher={fetcher} defaultQuery={defaultQuery} plugins={plugins} defaultEditorToolsVisibility="headers" defaultTheme={storedTheme()} />
+    <GraphiQL fetcher={fetcher} defaultQuery={defaultQuery} plugins={plugins} defaultEditorToolsVisibility="headers" defaultTheme={storedTheme()}>
+      <FollowSystemTheme />
+    </GraphiQL>
   </StrictMode>,
 );
