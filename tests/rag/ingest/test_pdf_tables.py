@@ -11,7 +11,7 @@ from pypdf import PdfReader
 from app.llm.tokenizers import MINILM_TOKENIZER, HFTokenizer
 from app.rag.ingest.chunking import chunk
 from app.rag.ingest.parsers.text import normalise
-from app.rag.ingest.parsing import parse
+from app.rag.ingest.parsing import ParseLimits, parse
 from tests.rag.ingest.bombs import pdf
 
 ANIMALS = [
@@ -122,3 +122,10 @@ def test_a_page_with_more_rules_than_the_limit_is_not_searched_for_tables() -> N
     doc = parse(data, "hatched.pdf")
     assert doc.text == _pypdf_text(data, 0)
     assert "|---|" not in doc.text
+
+
+def test_once_table_finding_has_used_its_time_the_pages_keep_pypdf_text() -> None:
+    data = pdf([_page(PROSE_ABOVE, ANIMALS, PROSE_BELOW)], [0])
+    doc = parse(data, "survey.pdf", ParseLimits(table_seconds=0))
+    assert doc.text == _pypdf_text(data, 0)
+    assert "| Animal | Habitat | Diet |" in parse(data, "survey.pdf", ParseLimits(table_seconds=1_000)).text

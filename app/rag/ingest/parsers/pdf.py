@@ -24,11 +24,18 @@ PAGE_SEPARATOR = "\n\n"
 
 
 def parse_pdf(
-    data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars: int, find_tables: bool = True
+    data: bytes,
+    *,
+    max_pages: int,
+    max_chars_per_page: int,
+    max_chars: int,
+    find_tables: bool = True,
+    table_seconds: float = 10.0,
 ) -> ParsedDocument:
     """Extract each page's text, its tables as Markdown tables unless ``find_tables`` is false (the
-    benchmark's baseline). Raises :class:`IngestError` for an empty, broken, password-protected
-    or textless (scanned) PDF, and for one with more pages or text than the limits allow."""
+    benchmark's baseline), for as long as table finding has taken under ``table_seconds``. Raises
+    :class:`IngestError` for an empty, broken, password-protected or textless (scanned) PDF, and for
+    one with more pages or text than the limits allow."""
     if not data.strip():
         raise IngestError("the file is empty")
     if b"%PDF-" not in data[:1024]:
@@ -38,7 +45,7 @@ def parse_pdf(
         _unlock(reader)
         if len(reader.pages) > max_pages:
             raise IngestError(f"the PDF has {len(reader.pages):,} pages; the limit is {max_pages:,}")
-        tables = TableFinder(data, len(reader.pages)) if find_tables else None
+        tables = TableFinder(data, len(reader.pages), table_seconds) if find_tables else None
         try:
             pages, ocr_pages = _pages_text(reader, tables, max_chars_per_page, max_chars)
         finally:

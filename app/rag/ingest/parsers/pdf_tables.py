@@ -11,7 +11,9 @@ Only ruled tables are found (the "lines" strategy): whitespace-aligned columns a
 ordinary text set in columns. Bounds, besides the worker's time limit and the page's character
 limit: a page with more ruling lines than :data:`MAX_EDGES_PER_PAGE` is not searched (finding
 cells compares every horizontal line with every vertical one), and tables with more cells in all
-than :data:`MAX_CELLS_PER_PAGE` leave the page's text as pypdf reads it.
+than :data:`MAX_CELLS_PER_PAGE` leave the page's text as pypdf reads it. pdfplumber reads a page
+~10x slower than pypdf, so table finding has a time budget per file: past it, the remaining pages
+keep pypdf's text rather than the whole file failing the parse timeout it passed without tables.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,9 +48,10 @@ _DAMAGE = (
 class TableFinder:
     """One PDF opened by pdfplumber on first use; :meth:`page_text` per page, by 0-based index."""
 
-    def __init__(self, data: bytes, page_count: int) -> None:
+    def __init__(self, data: bytes, page_count: int, seconds: float) -> None:
         self._data = data
         self._page_count = page_count
+        self._left = seconds
         self._pdf: Any = None
         self._broken = False
 
@@ -59,8 +63,9 @@ class TableFinder:
 
         # pdfplumber reads a page ~10x slower than pypdf: a page that draws too few rules for a
         # table is not given to it. pypdf has decoded the page's content stream already.
-        if not _may_have_rules(page):
+        if self._left <= 0 or not _may_have_rules(page):
             return None
+        started = time.perf_counter()
         try:
             pdf = self._open()
             if pdf is None:
@@ -74,6 +79,8 @@ class TableFinder:
         except (PdfminerException, MalformedPDFException, *_DAMAGE):
             self._broken = True
             return None
+        finally:
+            self._left -= time.perf_counter() - started
 
     def _open(self) -> Any:
         if self._broken:
