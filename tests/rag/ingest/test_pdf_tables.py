@@ -124,8 +124,13 @@ def test_a_page_with_more_rules_than_the_limit_is_not_searched_for_tables() -> N
     assert "|---|" not in doc.text
 
 
-def test_once_table_finding_has_used_its_time_the_pages_keep_pypdf_text() -> None:
-    data = pdf([_page(PROSE_ABOVE, ANIMALS, PROSE_BELOW)], [0])
-    doc = parse(data, "survey.pdf", ParseLimits(table_seconds=0))
-    assert doc.text == _pypdf_text(data, 0)
-    assert "| Animal | Habitat | Diet |" in parse(data, "survey.pdf", ParseLimits(table_seconds=1_000)).text
+def test_once_table_finding_has_read_its_characters_the_pages_keep_pypdf_text() -> None:
+    # Two pages with a table each: a budget that holds the first page's characters and not the
+    # second's finds the first page's table only.
+    data = pdf([_page(PROSE_ABOVE, ANIMALS, PROSE_BELOW), _page(PROSE_ABOVE, ANIMALS, PROSE_BELOW)], [0, 1])
+    page = len(_pypdf_text(data, 0))
+    for budget, tables in [(0, 0), (page * 3 // 2, 1), (page * 3, 2)]:
+        assert (
+            parse(data, "survey.pdf", ParseLimits(table_chars=budget)).text.count("| Animal | Habitat | Diet |")
+            == tables
+        )

@@ -30,10 +30,10 @@ def parse_pdf(
     max_chars_per_page: int,
     max_chars: int,
     find_tables: bool = True,
-    table_seconds: float = 10.0,
+    table_chars: int = 150_000,
 ) -> ParsedDocument:
     """Extract each page's text, its tables as Markdown tables unless ``find_tables`` is false (the
-    benchmark's baseline), for as long as table finding has taken under ``table_seconds``. Raises
+    benchmark's baseline), on pages holding ``table_chars`` characters in all. Raises
     :class:`IngestError` for an empty, broken, password-protected or textless (scanned) PDF, and for
     one with more pages or text than the limits allow."""
     if not data.strip():
@@ -45,7 +45,7 @@ def parse_pdf(
         _unlock(reader)
         if len(reader.pages) > max_pages:
             raise IngestError(f"the PDF has {len(reader.pages):,} pages; the limit is {max_pages:,}")
-        tables = TableFinder(data, len(reader.pages), table_seconds) if find_tables else None
+        tables = TableFinder(data, len(reader.pages), table_chars) if find_tables else None
         try:
             pages, ocr_pages = _pages_text(reader, tables, max_chars_per_page, max_chars)
         finally:
@@ -97,7 +97,7 @@ def _pages_text(
     for number, page in enumerate(reader.pages, start=1):
         text = _page_text(page.extract_text())
         if text.strip() and tables is not None:
-            with_tables = tables.page_text(number - 1, page)
+            with_tables = tables.page_text(number - 1, page, len(text))
             if with_tables is not None:
                 text = _page_text(with_tables)
         elif not text.strip() and ocr.available():

@@ -12,8 +12,11 @@ ordinary text set in columns. Bounds, besides the worker's time limit and the pa
 limit: a page with more ruling lines than :data:`MAX_EDGES_PER_PAGE` is not searched (finding
 cells compares every horizontal line with every vertical one), and tables with more cells in all
 than :data:`MAX_CELLS_PER_PAGE` leave the page's text as pypdf reads it. pdfplumber reads a page
-~10x slower than pypdf, so table finding has a time budget per file: past it, the remaining pages
-keep pypdf's text rather than the whole file failing the parse timeout it passed without tables.
+~10x slower than pypdf, so table finding has a budget per file, counted in the characters of the
+pages given to it (pypdf's count, known before pdfplumber runs): past it, the remaining pages keep
+pypdf's text rather than the whole file failing the parse timeout it passed without tables. A
+budget of characters rather than seconds, so that the same file always parses to the same text,
+however loaded the machine.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import io
 import itertools
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,24 +50,24 @@ _DAMAGE = (
 class TableFinder:
     """One PDF opened by pdfplumber on first use; :meth:`page_text` per page, by 0-based index."""
 
-    def __init__(self, data: bytes, page_count: int, seconds: float) -> None:
+    def __init__(self, data: bytes, page_count: int, max_chars: int) -> None:
         self._data = data
         self._page_count = page_count
-        self._left = seconds
+        self._left = max_chars
         self._pdf: Any = None
         self._broken = False
 
-    def page_text(self, index: int, page: Any) -> str | None:
-        """The text of page ``index`` (pypdf's ``page``) with its tables as Markdown tables, or None
-        when it has no table (or pdfplumber cannot read it: the caller keeps pypdf's text, the file
-        does not fail)."""
+    def page_text(self, index: int, page: Any, chars: int) -> str | None:
+        """The text of page ``index`` (pypdf's ``page``, ``chars`` long as pypdf reads it) with its
+        tables as Markdown tables, or None when it has no table or the file's budget is spent (or
+        pdfplumber cannot read it: the caller keeps pypdf's text, the file does not fail)."""
         from pdfplumber.utils.exceptions import MalformedPDFException, PdfminerException
 
         # pdfplumber reads a page ~10x slower than pypdf: a page that draws too few rules for a
         # table is not given to it. pypdf has decoded the page's content stream already.
-        if self._left <= 0 or not _may_have_rules(page):
+        if chars > self._left or not _may_have_rules(page):
             return None
-        started = time.perf_counter()
+        self._left -= chars
         try:
             pdf = self._open()
             if pdf is None:
@@ -79,8 +81,6 @@ class TableFinder:
         except (PdfminerException, MalformedPDFException, *_DAMAGE):
             self._broken = True
             return None
-        finally:
-            self._left -= time.perf_counter() - started
 
     def _open(self) -> Any:
         if self._broken:
