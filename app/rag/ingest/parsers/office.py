@@ -7,9 +7,7 @@
 - Excel: each sheet's rows as Markdown tables; a heading per block of rows names the sheet and the
   cell range (``Budget!A2:D21``), so a citation says where in the workbook the row is.
 
-A long table is cut into blocks of rows, each block a table of its own with the header row
-repeated and a blank line between blocks: the chunker cuts at blank lines first, so a row cited
-from the middle of a long table still comes with its header.
+A long table is cut into blocks of rows with the header repeated in each (parsers/tables.py).
 
 These files are zip archives, and a small archive can unpack to gigabytes. :func:`check_zip`
 refuses one whose members are too many, too large in all or alone, or compressed beyond what
@@ -22,18 +20,15 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from app.errors import IngestError
+from app.rag.ingest.parsers.tables import cell_text, markdown_tables, table_blocks
 from app.rag.ingest.parsers.text import normalise, too_much_text
 from app.rag.ingest.types import DocumentKind, Heading, ParsedDocument
 
-# The characters of table text per block of rows (header included) before the next block starts
-# with the header again. Table text is dense (~3 characters a MiniLM token): ~120 tokens, so at the
-# default 200-token target a blank line between blocks always falls where the chunker may cut.
-TABLE_BLOCK_CHARS = 360
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
@@ -126,43 +121,6 @@ class _Writer:
         )
 
 
-def _cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    return " ".join(text.split()).replace("|", "\\|")
-
-
-def _row(cells: Sequence[str], width: int) -> str:
-    padded = [*cells, *([""] * (width - len(cells)))]
-    return "| " + " | ".join(padded) + " |"
-
-
-def table_blocks(rows: Sequence[Sequence[str]]) -> Iterator[tuple[int, int, str]]:
-    """Markdown tables of ``rows`` (the first is the header), ``(first, last, text)`` per block of
-    body rows (0-based indexes into ``rows``), each block under the header again."""
-    if not rows:
-        return
-    width = max(len(row) for row in rows)
-    header = _row(rows[0], width) + "\n" + "|" + "---|" * width
-    if len(rows) == 1:
-        yield 0, 0, header
-        return
-    lines: list[str] = []
-    first = 1
-    size = len(header)
-    for index in range(1, len(rows)):
-        line = _row(rows[index], width)
-        if lines and size + len(line) + 1 > TABLE_BLOCK_CHARS:
-            yield first, index - 1, header + "\n" + "\n".join(lines)
-            lines, first, size = [], index, len(header)
-        lines.append(line)
-        size += len(line) + 1
-    yield first, len(rows) - 1, header + "\n" + "\n".join(lines)
-
-
-def _tables(rows: Sequence[Sequence[str]]) -> str:
-    return "\n\n".join(text for _, _, text in table_blocks(rows))
-
-
 # ---- Word ----
 
 
@@ -180,7 +138,7 @@ def parse_docx(data: bytes, *, max_chars: int, zip_limits: ZipLimits) -> ParsedD
             if isinstance(item, Paragraph):
                 _docx_paragraph(writer, item)
             elif isinstance(item, Table):
-                writer.block(_tables(_docx_rows(item)))
+                writer.block(markdown_tables(_docx_rows(item)))
         title = document.core_properties.title or None
     except IngestError:
         raise
@@ -216,7 +174,7 @@ def _docx_rows(table: Any) -> list[list[str]]:
         previous = None
         for cell in row.cells:
             # A merged cell is returned once per grid column it spans; its text is kept once.
-            cells.append("" if cell._tc is previous else _cell(cell.text))
+            cells.append("" if cell._tc is previous else cell_text(cell.text))
             previous = cell._tc
         rows.append(cells)
     return rows
@@ -245,8 +203,8 @@ def parse_pptx(data: bytes, *, max_pages: int, max_chars: int, zip_limits: ZipLi
                 if title_shape is not None and shape.shape_id == title_shape.shape_id:
                     continue
                 if getattr(shape, "has_table", False) and shape.has_table:
-                    rows = [[_cell(cell.text) for cell in row.cells] for row in shape.table.rows]
-                    writer.block(_tables(rows))
+                    rows = [[cell_text(cell.text) for cell in row.cells] for row in shape.table.rows]
+                    writer.block(markdown_tables(rows))
                 elif getattr(shape, "has_text_frame", False) and shape.has_text_frame:
                     writer.block(_pptx_text(shape.text_frame))
             if slide.has_notes_slide:
@@ -305,7 +263,7 @@ def parse_xlsx(data: bytes, *, max_chars: int, zip_limits: ZipLimits) -> ParsedD
             rows: list[tuple[int, list[str]]] = []
             used = 0
             for row in sheet.iter_rows():
-                cells = [_cell(getattr(cell, "value", None)) for cell in row]
+                cells = [cell_text(getattr(cell, "value", None)) for cell in row]
                 while cells and not cells[-1]:
                     cells.pop()
                 if not cells:

@@ -1,4 +1,5 @@
 """PDF: text page by page with pypdf; pages joined by a blank line, each page's start recorded.
+A page with a ruled table is written with the table as a Markdown table at its place (pdf_tables.py).
 
 A small PDF can expand enormously (content streams are compressed, pages can share one stream),
 so pages, characters per page and characters in all are bounded, and checked page by page: a file
@@ -15,15 +16,26 @@ from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
 from app.errors import IngestError
 from app.rag.ingest.parsers import ocr
+from app.rag.ingest.parsers.pdf_tables import TableFinder
 from app.rag.ingest.parsers.text import normalise, too_much_text
 from app.rag.ingest.types import DocumentKind, Heading, ParsedDocument
 
 PAGE_SEPARATOR = "\n\n"
 
 
-def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars: int) -> ParsedDocument:
-    """Extract each page's text. Raises :class:`IngestError` for an empty, broken, password-protected
-    or textless (scanned) PDF, and for one with more pages or text than the limits allow."""
+def parse_pdf(
+    data: bytes,
+    *,
+    max_pages: int,
+    max_chars_per_page: int,
+    max_chars: int,
+    find_tables: bool = True,
+    table_chars: int = 150_000,
+) -> ParsedDocument:
+    """Extract each page's text, its tables as Markdown tables unless ``find_tables`` is false (the
+    benchmark's baseline), on pages holding ``table_chars`` characters in all. Raises
+    :class:`IngestError` for an empty, broken, password-protected or textless (scanned) PDF, and for
+    one with more pages or text than the limits allow."""
     if not data.strip():
         raise IngestError("the file is empty")
     if b"%PDF-" not in data[:1024]:
@@ -33,7 +45,12 @@ def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars
         _unlock(reader)
         if len(reader.pages) > max_pages:
             raise IngestError(f"the PDF has {len(reader.pages):,} pages; the limit is {max_pages:,}")
-        pages, ocr_pages = _pages_text(reader, max_chars_per_page, max_chars)
+        tables = TableFinder(data, len(reader.pages), table_chars) if find_tables else None
+        try:
+            pages, ocr_pages = _pages_text(reader, tables, max_chars_per_page, max_chars)
+        finally:
+            if tables is not None:
+                tables.close()
         title = _title(reader)
     except IngestError:
         raise
@@ -68,16 +85,22 @@ def parse_pdf(data: bytes, *, max_pages: int, max_chars_per_page: int, max_chars
     )
 
 
-def _pages_text(reader: PdfReader, max_chars_per_page: int, max_chars: int) -> tuple[list[str], set[int]]:
+def _pages_text(
+    reader: PdfReader, tables: TableFinder | None, max_chars_per_page: int, max_chars: int
+) -> tuple[list[str], set[int]]:
     """Each page's text, failing at the first page over a limit rather than after the last; a page
-    without a text layer is read by OCR from its images when OCR is installed (those pages' numbers
-    are the second value)."""
+    with a table has it as a Markdown table; a page without a text layer is read by OCR from its
+    images when OCR is installed (those pages' numbers are the second value)."""
     pages: list[str] = []
     ocr_pages: set[int] = set()
     total = 0
     for number, page in enumerate(reader.pages, start=1):
         text = _page_text(page.extract_text())
-        if not text.strip() and ocr.available():
+        if text.strip() and tables is not None:
+            with_tables = tables.page_text(number - 1, page, len(text))
+            if with_tables is not None:
+                text = _page_text(with_tables)
+        elif not text.strip() and ocr.available():
             text = _page_text("\n\n".join(ocr.ocr_image(image.data) for image in page.images))
             if text:
                 ocr_pages.add(number)
