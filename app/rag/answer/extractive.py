@@ -186,17 +186,19 @@ def compose(
     *,
     options: ExtractiveOptions | None = None,
     earlier: Sequence[str] = (),
+    continues: bool | None = None,
 ) -> ExtractiveAnswer:
     """Answer ``question`` from ``sources``' own sentences; see the module docstring. ``earlier``:
-    the conversation's earlier user turns, oldest first, which a follow-up that reads as one ("and
-    how do I cancel it?") is scored with. Errors of ``embed`` propagate: the caller may retry with
-    ``embed=None`` (words and rank only)."""
+    the conversation's earlier user turns, oldest first, which a follow-up is scored with: one that
+    reads as one ("and how do I cancel it?"), or, when retrieval has decided (``continues``), one it
+    read with them. Errors of ``embed`` propagate: the caller may retry with ``embed=None`` (words
+    and rank only)."""
     opts = options or ExtractiveOptions()
     ordered = sorted(sources, key=lambda s: (s.rank, s.number))
     candidates = _dedupe(_candidates(ordered, opts))
     if not candidates:
         return ExtractiveAnswer(NO_ANSWER, True, (), (), None)
-    before = _before(question, earlier, opts)
+    before = _before(question, earlier, opts, continues)
     asked = _score(question, candidates, embed, opts, before)
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
@@ -482,11 +484,14 @@ def _entities(names: dict[str, str]) -> list[str]:
     return [squashed for squashed, written in names.items() if not _QUANTITY.fullmatch(written)]
 
 
-def _before(question: str, earlier: Sequence[str], opts: ExtractiveOptions) -> tuple[str, ...]:
-    """The earlier turns ``question`` is read with: the last ``history_turns``, when it reads as a
-    continuation ("and for contractors?", "how long does that take?"); a question that stands on
-    its own is read alone."""
-    if opts.history_turns <= 0 or not conversation.leans_back(question):
+def _before(
+    question: str, earlier: Sequence[str], opts: ExtractiveOptions, continues: bool | None = None
+) -> tuple[str, ...]:
+    """The earlier turns ``question`` is read with: the last ``history_turns``, when it continues
+    the conversation — as retrieval decided (``continues``), or else as it reads ("and for
+    contractors?", "how long does that take?"); a question that stands on its own is read alone."""
+    follows = conversation.leans_back(question) if continues is None else continues
+    if opts.history_turns <= 0 or not follows:
         return ()
     return tuple(t for t in earlier if t.strip())[-opts.history_turns :]
 
