@@ -200,6 +200,16 @@ def compose(
         return ExtractiveAnswer(NO_ANSWER, True, (), (), None)
     before = _before(question, earlier, opts, continues)
     asked = _score(question, candidates, embed, opts, before)
+    if before and continues and not conversation.leans_back(question):
+        # Retrieval's guess (the message found no passage alone), not a cue in its words: read both
+        # ways and keep the reading whose best sentence scores higher. A standalone question on a
+        # new topic loses by the earlier turns; a follow-up that names nothing gains.
+        read_with = max(c.score for c in candidates)
+        alone = _score(question, candidates, embed, opts)
+        if max(c.score for c in candidates) < read_with:
+            asked = _score(question, candidates, embed, opts, before)
+        else:
+            asked = alone
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
     beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
