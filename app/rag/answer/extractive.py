@@ -75,6 +75,7 @@ class ExtractiveOptions:
     kind_weight: float = 0.10
     subject_weight: float = 0.20
     entity_penalty: float = 0.5  # factor for sources that lack a name or code the question has
+    signpost_penalty: float = 0.5  # factor for a sentence about its page rather than the subject ("This page outlines …")
     adjacency_bonus: float = 0.05
     duplicate_overlap: float = 0.8
     min_words: int = 3  # table rows: 2
@@ -163,6 +164,7 @@ class _Candidate:
     overlap: float = 0.0
     missing_entity: bool = False  # its source does not name something the question names
     other_edition: bool = False  # its document's title has another year or code of the same form
+    signpost: bool = False  # it says what its page covers or where to read more, not the thing itself
     subject: float = 0.0  # the share of the question's names its document name and headings have
     fit: float = 0.0  # 1 when it has the kind of answer the question asks for (a date, a number, a name)
     score: float = 0.0
@@ -265,7 +267,7 @@ class _Why:
             "; scored at half: its source lacks a name or code the question has" if c.missing_entity
             else "; scored at half: its document is another edition than the one asked about" if c.other_edition
             else ""
-        )  # fmt: skip
+        ) + ("; scored at half: it says what its page covers, not the answer" if c.signpost else "")  # fmt: skip
         if any(c is k for k in chosen):
             return "quoted" + penalised
         if self.beyond:
@@ -480,8 +482,21 @@ def _score(
             c.cosine, c.vector = float(cosine), vector
     for c in candidates:
         off = c.missing_entity or c.other_edition
+        c.signpost = bool(_SIGNPOST.match(c.text))
         c.score = _blend(c, opts, cosine=embed is not None, **asks) * (opts.entity_penalty if off else 1.0)
+        c.score *= opts.signpost_penalty if c.signpost else 1.0
     return turns[0] if embed is not None else None
+
+
+# A sentence about its own page ("This page outlines how to sign up and how to cancel", "Read more
+# here") shares the question's words but points at the answer instead of giving it (English cues).
+_SIGNPOST = re.compile(
+    r"\W*(?:(?:this|the following|the next|below,?)\s+(?:page|section|document|doc|guide|article|chapter|readme)"
+    r"\b[^.!?]{0,60}?\b(?:outlines?|describes?|covers?|explains?|lists?|contains?|provides?|summari[sz]es?"
+    r"|walks?|shows?|will)\b|(?:read|learn|find out)\s+more\b|(?:see|refer to)\b[^.!?]{0,80}\bfor\s+"
+    r"(?:more|details|further))",
+    re.IGNORECASE,
+)
 
 
 # An amount the asker states ("about $3,000", "12,500 users") is their case, which a document states
