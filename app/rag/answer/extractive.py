@@ -75,7 +75,7 @@ class ExtractiveOptions:
     kind_weight: float = 0.10
     subject_weight: float = 0.20
     entity_penalty: float = 0.5  # factor for sources that lack a name or code the question has
-    signpost_penalty: float = 0.5  # factor for a sentence about its page rather than the subject ("This page outlines …")
+    signpost_penalty: float = 0.5  # factor for a sentence about its page, not its subject ("This page outlines …")
     adjacency_bonus: float = 0.05
     duplicate_overlap: float = 0.8
     min_words: int = 3  # table rows: 2
