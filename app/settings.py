@@ -76,6 +76,11 @@ class RagDefaults(RagSettings):
     # query is searched. 1.0: always history-aware. Tuned with `ragchat bench conversations` and
     # the topic changes of `ragchat bench answers --dataset` (docs/BENCHMARKS.md, "Topic changes").
     standalone_score: float = Field(0.45, ge=0.0, le=1.0, allow_inf_nan=False)
+    # A message that finds a passage alone but has a pronoun ("how can we use it in a monorepo?") is
+    # still a follow-up when the earlier turns raise its best passage's score by at least this much:
+    # a pronoun that points inside the message (a standalone question) gains little or loses. 1.0:
+    # never. Tuned on the conversations and topic changes of `ragchat bench answers --dataset`.
+    follow_up_gain: float = Field(0.05, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class EmbedderSettings(BaseModel):

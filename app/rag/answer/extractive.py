@@ -75,6 +75,7 @@ class ExtractiveOptions:
     kind_weight: float = 0.10
     subject_weight: float = 0.20
     entity_penalty: float = 0.5  # factor for sources that lack a name or code the question has
+    signpost_penalty: float = 0.5  # factor for a sentence about its page, not its subject ("This page outlines …")
     adjacency_bonus: float = 0.05
     duplicate_overlap: float = 0.8
     min_words: int = 3  # table rows: 2
@@ -163,6 +164,7 @@ class _Candidate:
     overlap: float = 0.0
     missing_entity: bool = False  # its source does not name something the question names
     other_edition: bool = False  # its document's title has another year or code of the same form
+    signpost: bool = False  # it says what its page covers or where to read more, not the thing itself
     subject: float = 0.0  # the share of the question's names its document name and headings have
     fit: float = 0.0  # 1 when it has the kind of answer the question asks for (a date, a number, a name)
     score: float = 0.0
@@ -186,18 +188,30 @@ def compose(
     *,
     options: ExtractiveOptions | None = None,
     earlier: Sequence[str] = (),
+    continues: bool | None = None,
 ) -> ExtractiveAnswer:
     """Answer ``question`` from ``sources``' own sentences; see the module docstring. ``earlier``:
-    the conversation's earlier user turns, oldest first, which a follow-up that reads as one ("and
-    how do I cancel it?") is scored with. Errors of ``embed`` propagate: the caller may retry with
-    ``embed=None`` (words and rank only)."""
+    the conversation's earlier user turns, oldest first, which a follow-up is scored with: one that
+    reads as one ("and how do I cancel it?"), or, when retrieval has decided (``continues``), one it
+    read with them. Errors of ``embed`` propagate: the caller may retry with ``embed=None`` (words
+    and rank only)."""
     opts = options or ExtractiveOptions()
     ordered = sorted(sources, key=lambda s: (s.rank, s.number))
     candidates = _dedupe(_candidates(ordered, opts))
     if not candidates:
         return ExtractiveAnswer(NO_ANSWER, True, (), (), None)
-    before = _before(question, earlier, opts)
+    before = _before(question, earlier, opts, continues)
     asked = _score(question, candidates, embed, opts, before)
+    if before and continues and not conversation.leans_back(question):
+        # Retrieval's guess (the message found no passage alone), not a cue in its words: read both
+        # ways and keep the reading whose best sentence scores higher. A standalone question on a
+        # new topic loses by the earlier turns; a follow-up that names nothing gains.
+        read_with = max(c.score for c in candidates)
+        alone = _score(question, candidates, embed, opts)
+        if max(c.score for c in candidates) < read_with:
+            asked = _score(question, candidates, embed, opts, before)
+        else:
+            asked = alone
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
     beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
@@ -253,7 +267,7 @@ class _Why:
             "; scored at half: its source lacks a name or code the question has" if c.missing_entity
             else "; scored at half: its document is another edition than the one asked about" if c.other_edition
             else ""
-        )  # fmt: skip
+        ) + ("; scored at half: it says what its page covers, not the answer" if c.signpost else "")  # fmt: skip
         if any(c is k for k in chosen):
             return "quoted" + penalised
         if self.beyond:
@@ -468,8 +482,21 @@ def _score(
             c.cosine, c.vector = float(cosine), vector
     for c in candidates:
         off = c.missing_entity or c.other_edition
+        c.signpost = bool(_SIGNPOST.match(c.text))
         c.score = _blend(c, opts, cosine=embed is not None, **asks) * (opts.entity_penalty if off else 1.0)
+        c.score *= opts.signpost_penalty if c.signpost else 1.0
     return turns[0] if embed is not None else None
+
+
+# A sentence about its own page ("This page outlines how to sign up and how to cancel", "Read more
+# here") shares the question's words but points at the answer instead of giving it (English cues).
+_SIGNPOST = re.compile(
+    r"\W*(?:(?:this|the following|the next|below,?)\s+(?:page|section|document|doc|guide|article|chapter|readme)"
+    r"\b[^.!?]{0,60}?\b(?:outlines?|describes?|covers?|explains?|lists?|contains?|provides?|summari[sz]es?"
+    r"|walks?|shows?|will)\b|(?:read|learn|find out)\s+more\b|(?:see|refer to)\b[^.!?]{0,80}\bfor\s+"
+    r"(?:more|details|further))",
+    re.IGNORECASE,
+)
 
 
 # An amount the asker states ("about $3,000", "12,500 users") is their case, which a document states
@@ -482,11 +509,14 @@ def _entities(names: dict[str, str]) -> list[str]:
     return [squashed for squashed, written in names.items() if not _QUANTITY.fullmatch(written)]
 
 
-def _before(question: str, earlier: Sequence[str], opts: ExtractiveOptions) -> tuple[str, ...]:
-    """The earlier turns ``question`` is read with: the last ``history_turns``, when it reads as a
-    continuation ("and for contractors?", "how long does that take?"); a question that stands on
-    its own is read alone."""
-    if opts.history_turns <= 0 or not conversation.leans_back(question):
+def _before(
+    question: str, earlier: Sequence[str], opts: ExtractiveOptions, continues: bool | None = None
+) -> tuple[str, ...]:
+    """The earlier turns ``question`` is read with: the last ``history_turns``, when it continues
+    the conversation — as retrieval decided (``continues``), or else as it reads ("and for
+    contractors?", "how long does that take?"); a question that stands on its own is read alone."""
+    follows = conversation.leans_back(question) if continues is None else continues
+    if opts.history_turns <= 0 or not follows:
         return ()
     return tuple(t for t in earlier if t.strip())[-opts.history_turns :]
 

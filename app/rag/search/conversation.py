@@ -88,6 +88,13 @@ _POINTER = re.compile(r"\b(it|its|they|them|their|that|this|those|these|there|he
 SHORT_WORDS = 10
 
 
+def points_back(message: str) -> bool:
+    """Whether ``message`` has a pronoun that may point back, at any length ("how can we use it in a
+    monorepo?"); in a long message it often points inside the message itself, so this alone does
+    not make a follow-up (app/services/chat/turn_search.py weighs what the earlier turns add)."""
+    return bool(_POINTER.search(message))
+
+
 def leans_back(message: str) -> bool:
     """Whether ``message`` reads as a continuation of the conversation (English cues)."""
     return bool(_CONNECTIVE.match(message)) or (len(message.split()) <= SHORT_WORDS and bool(_POINTER.search(message)))

@@ -59,16 +59,22 @@ def cached_embed(model: Embedder) -> Callable[[list[str]], Vectors]:
 
 
 def extract(
-    question: str, sources: list[SourceRef], embedder: Callable[[], Embedder], earlier: Sequence[str] = ()
+    question: str,
+    sources: list[SourceRef],
+    embedder: Callable[[], Embedder],
+    earlier: Sequence[str] = (),
+    *,
+    continues: bool | None = None,
 ) -> extractive.ExtractiveAnswer:
-    """The extractive answer (``earlier``: the chat's earlier user turns, oldest first); by words and
-    rank alone when the embedder fails."""
+    """The extractive answer (``earlier``: the chat's earlier user turns, oldest first;
+    ``continues``: whether retrieval read the question with them, None when it did not decide); by
+    words and rank alone when the embedder fails."""
     embed = _embedding(embedder)
     try:
-        return extractive.compose(question, sources, embed, earlier=earlier)
+        return extractive.compose(question, sources, embed, earlier=earlier, continues=continues)
     except ProviderError as exc:
         log.warning("extractive answer without embeddings: %s", exc.message)
-        return extractive.compose(question, sources, None, earlier=earlier)
+        return extractive.compose(question, sources, None, earlier=earlier, continues=continues)
 
 
 def review(answer_guard: guard.AnswerGuard, embedder: Callable[[], Embedder]) -> guard.Verdict:

@@ -200,14 +200,15 @@ class ChatService:
         ended = TurnLog(turn, trace)  # the turn's log line, whichever way it ends
         try:
             choice = self._choose(turn.chat)
-            searched: list[RetrievalResult] = []
+            searched: list[_Searched] = []
             async for progress in self._retrieve(turn, trace, searched):
                 yield progress
             retrieval = searched[0] if searched else None
-            candidates = retrieval.kept if retrieval else []
+            candidates = retrieval.result.kept if retrieval else []
+            continues = retrieval.continues if retrieval else None
             if choice.used is AnswerMode.EXTRACTIVE:
                 with trace.stage(Stage.EXTRACT):
-                    written = await self._extractive(turn, candidates, choice, trace)
+                    written = await self._extractive(turn, candidates, choice, trace, continues)
                 yield RetrievalEvent(
                     turn.message_id, turn.user_message_id, written.sources, written.no_context, trace.degraded
                 )
@@ -273,9 +274,16 @@ class ChatService:
         return answer_mode.choose(chat.rag.answer_mode, capabilities, label, rag=chat.rag.enable_rag)
 
     async def _extractive(
-        self, turn: Turn, candidates: list[Candidate], choice: ModeChoice, trace: TraceBuilder
+        self,
+        turn: Turn,
+        candidates: list[Candidate],
+        choice: ModeChoice,
+        trace: TraceBuilder,
+        continues: bool | None = None,
     ) -> _Extracted:
-        """Quote the kept sources: no model, no token budget (nothing is sent anywhere)."""
+        """Quote the kept sources: no model, no token budget (nothing is sent anywhere).
+        ``continues``: whether retrieval read the question with the earlier turns (None: it did not
+        decide), so the answer step reads it the same way."""
         if not turn.chat.rag.enable_rag:
             trace.set_sources([], False)
             trace.set_answer(chat_answer.trace_entry(choice, sentences=0))
@@ -284,7 +292,8 @@ class ChatService:
             _ref(prompting.Source(i, c.document_name, _where(c), c.text), c) for i, c in enumerate(candidates, 1)
         ]
         earlier = conversation.user_turns(turn.history)
-        answer = await anyio.to_thread.run_sync(chat_answer.extract, turn.question, sources, self.embedder, earlier)
+        extract = partial(chat_answer.extract, continues=continues)
+        answer = await anyio.to_thread.run_sync(extract, turn.question, sources, self.embedder, earlier)
         written = chat_answer.quoted(answer, sources, turn.chat.rag.include_citations)
         no_context = not sources  # nothing passed the threshold: not the same as no sentence answering
         trace.set_sources(sources, no_context)
@@ -367,7 +376,7 @@ class ChatService:
                 return False
 
     async def _retrieve(
-        self, turn: Turn, trace: TraceBuilder, out: list[RetrievalResult]
+        self, turn: Turn, trace: TraceBuilder, out: list[_Searched]
     ) -> AsyncIterator[SearchProgressEvent]:
         """The turn's retrieval (app/services/chat/turn_search.py), streaming a progress event per
         pass; the result answered with is appended to ``out``. A failed search is a degradation."""
@@ -398,7 +407,7 @@ class ChatService:
                 trace.set_retrieval(step.result)
                 if step.stages.on:
                     trace.set_ranking(step.stages.ranking)
-                out.append(step.result)
+                out.append(_Searched(step.result, _continues(found)))
 
     def _prompt(self, turn: Turn, model: ChatModel, kept: list[Candidate], trace: TraceBuilder) -> budget.Prompt:
         sources = [prompting.Source(i, c.document_name, _where(c), c.text) for i, c in enumerate(kept, start=1)]
@@ -531,6 +540,23 @@ async def _outcome(job: asyncio.Future[T]) -> T | None:
         with suppress(Exception, asyncio.CancelledError):
             await asyncio.shield(job)
     return None if job.cancelled() or job.exception() is not None else job.result()
+
+
+@dataclass(frozen=True)
+class _Searched:
+    result: RetrievalResult  # the pass answered with
+    continues: bool | None  # retrieval read the message with the earlier turns (None: cues decide)
+
+
+def _continues(found: turn_search.TurnSearch) -> bool | None:
+    """Whether the answer step should read the message with the earlier turns, as retrieval did.
+    Decided only when retrieval probed the message alone (it had no cue either way): a message that
+    finds no passage by itself ("how long does the money take to arrive?") is a follow-up to be read
+    in the conversation, one that does is a new topic. Otherwise (no earlier turns, a cue such as
+    "and ..." or a pronoun, or the model's standalone rewrite) the answer step's own cues decide."""
+    if found.rewrite.query is not None or found.standalone_score is None:
+        return None
+    return bool(found.query.earlier)
 
 
 @dataclass(frozen=True)

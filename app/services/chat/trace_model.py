@@ -348,7 +348,16 @@ class TraceSearch(_Camel):
             "The best passage's score for the message searched alone, when it followed earlier turns, was not "
             "rewritten and did not read as a continuation; at or above the server's standalone score the "
             "message stood on its own (a new topic) and was searched without the earlier turns (then "
-            "`earlier` is empty)."
+            "`earlier` is empty), unless it has a pronoun and the earlier turns raised its best score "
+            "(`historyScore`) by the server's follow-up gain."
+        ),
+    )
+    history_score: float | None = field(
+        default=None,
+        metadata=api(
+            "The best passage's score for the message searched with the earlier turns, when it was searched "
+            "alone, found a passage at or above the standalone score and has a pronoun that may point back: "
+            "at least the server's follow-up gain above `standaloneScore`, it was a follow-up after all."
         ),
     )
     passes: list[TracePass] = field(default_factory=list, metadata=api("Every retrieval pass, in order."))

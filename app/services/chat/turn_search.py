@@ -87,6 +87,8 @@ class TurnSearch:
     embedding_misses: int = 0
     # The message's best score searched alone, when earlier turns could have joined the query.
     standalone_score: float | None = None
+    # Its best score with the earlier turns, when it found a passage alone but may point back.
+    history_score: float | None = None
 
     @property
     def searched(self) -> str:
@@ -196,7 +198,9 @@ async def search(
     # is probed alone first (one nearest-neighbour lookup): a new topic leaves the earlier turns out.
     probe = asked[1] and not conversation.leans_back(message)
     bar = settings.rag.standalone_score if probe else None
-    built, found = await _in_thread(partial(_query, embedder, store, asker.project_id, done, *asked, bar=bar))
+    gain = settings.rag.follow_up_gain
+    query_step = partial(_query, embedder, store, asker.project_id, done, *asked, bar=bar, gain=gain)
+    built, found = await _in_thread(query_step)
     first = params or RetrievalParams.for_session(
         settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold, only=asker.rag.document_filter
     )
@@ -245,23 +249,29 @@ def _query(
     earlier: Sequence[str],
     *,
     bar: float | None,
+    gain: float = 1.0,
 ) -> tuple[Embedder, TurnSearch]:
     """In the worker thread: the embedder (built on first use) and the search with its query
     embedded. With a ``bar``, the message is first looked up alone: when its nearest passage scores
-    at least ``bar`` it is a new topic, and its query leaves ``earlier`` out."""
+    at least ``bar`` it is a new topic, and its query leaves ``earlier`` out — unless it has a
+    pronoun and the earlier turns raise that score by at least ``gain`` (it points back to them)."""
     built = embedder()
     hits: list[bool] = []
     started = time.perf_counter()
-    standalone_score = None
+    standalone_score = history_score = None
     if bar is not None:
         alone = conversation.build(built, text, cache_hits=hits)
         standalone_score = _nearest_score(store, built, project_id, alone)
         if standalone_score is not None and standalone_score >= bar:
-            earlier = ()
+            if conversation.points_back(text):
+                both = conversation.build(built, text, earlier, cache_hits=hits)
+                history_score = _nearest_score(store, built, project_id, both)
+            if history_score is None or history_score - standalone_score < gain:
+                earlier = ()
     query = conversation.build(built, text, earlier, cache_hits=hits)
     found = TurnSearch(query, done, embed_ms=round((time.perf_counter() - started) * 1000, 3))
     found.embedding_hits, found.embedding_misses = sum(hits), len(hits) - sum(hits)
-    found.standalone_score = standalone_score
+    found.standalone_score, found.history_score = standalone_score, history_score
     return built, found
 
 
@@ -321,6 +331,7 @@ def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:
         earlier=list(found.query.earlier),
         rewrite=TraceRewrite(outcome=done.outcome, query=done.query, reason=done.reason, ms=done.ms),
         standalone_score=found.standalone_score,
+        history_score=found.history_score,
         document_filter=TraceDocumentFilter.of(rag.document_filter),
         passes=[
             TracePass(
