@@ -14,7 +14,7 @@ from app.errors import IngestError, ValidationError
 from app.llm.base import Embedder
 from app.rag.ingest.parsing import detect_kind
 from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
-from app.rag.ingest.tags import metadata_changed, replace_tags, tags_of
+from app.rag.ingest.tags import counts_of, metadata_changed, replace_tags, tags_of
 from app.rag.sanitize import clean_name
 from app.rag.search.document_filter import tags_problems
 from app.services.pages import Order, Page, PageRequest, pages
@@ -97,6 +97,13 @@ def tags_by_document(store: Database, document_ids: list[int]) -> list[list[str]
     with store.read() as db:
         found = tags_of(db, document_ids)
     return [found.get(i, []) for i in document_ids]
+
+
+def tag_counts(store: Database, project_ids: list[int]) -> list[list[tuple[str, int]]]:
+    """Each knowledge base's tags (by tag) with how many of its documents have each, in the order of ``project_ids``."""
+    with store.read() as db:
+        found = counts_of(db, project_ids)
+    return [found.get(i, []) for i in project_ids]
 
 
 MAX_NAME = 255

@@ -181,3 +181,20 @@ def test_uploaded_files_get_the_uploads_tags_and_a_bad_tag_stores_nothing(api: A
     assert sorted(spooled.rglob("*")) == files_before
     listed = api.run(SEARCH, p=pid, q="never stored", f=None)["search"]
     assert "new.md" not in _kept(listed)
+
+
+KB_TAGS = """query($p: ID!) { project(id: $p) { ... on Project { documentTags { tag documents } } } }"""
+
+
+def test_a_knowledge_base_lists_its_documents_tags_with_counts(api: Api) -> None:
+    pid, ids = _kb(api)
+    assert api.run(KB_TAGS, p=pid)["project"]["documentTags"] == []
+    api.run(TAGS, id=ids["runbook-billing.md"], tags=["billing", "ops"])
+    api.run(TAGS, id=ids["policy-billing.md"], tags=["billing"])
+    other = str(api.run(CREATE_PROJECT, name="other")["createProject"]["id"])
+    added = api.run(ADD_TAGGED, p=other, n="o.md", t="another base", tags=["elsewhere"], m=None)
+    assert added["addDocument"]["files"][0]["document"]["tags"] == ["elsewhere"]
+    assert api.run(KB_TAGS, p=pid)["project"]["documentTags"] == [
+        {"tag": "billing", "documents": 2},
+        {"tag": "ops", "documents": 1},
+    ]
