@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
@@ -21,6 +22,7 @@ from pydantic import (
     BaseModel,
     Field,
     SecretStr,
+    TypeAdapter,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -29,6 +31,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import SettingsError
+from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.session_settings import RagSettings
 
@@ -81,6 +84,45 @@ class RagDefaults(RagSettings):
     # a pronoun that points inside the message (a standalone question) gains little or loses. 1.0:
     # never. Tuned on the conversations and topic changes of `ragchat bench answers --dataset`.
     follow_up_gain: float = Field(0.05, ge=0.0, le=1.0, allow_inf_nan=False)
+
+    @field_validator("document_filter", mode="before")
+    @classmethod
+    def _stored(cls, value: object) -> object:
+        """RAGCHAT_RAG__DOCUMENT_FILTER, a JSON object such as ``{"tags_any": ["policy"], "path_prefix":
+        "runbooks/"}``: every new session's filter unless its client picks one. Each bad part is named
+        (the session settings' own checks), so a typo is refused at start-up, not searched forever."""
+        return _default_filter(value)
+
+
+_FILTER = TypeAdapter(DocumentFilter)
+_FILTER_FIELDS = tuple(f.name for f in fields(DocumentFilter))
+
+
+def _listed(message: str) -> str:
+    return message.replace("valid tuple", "list")  # JSON has lists; the filter keeps them as tuples
+
+
+def _default_filter(value: object) -> DocumentFilter | None:
+    """The server's default document filter from the environment (JSON text, or the object
+    pydantic-settings decoded from it); None when it is empty. A ValueError names each bad field."""
+    if value is None or isinstance(value, DocumentFilter):
+        return value.normalised() if value is not None else None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a JSON object with some of the fields {', '.join(_FILTER_FIELDS)}")
+    if unknown := sorted(set(value) - set(_FILTER_FIELDS)):
+        raise ValueError(f"unknown field {', '.join(map(repr, unknown))} (known: {', '.join(_FILTER_FIELDS)})")
+    try:
+        parsed = _FILTER.validate_python(value)
+    except ValidationError as exc:
+        raise ValueError("; ".join(f"{err['loc'][0]}: {_listed(err['msg'])}" for err in exc.errors())) from None
+    if problems := parsed.problems():
+        raise ValueError("; ".join(f"{field}: {message}" for field, message in problems))
+    return parsed.normalised()
 
 
 class EmbedderSettings(BaseModel):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from app.errors import SettingsError
+from app.rag.search.document_filter import DocumentFilter
 from app.settings import Settings, load_settings
 
 
@@ -237,3 +239,36 @@ def test_an_open_bind_needs_keys_or_the_opt_in(host: str, keys: int, allow: bool
 def test_the_open_network_opt_in_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGCHAT_API__ALLOW_OPEN_NETWORK", "true")
     assert load_settings(_env_file=None).api.allow_open_network is True
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ('{"tags_any": ["policy"], "kinds": ["spreadsheet"]}', "kinds: unknown file type 'spreadsheet'"),
+        ('{"tagsAny": ["policy"]}', "unknown field 'tagsAny' (known: tags_any, tags_all, path_prefix"),
+        ('{"tags_any": "policy"}', "tags_any: Input should be a list"),
+        ('{"tags_all": [" padded"]}', "tags_all: a tag cannot start or end with spaces"),
+        ('{"date_from": "2026-06-01", "date_to": "2026-01-01"}', "date_to: the range ends before it starts"),
+        ('{"date_from": "June"}', "date_from: Input should be a valid datetime"),
+        ('["policy"]', "must be a JSON object with some of the fields tags_any"),
+        ("tags_any=policy", "not JSON"),
+    ],
+)
+def test_a_bad_default_document_filter_is_refused_naming_the_variable_and_the_field(
+    monkeypatch: pytest.MonkeyPatch, value: str, said: str
+) -> None:
+    monkeypatch.setenv("RAGCHAT_RAG__DOCUMENT_FILTER", value)
+    with pytest.raises(SettingsError) as caught:
+        load_settings()
+    assert "RAGCHAT_RAG__DOCUMENT_FILTER: " in caught.value.message
+    assert said in caught.value.message
+
+
+def test_the_default_document_filter_is_read_normalised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "RAGCHAT_RAG__DOCUMENT_FILTER", '{"tags_any": ["ops", "billing", "ops"], "date_from": "2026-01-01T00:00:00"}'
+    )
+    only = load_settings().rag.document_filter
+    assert only == DocumentFilter(tags_any=("billing", "ops"), date_from=datetime(2026, 1, 1, tzinfo=UTC))
+    monkeypatch.setenv("RAGCHAT_RAG__DOCUMENT_FILTER", "{}")
+    assert load_settings().rag.document_filter is None  # an empty filter: every document, one form

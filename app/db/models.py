@@ -527,6 +527,9 @@ class IngestionItem(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     owner: Mapped[int | None] = mapped_column(Integer)  # the server ingesting it (0021)
+    # The tags its document gets (a JSON list, validated when the upload was taken; 0031); null: the
+    # document's own are kept. On the item, so a retry or another server's worker still applies them.
+    tags: Mapped[str | None] = mapped_column(Text)
 
     job: Mapped[IngestionJob] = relationship(back_populates="items")
 

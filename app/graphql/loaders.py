@@ -60,3 +60,4 @@ class Loaders:
         self.tool_calls_by_message = _loader(partial(tool_calls.by_messages, store))
         # Under a Document the caller was allowed to read.
         self.document_tags: DataLoader[int, list[str]] = _loader(partial(documents.tags_by_document, store))
+        self.project_tags: DataLoader[int, list[tuple[str, int]]] = _loader(partial(documents.tag_counts, store))

@@ -62,6 +62,12 @@ class EmbeddingSpace:
     label: str = strawberry.field(description='"provider/model@dimensions", like "local/all-MiniLM-L6-v2@384".')
 
 
+@strawberry.type(description="A tag of a knowledge base's documents, with how many have it.")
+class TagCount:
+    tag: str = strawberry.field(description="The tag.")
+    documents: int = strawberry.field(description="How many of the knowledge base's documents have it.")
+
+
 @strawberry.type(description="A knowledge base: documents to search, and the chat sessions over them.")
 class Project:
     id: strawberry.ID = strawberry.field(description="The knowledge base's id.")
@@ -92,6 +98,14 @@ class Project:
     async def embedding_space(self, info: Info) -> EmbeddingSpace | None:
         label = (await info.context.loaders.project_stats.load(int(self.id))).embedding_space
         return EmbeddingSpace(label=label) if label else None
+
+    @strawberry.field(
+        description="The tags its documents carry, by tag, each with how many documents have it: what a "
+        "document filter (tagsAny, tagsAll) can select."
+    )
+    async def document_tags(self, info: Info) -> list[TagCount]:
+        found = await info.context.loaders.project_tags.load(int(self.id))
+        return [TagCount(tag=tag, documents=count) for tag, count in found]
 
     @strawberry.field(description="The knowledge base's documents by name; the first 50 unless asked otherwise.")
     async def documents(

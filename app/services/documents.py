@@ -14,7 +14,7 @@ from app.errors import IngestError, ValidationError
 from app.llm.base import Embedder
 from app.rag.ingest.parsing import detect_kind
 from app.rag.ingest.pipeline import FileResult, Ingestor, IngestSummary, Source
-from app.rag.ingest.tags import metadata_changed, replace_tags, tags_of
+from app.rag.ingest.tags import counts_of, metadata_changed, replace_tags, tags_of
 from app.rag.sanitize import clean_name
 from app.rag.search.document_filter import tags_problems
 from app.services.pages import Order, Page, PageRequest, pages
@@ -59,12 +59,17 @@ def delete(store: Database, document_id: int, *, caller: Caller = THE_SERVER) ->
         return doc
 
 
+def check_tags(tags: list[str], field: str = "tags") -> None:
+    """Refuse (ValidationError, every problem at once) tags a document cannot have: the rules of
+    setDocumentTags, addDocument and uploadDocuments alike."""
+    if problems := tags_problems(tags, field):
+        (first, message), *more = problems
+        raise ValidationError(first, message, more=more)
+
+
 def set_tags(store: Database, document_id: int, tags: list[str], *, caller: Caller = THE_SERVER) -> Document:
     """Replace a document's free tags (an editor of its knowledge base may); returns the document."""
-    problems = tags_problems(tags, "tags")
-    if problems:
-        (field, message), *more = problems
-        raise ValidationError(field, message, more=more)
+    check_tags(tags)
     with store.write() as db:
         doc = access.require_document(db, caller, document_id, MemberRole.EDITOR)
         replace_tags(db, doc.id, tags)
@@ -74,9 +79,8 @@ def set_tags(store: Database, document_id: int, tags: list[str], *, caller: Call
 def set_metadata(store: Database, document_id: int, *, tags: list[str] | None, modified_at: datetime | None) -> None:
     """A document's tags (None: as they are) and when its file last changed (None: as it is), for the
     server's own commands (`ragchat ingest --tag`, the file's mtime); tags validated first."""
-    if tags is not None and (problems := tags_problems(tags, "tags")):
-        (field, message), *more = problems
-        raise ValidationError(field, message, more=more)
+    if tags is not None:
+        check_tags(tags)
     with store.write() as db:
         doc = db.get(Document, document_id)
         if doc is None:
@@ -93,6 +97,13 @@ def tags_by_document(store: Database, document_ids: list[int]) -> list[list[str]
     with store.read() as db:
         found = tags_of(db, document_ids)
     return [found.get(i, []) for i in document_ids]
+
+
+def tag_counts(store: Database, project_ids: list[int]) -> list[list[tuple[str, int]]]:
+    """Each knowledge base's tags (by tag) with how many of its documents have each, in the order of ``project_ids``."""
+    with store.read() as db:
+        found = counts_of(db, project_ids)
+    return [found.get(i, []) for i in project_ids]
 
 
 MAX_NAME = 255
@@ -158,9 +169,8 @@ def ingest_uploads(
 ) -> IngestSummary:
     """Uploaded files (name, bytes), checked first: names, sizes, kinds, tags; each gets ``tags``
     (None: its own kept) and ``modified_at`` (None: not known)."""
-    if tags is not None and (problems := tags_problems(tags, "tags")):
-        (field, message), *more = problems
-        raise ValidationError(field, message, more=more)
+    if tags is not None:
+        check_tags(tags)
     files = check_uploads(files, max_upload_bytes)
     kept = tuple(tags) if tags is not None else None
     sources = [Source.from_bytes(name, data, modified_at=modified_at, tags=kept) for name, data in files]

@@ -117,7 +117,7 @@ export function createCache(): InMemoryCache {
       Query: { fields: { projects: relayStylePagination(), chatSessions: relayStylePagination(["projectId"]) } },
       Project: { fields: { documents: relayStylePagination(), embeddingSpace: { merge: false } } },
       Document: { fields: { chunks: relayStylePagination() } },
-      ChatSession: { fields: { messages: relayStylePagination() } },
+      ChatSession: { fields: { messages: relayStylePagination(), documentFilter: { merge: false } } },
       // Objects without ids hang off their parent; replace them whole when they change.
       ChatMessage: { fields: { trace: { merge: false }, citations: { merge: false } } },
     },

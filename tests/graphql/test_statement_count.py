@@ -59,3 +59,46 @@ def test_listing_sessions_with_last_messages_and_citations_is_constant(
     # their counts, and citations: one batch or two, as the last messages and the pages' messages
     # resolve on the same turn of the event loop or not. Without batching, 50 sessions would be 150+.
     assert few <= 11 and many <= 11, (few, many)
+
+
+PROJECT_TAGS = """{ projects(first: 100) { ... on ProjectConnection { edges { node { name
+  documentTags { tag documents }
+  documents(first: 10) { ... on DocumentConnection { edges { node { name tags } } } }
+} } } } }"""
+TAG = """mutation($id: ID!, $tags: [String!]!) { setDocumentTags(id: $id, tags: $tags) { __typename } }"""
+ADD = """mutation($p: ID!, $n: String!, $t: String!) { addDocument(projectId: $p, name: $n, text: $t) {
+  ... on UploadReport { files { document { id } } } } }"""
+
+
+def test_listing_knowledge_bases_with_their_tags_is_constant(api: Api, fake_container: Container) -> None:
+    def add_projects(first: int, n: int) -> None:
+        for i in range(first, first + n):
+            pid = api.run(CREATE_PROJECT, name=f"kb{i}")["createProject"]["id"]
+            for j in range(2):
+                report = api.run(ADD, p=pid, n=f"d{j}.md", t=f"document {j} of base {i}")["addDocument"]
+                api.run(TAG, id=report["files"][0]["document"]["id"], tags=[f"t{j}", "shared"])
+
+    def statements() -> int:
+        seen: list[str] = []
+
+        def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+            if not statement.startswith(("BEGIN", "PRAGMA")) and "FROM users" not in statement:
+                seen.append(statement)
+
+        event.listen(fake_container.store.engine, "before_cursor_execute", count)
+        try:
+            listed = nodes(api.run(PROJECT_TAGS)["projects"])
+        finally:
+            event.remove(fake_container.store.engine, "before_cursor_execute", count)
+        assert all(
+            p["documentTags"]
+            == [{"tag": "shared", "documents": 2}, {"tag": "t0", "documents": 1}, {"tag": "t1", "documents": 1}]
+            for p in listed
+        )
+        assert all([d["tags"] for d in nodes(p["documents"])] == [["shared", "t0"], ["shared", "t1"]] for p in listed)
+        return len(seen)
+
+    add_projects(0, 2)
+    few = statements()
+    add_projects(2, 8)
+    assert statements() == few

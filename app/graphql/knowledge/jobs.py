@@ -18,7 +18,7 @@ from app.graphql.context import Info, caller_of
 from app.graphql.errors import parse_id, to_graphql
 from app.graphql.knowledge.job_types import IngestionItem, IngestionJob
 from app.security import bearer_token, key_number
-from app.services import projects
+from app.services import documents, projects
 from app.services.ingestion import jobs, spool, url_documents
 from app.services.records import JobOrigin, MemberRole
 
@@ -43,9 +43,11 @@ def _api_key_id(info: Info) -> int | None:
     return key_number(bearer_token(header), keys) if keys else None
 
 
-async def upload(info: Info, project_id: strawberry.ID, files: list[Upload], wait: bool) -> Any:
-    """Spool the files, store the job (limits checked), wake the worker; with ``wait``, return once
-    every file has ended."""
+async def upload(
+    info: Info, project_id: strawberry.ID, files: list[Upload], wait: bool, tags: list[str] | None = None
+) -> Any:
+    """Spool the files, store the job (limits checked) with the tags their documents get, wake the
+    worker; with ``wait``, return once every file has ended."""
     container = info.context.container
     settings = container.settings
     key_id = _api_key_id(info)
@@ -55,9 +57,14 @@ async def upload(info: Info, project_id: strawberry.ID, files: list[Upload], wai
         pid = parse_id(project_id, "projectId")
         # Asked before the files are spooled: a caller who may not add documents stores nothing.
         projects.require_role(container.store, pid, MemberRole.EDITOR, caller=caller)
+        if tags is not None:  # before the files are spooled: bad tags store nothing
+            documents.check_tags(tags)
         intakes = spool.spool(jobs.spool_dir(settings), _files(files), settings.api.max_upload_bytes)
         try:
-            return jobs.create(container.store, settings.jobs, pid, JobOrigin.UPLOAD, intakes, key_id, caller=caller).id
+            job = jobs.create(
+                container.store, settings.jobs, pid, JobOrigin.UPLOAD, intakes, key_id, tags=tags, caller=caller
+            )
+            return job.id
         except BaseException:
             spool.discard(intakes)
             raise

@@ -212,8 +212,15 @@ class KnowledgeMutation:
                 "the outcome in the response; the request stays open that long."
             ),
         ] = False,
+        tags: Annotated[
+            list[str] | None,
+            strawberry.argument(
+                description="Free tags for every file's document (replacing any it has), held to setDocumentTags' "
+                "rules: a bad tag is a ValidationError and nothing is stored. Null: a document keeps its tags."
+            ),
+        ] = None,
     ) -> UploadJobResult:
-        return await job_resolvers.upload(info, project_id, files, wait)
+        return await job_resolvers.upload(info, project_id, files, wait, tags)
 
     @strawberry.mutation(
         description="Cancel an ingestion job's unfinished files (all, or those of itemIds): queued ones never "

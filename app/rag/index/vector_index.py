@@ -42,6 +42,9 @@ LOAD_BATCH = 8192
 RELOAD_FRACTION = 1 / 64  # more changes than this share of the index: reload (a vec0 lookup costs ~90 rows of scan)
 MIN_RELOAD_CHANGES = 256
 SUBSET_SHARE = 4  # a filter keeping under 1/4 of the rows scores them alone, else all rows are scored
+# A broad filter first takes the unfiltered top k x (rows / the filter's rows) x this and keeps the
+# filter's among them; fewer than k left (a filter unlike the query): the exact pass over its rows.
+OVERSAMPLE = 2
 COMPACT_FRACTION = 0.25  # dead rows beyond this share are dropped at the next catch-up
 VERIFIED_VEC0_LAYOUTS = ("v0.1.9",)  # sqlite-vec versions whose storage _read_chunks understands
 
@@ -70,6 +73,8 @@ class View:
         """The ``k`` best live rows as ``(chunk_id, cosine)``, best first (ties: lower id first);
         with ``only`` (ascending chunk ids), the best of those rows alone."""
         if only is not None:
+            if len(only) * SUBSET_SHARE >= len(self.ids) and (found := self._search_broad(query, k, only)) is not None:
+                return found
             return self._search_rows(query, k, self.rows_of(only))
         k = min(k, self.size)
         if k <= 0:
@@ -82,6 +87,30 @@ class View:
         n = len(scores)
         top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
         return self._ranked(top, query)
+
+    def _search_broad(self, query: np.ndarray, k: int, only: np.ndarray) -> list[tuple[int, float]] | None:
+        """The k best of ``only``'s rows when they are among the unfiltered top ``wide`` (None: fewer
+        than k of them are). Exact, not approximate: every row of the filter outside the top ``wide``
+        scores no more than the k kept. Mapping half of 100k chunk ids to rows and masking the rest
+        cost 1.15-1.3x the unfiltered search; this costs one membership test of ``wide`` ids."""
+        k = min(k, len(only), self.size)
+        if k <= 0:
+            return []
+        scores = np.einsum("ij,j->i", self.matrix, np.asarray(query, dtype=np.float32))
+        if self.dead is not None:
+            scores[self.dead] = -np.inf
+        n = len(scores)
+        wide = min(n, -(-k * len(self.ids) * OVERSAMPLE // len(only)))
+        top = np.argpartition(scores, n - wide)[n - wide :] if wide < n else np.arange(n)
+        top = top[np.isfinite(scores[top])]
+        ids = self.ids[top]
+        pos = np.minimum(np.searchsorted(only, ids), len(only) - 1)
+        kept = top[only[pos] == ids]
+        if len(kept) < k:
+            return None
+        if len(kept) > k:
+            kept = kept[np.argpartition(scores[kept], len(kept) - k)[len(kept) - k :]]
+        return self._ranked(kept, query)
 
     def rows_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The live rows of those of ``chunk_ids`` that have a vector."""

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, func, select, text
 from sqlalchemy.orm import Session
 
-from app.db.models import DocumentTag
+from app.db.models import Document, DocumentTag
 
 
 def replace_tags(db: Session, document_id: int, tags: Iterable[str]) -> list[str]:
@@ -46,4 +46,22 @@ def tags_of(db: Session, document_ids: Iterable[int]) -> dict[int, list[str]]:
     ).all()
     for document_id, tag in rows:
         out.setdefault(int(document_id), []).append(str(tag))
+    return out
+
+
+def counts_of(db: Session, project_ids: Iterable[int]) -> dict[int, list[tuple[str, int]]]:
+    """Each knowledge base's tags with how many of its documents have each, by tag (none: left out)."""
+    ids = list(project_ids)
+    if not ids:
+        return {}
+    rows = db.execute(
+        select(Document.project_id, DocumentTag.tag, func.count())
+        .join(Document, Document.id == DocumentTag.document_id)
+        .where(Document.project_id.in_(ids))
+        .group_by(Document.project_id, DocumentTag.tag)
+        .order_by(Document.project_id, DocumentTag.tag)
+    ).all()
+    out: dict[int, list[tuple[str, int]]] = {}
+    for project_id, tag, count in rows:
+        out.setdefault(int(project_id), []).append((str(tag), int(count)))
     return out

@@ -11,6 +11,7 @@ spooled under :func:`spool_dir`, a CLI path where it is), never in memory.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import time
@@ -96,11 +97,14 @@ def create(
     intakes: Sequence[Intake],
     api_key_id: int | None = None,
     *,
+    tags: Sequence[str] | None = None,
     caller: Caller = THE_SERVER,
 ) -> IngestionJob:
-    """A job with one queued item per intake (SKIPPED ones already ended). A job for the server's
+    """A job with one queued item per intake (SKIPPED ones already ended), each to give its document
+    ``tags`` (validated by the caller; None: the document's own are kept). A job for the server's
     worker is refused as a whole with :class:`LimitExceededError` when the project's queue would hold
     too many files or bytes (a CLI job runs in its caller's foreground, queueing nothing)."""
+    stored_tags = json.dumps(sorted(set(tags))) if tags is not None else None
     with store.write() as db:
         access.require_project(db, caller, project_id, MemberRole.EDITOR)
         if origin in SPOOLED:
@@ -129,10 +133,16 @@ def create(
                 created_at=now,
                 finished_at=None if intake.skipped is None else now,
                 owner=owner,
+                tags=stored_tags,
             )
             for intake in intakes
         )
         return job
+
+
+def tags_of(row: IngestionItem) -> tuple[str, ...] | None:
+    """The tags an item's document gets (None: its own are kept)."""
+    return tuple(json.loads(row.tags)) if row.tags is not None else None
 
 
 def _check_limits(db: Session, limits: JobSettings, project_id: int, files: int, size: int, spooling: int) -> None:

@@ -122,7 +122,7 @@ class ItemRunner:
         try:
             self.ingestor.ingest_one(
                 row.project_id,
-                Source(row.name, path.read_bytes, row.source_url),
+                Source(row.name, path.read_bytes, row.source_url, tags=jobs.tags_of(row)),
                 self.parser,
                 embedded,
                 lambda db, outcome: jobs.finish_in(db, row.id, outcome),

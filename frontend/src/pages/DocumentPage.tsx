@@ -4,7 +4,9 @@ import { cx } from "../lib/cx";
 import { AppShell } from "../components/AppShell";
 import { AppSidebar } from "../components/AppSidebar";
 import { Badge } from "../components/Badge";
-import { buttonClass } from "../components/Button";
+import { Button, buttonClass } from "../components/Button";
+import { DocumentTags } from "../components/projects/DocumentTable";
+import { TagsDialog } from "../components/projects/TagsDialog";
 import { LoadMore } from "../components/LoadMore";
 import { FileIcon } from "../components/icons";
 import { Page, PageHeader, Section } from "../components/Page";
@@ -21,6 +23,7 @@ export function DocumentPage({ documentId }: { documentId: string }) {
   const doc = data?.document.__typename === "Document" ? data.document : null;
   const page = doc?.chunks.__typename === "ChunkConnection" ? doc.chunks : null;
   const chunks = page?.edges.map((edge) => edge.node) ?? [];
+  const [tagging, setTagging] = useState(false);
   // Opened from a citation (`?chunk=…&lines=a-b`): the cited chunk may be pages in, so load pages
   // until it (or a chunk past the cited lines) has arrived, then scroll it into view.
   const [target] = useState(() => parseTarget(window.location.search));
@@ -77,6 +80,13 @@ export function DocumentPage({ documentId }: { documentId: string }) {
                 <span>{formatBytes(doc.sizeBytes)}</span>
                 <span data-testid="chunk-total">{doc.chunkCount} chunks</span>
               </p>
+              <p className={styles.facts} data-testid="document-tags">
+                <span>Tags:</span>
+                <DocumentTags tags={doc.tags} />
+                <Button size="small" onClick={() => setTagging(true)}>
+                  Edit tags
+                </Button>
+              </p>
               {doc.error && <p className={styles.error}>{doc.error}</p>}
             </PageHeader>
             <Section id="chunks-title" title="Chunks">
@@ -100,6 +110,7 @@ export function DocumentPage({ documentId }: { documentId: string }) {
           </>
         )}
       </Page>
+      <TagsDialog document={tagging ? doc : null} onClose={() => setTagging(false)} />
     </AppShell>
   );
 }

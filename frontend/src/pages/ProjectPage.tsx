@@ -6,7 +6,7 @@ import { AppSidebar } from "../components/AppSidebar";
 import { Badge } from "../components/Badge";
 import { Button, IconButton, buttonClass } from "../components/Button";
 import { ConfirmDialog } from "../components/Dialog";
-import { FormError } from "../components/Field";
+import { Field, FormError, TextInput } from "../components/Field";
 import { LoadMore } from "../components/LoadMore";
 import { ChatIcon, DatabaseIcon, DownloadIcon, FileIcon, PencilIcon, PlusIcon, TrashIcon } from "../components/icons";
 import { Page, PageHeader, Section } from "../components/Page";
@@ -24,6 +24,7 @@ import { evictDeleted } from "../lib/evict";
 import { Link, navigate, paths } from "../lib/router";
 import { downloadArchive } from "../lib/archive";
 import { useServices } from "../lib/services";
+import { parseTags } from "../lib/tags";
 import { useCreateChat } from "../lib/useCreateChat";
 import shared from "../styles/shared.module.css";
 import styles from "./ProjectPage.module.css";
@@ -44,6 +45,16 @@ export function ProjectPage({ projectId }: { projectId: string }) {
     awaitRefetchQueries: true,
   });
   const uploads = useUploads(projectId);
+  const [uploadTags, setUploadTags] = useState("");
+  const [uploadTagsError, setUploadTagsError] = useState<string | null>(null);
+
+  /** Files dropped or picked: sent with the tags typed above the drop zone (none typed: none sent). */
+  function addFiles(files: Iterable<File>) {
+    const { tags, problem } = parseTags(uploadTags);
+    setUploadTagsError(problem);
+    if (problem) return;
+    uploads.add(files, tags.length > 0 ? tags : undefined);
+  }
   const chat = useCreateChat();
   const { access } = useServerAccess();
   const { keys } = useServices();
@@ -121,7 +132,10 @@ export function ProjectPage({ projectId }: { projectId: string }) {
             </PageHeader>
 
             <Section id="documents-title" title="Documents">
-              <Dropzone onFiles={uploads.add} />
+              <Field label="Tags for the files you upload" hint="Optional, separated by commas (e.g. policy, 2026); a chat's document filter can select by them." error={uploadTagsError}>
+                <TextInput value={uploadTags} data-testid="upload-tags" onChange={(e) => (setUploadTags(e.target.value), setUploadTagsError(null))} />
+              </Field>
+              <Dropzone onFiles={addFiles} />
               <UploadList items={uploads.items} onClear={uploads.clearFinished} onCancel={uploads.cancel} onRetry={uploads.retry} />
               {documents.length > 0 ? (
                 <>

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.services.ingestion import jobs
 from tests.fakes import FakeChatModel
 from tests.graphql.client import Api
 from tests.graphql.ops import ADD_DOC, CREATE_PROJECT
@@ -135,3 +136,65 @@ def test_tags_and_a_date_given_at_upload(api: Api) -> None:
     assert _kept(old) == {"old.md"}
     refused = api.run(ADD_TAGGED, p=pid, n="x.md", t="x", tags=[""], m=None)["addDocument"]
     assert refused == {"__typename": "ValidationError", "fields": [{"field": "tags"}]}
+
+
+UPLOAD_TAGGED = """mutation($p: ID!, $files: [Upload!]!, $tags: [String!]) {
+  uploadDocuments(projectId: $p, files: $files, tags: $tags, wait: true) { __typename
+  ... on IngestionJob { items { state document { name tags } } }
+  ... on ValidationError { fields { field message } } } }"""
+JOBS = """query($p: ID!) { project(id: $p) { ... on Project { ingestionJobs(first: 10) { ... on IngestionJobConnection { totalCount } } } } }"""
+
+
+def _upload(api: Api, pid: str, files: dict[str, bytes], tags: list[str] | None) -> dict[str, Any]:
+    parts = {f"variables.files.{i}": (name, data) for i, (name, data) in enumerate(files.items())}
+    body = api.upload(UPLOAD_TAGGED, parts, {"p": pid, "tags": tags})
+    assert "errors" not in body, body
+    return dict(body["data"]["uploadDocuments"])
+
+
+def test_uploaded_files_get_the_uploads_tags_and_a_bad_tag_stores_nothing(api: Api, fake_container: Any) -> None:
+    pid, _ = _kb(api)
+    files = {"handbook-a.md": b"the on-call handbook says restart", "handbook-b.md": b"the handbook restart steps"}
+    job = _upload(api, pid, files, ["handbook", "ops"])
+    assert job["__typename"] == "IngestionJob"
+    assert [(i["state"], i["document"]) for i in job["items"]] == [
+        ("READY", {"name": "handbook-a.md", "tags": ["handbook", "ops"]}),
+        ("READY", {"name": "handbook-b.md", "tags": ["handbook", "ops"]}),
+    ]
+    found = api.run(SEARCH, p=pid, q="restart", f={"tagsAny": ["handbook"]})["search"]
+    assert _kept(found) == set(files)
+
+    # The same file again without tags keeps them; with an empty list clears them.
+    again = _upload(api, pid, {"handbook-a.md": b"the on-call handbook says restart, now twice"}, None)
+    assert again["items"][0]["document"]["tags"] == ["handbook", "ops"]
+    cleared = _upload(api, pid, {"handbook-b.md": b"the handbook restart steps"}, [])
+    assert cleared["items"][0]["document"]["tags"] == []
+
+    jobs_before = api.run(JOBS, p=pid)["project"]["ingestionJobs"]["totalCount"]
+    spooled = jobs.spool_dir(fake_container.settings)
+    files_before = sorted(spooled.rglob("*"))
+    refused = _upload(api, pid, {"new.md": b"never stored"}, ["fine", " padded", "x" * 65])
+    assert refused["__typename"] == "ValidationError"
+    assert [f["field"] for f in refused["fields"]] == ["tags", "tags"]
+    assert "spaces" in refused["fields"][0]["message"] and "at most 64" in refused["fields"][1]["message"]
+    assert api.run(JOBS, p=pid)["project"]["ingestionJobs"]["totalCount"] == jobs_before
+    assert sorted(spooled.rglob("*")) == files_before
+    listed = api.run(SEARCH, p=pid, q="never stored", f=None)["search"]
+    assert "new.md" not in _kept(listed)
+
+
+KB_TAGS = """query($p: ID!) { project(id: $p) { ... on Project { documentTags { tag documents } } } }"""
+
+
+def test_a_knowledge_base_lists_its_documents_tags_with_counts(api: Api) -> None:
+    pid, ids = _kb(api)
+    assert api.run(KB_TAGS, p=pid)["project"]["documentTags"] == []
+    api.run(TAGS, id=ids["runbook-billing.md"], tags=["billing", "ops"])
+    api.run(TAGS, id=ids["policy-billing.md"], tags=["billing"])
+    other = str(api.run(CREATE_PROJECT, name="other")["createProject"]["id"])
+    added = api.run(ADD_TAGGED, p=other, n="o.md", t="another base", tags=["elsewhere"], m=None)
+    assert added["addDocument"]["files"][0]["document"]["tags"] == ["elsewhere"]
+    assert api.run(KB_TAGS, p=pid)["project"]["documentTags"] == [
+        {"tag": "billing", "documents": 2},
+        {"tag": "ops", "documents": 1},
+    ]

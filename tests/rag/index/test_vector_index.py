@@ -12,7 +12,7 @@ import pytest
 from app.container import Container
 from app.db.database import Database
 from app.llm.base import Embedder
-from app.rag.index import spaces, vector_index, vector_store
+from app.rag.index import rankings, spaces, vector_index, vector_store
 from app.rag.ingest.pipeline import Ingestor, Source
 from app.rag.search.retrieval import RetrievalParams, retrieve
 from app.services import documents, projects
@@ -259,3 +259,28 @@ def test_an_unverified_storage_layout_is_scanned(container: Container, monkeypat
     with container.store.read() as db:
         assert vector_index._read_chunks(db.connection(), table) is None
     assert [cid for cid, _ in _knn(container.store, table, vectors[3], 1)] == [ids[3]]
+
+
+def test_a_broad_filter_gives_the_exact_best_of_its_rows_like_the_query_or_not(container: Container) -> None:
+    """A filter keeping half the rows: the half nearest the query (found in the unfiltered top rows)
+    and the half farthest from it (none there: the exact pass over the filter's rows) both give the
+    exact k best of the filter; deleted chunks a stale filter still names are never returned."""
+    rng = np.random.default_rng(9)
+    pid, table = _project(container.store, "kb")
+    vectors = _unit(rng, 400)
+    ids = np.asarray(_add_chunks(container.store, pid, vectors))
+    query = _unit(rng, 1)[0]
+    query_ids = _add_chunks(container.store, pid, np.repeat(query[None, :], 3, axis=0), name="gone.txt")
+    with container.store.read() as db:
+        doc_id = db.connection().exec_driver_sql("SELECT id FROM documents WHERE name = 'gone.txt'").scalar_one()
+    documents.delete(container.store, doc_id)
+    exact = vectors.astype(np.float64) @ query.astype(np.float64)
+    by_similarity = ids[np.argsort(-exact)]
+    scores = dict(zip(ids.tolist(), exact.tolist(), strict=True))
+    for half in (by_similarity[:200], by_similarity[200:]):
+        only = np.sort(np.concatenate([half, np.asarray(query_ids)]))
+        with container.store.read() as db:
+            found = rankings.vector_ranking(db, table).search(query, 10, only)
+        expected = sorted(half.tolist(), key=lambda cid: (-scores[cid], cid))[:10]
+        assert [cid for cid, _ in found] == expected
+        assert [score for _, score in found] == [scores[cid] for cid in expected]

@@ -20,6 +20,19 @@ const REWRITES: Record<Search["rewrite"]["outcome"], string> = {
   SKIPPED: "not rewritten",
 };
 
+/** The documents a search was narrowed to, in words ("every document" without a filter). */
+export function filterText(only: Search["documentFilter"]): string {
+  if (!only) return "every document";
+  const parts: string[] = [];
+  if (only.tagsAny.length > 0) parts.push(`tagged ${only.tagsAny.join(" or ")}`);
+  if (only.tagsAll.length > 0) parts.push(`tagged ${only.tagsAll.join(" and ")}`);
+  if (only.pathPrefix) parts.push(`under ${only.pathPrefix}`);
+  if (only.kinds.length > 0) parts.push(`of type ${only.kinds.join(", ")}`);
+  if (only.dateFrom) parts.push(`dated from ${only.dateFrom.slice(0, 10)}`);
+  if (only.dateTo) parts.push(`dated to ${only.dateTo.slice(0, 10)}`);
+  return parts.length > 0 ? `only those ${parts.join(", ")}` : "every document";
+}
+
 /** What the turn searched (the message in its conversation, or the model's rewrite) and each pass. */
 export function SearchDetails({ search }: { search: Search }) {
   return (
@@ -37,6 +50,8 @@ export function SearchDetails({ search }: { search: Search }) {
         <dd data-testid="trace-rewrite" data-outcome={search.rewrite.outcome}>
           {REWRITES[search.rewrite.outcome]} <span className="muted">({search.rewrite.reason})</span>
         </dd>
+        <dt>Documents</dt>
+        <dd data-testid="trace-document-filter">{filterText(search.documentFilter)}</dd>
         <dt>Quality</dt>
         <dd>{search.quality.toLowerCase()}</dd>
         <dt>Cache</dt>

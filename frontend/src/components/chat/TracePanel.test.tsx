@@ -41,6 +41,7 @@ const searched: NonNullable<TraceFieldsFragment["search"]> = {
   rewriteMode: "ON",
   searched: "How do I install ragchat from source?",
   earlier: [],
+  documentFilter: null,
   rewrite: { outcome: "USED", query: "How do I install ragchat from source?", reason: "rewritten by the chat model", ms: 420 },
   passes: [
     { number: 1, budget: 2, queries: ["How do I install ragchat from source?"], candidates: 20, threshold: 0.3, kept: 0, bestScore: null, adequate: false, judge: "HEURISTIC", reason: "no source passed the threshold", decision: "WIDEN", ms: 14, cacheHit: false },
@@ -170,6 +171,13 @@ describe("TracePanel", () => {
     expect(passes.map((p) => p.dataset.decision)).toEqual(["WIDEN", "BUDGET"]);
     expect(passes[0]).toHaveTextContent("searched again");
     expect(passes[1]).toHaveTextContent("0.25");
+    expect(within(panel).getByTestId("trace-document-filter")).toHaveTextContent("every document");
+  });
+
+  it("says which documents a filtered search read", () => {
+    const documentFilter = { tagsAny: ["faq", "handbook"], tagsAll: [], pathPrefix: "runbooks/", kinds: ["pdf"], dateFrom: "2026-01-01T00:00:00+00:00", dateTo: null };
+    render(<TracePanel trace={{ ...trace, search: { ...searched, documentFilter } }} open onClose={vi.fn()} />);
+    expect(screen.getByTestId("trace-document-filter")).toHaveTextContent("only those tagged faq or handbook, under runbooks/, of type pdf, dated from 2026-01-01");
   });
 
   it("has no Answer section for a trace from before answer modes", () => {

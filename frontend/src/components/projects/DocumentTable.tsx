@@ -7,15 +7,17 @@ import { formatBytes, formatDateTime, formatRelative } from "../../lib/format";
 import { Link, paths } from "../../lib/router";
 import { Badge } from "../Badge";
 import { IconButton } from "../Button";
+import { TagsDialog } from "./TagsDialog";
 import { ConfirmDialog } from "../Dialog";
 import { Table, numeric } from "../Table";
-import { TrashIcon } from "../icons";
+import { PencilIcon, TrashIcon } from "../icons";
 import shared from "../../styles/shared.module.css";
 import styles from "./DocumentTable.module.css";
 
-/** The documents of a knowledge base: status, size, kind, chunk count; a name opens its chunks; delete with confirmation. */
+/** The documents of a knowledge base: status, size, kind, chunk count, tags; a name opens its chunks; tags edited, delete with confirmation. */
 export function DocumentTable({ documents }: { documents: readonly DocumentFieldsFragment[] }) {
   const [doomed, setDoomed] = useState<DocumentFieldsFragment | null>(null);
+  const [tagging, setTagging] = useState<DocumentFieldsFragment | null>(null);
   const [deleteDocument] = useMutation(DeleteDocumentDocument, {
     update(cache, { data }) {
       if (data?.deleteDocument.__typename === "DocumentDeleted") evictDeleted(cache, data.deleteDocument);
@@ -50,6 +52,7 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
               Size
             </th>
             <th scope="col">Kind</th>
+            <th scope="col">Tags</th>
             <th scope="col">Added</th>
             <th scope="col">
               <span className="visually-hidden">Actions</span>
@@ -75,10 +78,16 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
               <td>
                 <Badge>{doc.kind.toLowerCase()}</Badge>
               </td>
+              <td data-testid="document-tags">
+                <DocumentTags tags={doc.tags} />
+              </td>
               <td title={formatDateTime(doc.ingestedAt)} data-volatile>
                 {formatRelative(doc.ingestedAt)}
               </td>
               <td className={styles.actions}>
+                <IconButton size="small" aria-label={`Edit the tags of ${doc.name}`} onClick={() => setTagging(doc)}>
+                  <PencilIcon width={16} height={16} />
+                </IconButton>
                 <IconButton size="small" aria-label={`Delete ${doc.name}`} onClick={() => setDoomed(doc)}>
                   <TrashIcon width={16} height={16} />
                 </IconButton>
@@ -87,6 +96,7 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
           ))}
         </tbody>
       </Table>
+      <TagsDialog document={tagging} onClose={() => setTagging(null)} />
       <ConfirmDialog
         open={doomed !== null}
         title="Delete document?"
@@ -101,5 +111,19 @@ export function DocumentTable({ documents }: { documents: readonly DocumentField
         </p>
       </ConfirmDialog>
     </>
+  );
+}
+
+/** A document's tags as badges ("—" when it has none). */
+export function DocumentTags({ tags }: { tags: readonly string[] }) {
+  if (tags.length === 0) return <span className="muted">—</span>;
+  return (
+    <span className={styles.tags}>
+      {tags.map((tag) => (
+        <Badge key={tag} tone="soft">
+          {tag}
+        </Badge>
+      ))}
+    </span>
   );
 }

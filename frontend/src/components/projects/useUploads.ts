@@ -84,7 +84,8 @@ export function useUploads(projectId: string) {
   const client = useApolloClient();
   const { endpoints, keys } = useServices();
   const [items, setItems] = useState<UploadItem[]>([]);
-  const files = useRef(new Map<string, File>());
+  // Each waiting file with the tags its document gets (undefined: a re-uploaded document keeps its own).
+  const files = useRef(new Map<string, { file: File; tags?: string[] }>());
   const running = useRef(false);
   const aborts = useRef(new Set<AbortController>());
   const refetch = useRef<ReturnType<typeof setTimeout> | null>(null);
@@ -141,7 +142,7 @@ export function useUploads(projectId: string) {
   }, []);
 
   const uploadOne = useCallback(
-    async (id: string, file: File) => {
+    async (id: string, file: File, tags?: string[]) => {
       const controller = new AbortController();
       aborts.current.add(controller);
       update(id, { phase: "uploading", progress: 0 });
@@ -149,7 +150,7 @@ export function useUploads(projectId: string) {
         const authorization = keys.authorization();
         const body = await postMultipart<{ data?: UploadDocumentsMutation; errors?: { message: string }[] }>({
           url: endpoints.httpUrl,
-          form: buildMultipartForm({ query: UploadDocumentsDocument, operationName: "UploadDocuments", variables: { projectId }, files: [file] }),
+          form: buildMultipartForm({ query: UploadDocumentsDocument, operationName: "UploadDocuments", variables: tags ? { projectId, tags } : { projectId }, files: [file] }),
           headers: authorization ? { Authorization: authorization } : {},
           signal: controller.signal,
           onProgress: ({ loaded, total, sent }) =>
@@ -186,7 +187,7 @@ export function useUploads(projectId: string) {
       for (;;) {
         const next = [...files.current.entries()][0];
         if (!next) break;
-        await uploadOne(next[0], next[1]);
+        await uploadOne(next[0], next[1].file, next[1].tags);
       }
     } finally {
       running.current = false;
@@ -194,11 +195,11 @@ export function useUploads(projectId: string) {
   }, [uploadOne]);
 
   const add = useCallback(
-    (list: Iterable<File>) => {
+    (list: Iterable<File>, tags?: string[]) => {
       const added: UploadItem[] = [];
       for (const file of list) {
         const id = `u${++counter}`;
-        files.current.set(id, file);
+        files.current.set(id, { file, tags });
         added.push({ id, name: file.name, size: file.size, phase: "queued", progress: 0, outcome: null, chunks: 0, error: null });
       }
       if (added.length === 0) return;

@@ -21,6 +21,7 @@ const session: SessionFieldsFragment = {
   quality: "BALANCED",
   rewrite: "AUTO",
   toolGroups: [],
+  documentFilter: null,
   shared: false,
   owner: null,
   createdAt: "2025-01-01T10:00:00",
@@ -250,5 +251,74 @@ describe("SessionSettingsForm tool groups", () => {
     expect(screen.getByRole("alert")).toHaveTextContent(refusal);
     await user.click(screen.getByRole("switch", { name: "knowledge_base" }));
     expect(screen.queryByRole("alert")).toBeNull();
+  });
+
+  describe("the document filter", () => {
+    const tags = [
+      { tag: "handbook", documents: 1 },
+      { tag: "policy", documents: 2 },
+    ];
+    function setupFilter(onSubmit = vi.fn().mockResolvedValue(null), session_ = session) {
+      render(
+        <>
+          <SessionSettingsForm session={session_} providers={providers} onSubmit={onSubmit} tagOptions={tags} />
+          <button type="submit" form="session-settings">
+            Save
+          </button>
+        </>,
+      );
+      return { onSubmit, user: userEvent.setup(), filter: within(screen.getByTestId("document-filter")) };
+    }
+
+    it("offers the knowledge base's tags with their counts and saves a tag filter", async () => {
+      const { user, onSubmit, filter } = setupFilter();
+      expect(filter.getByRole("switch", { name: "policy" })).toHaveAccessibleDescription("2 documents");
+      expect(filter.getByRole("switch", { name: "handbook" })).toHaveAccessibleDescription("1 document");
+      await user.click(filter.getByRole("switch", { name: "policy" }));
+      await user.click(filter.getByRole("switch", { name: "handbook" }));
+      await user.selectOptions(filter.getByLabelText("Tags must match"), "all");
+      await user.type(filter.getByLabelText("Path starts with"), "runbooks/");
+      await user.click(filter.getByRole("switch", { name: "PDF" }));
+      await user.type(filter.getByLabelText("Dated from"), "2026-01-01");
+      await user.type(filter.getByLabelText("Dated to"), "2026-06-30");
+      await user.click(screen.getByRole("button", { name: "Save" }));
+      expect(onSubmit).toHaveBeenLastCalledWith({
+        documentFilter: { tagsAll: ["handbook", "policy"], pathPrefix: "runbooks/", kinds: ["pdf"], dateFrom: "2026-01-01T00:00:00Z", dateTo: "2026-06-30T23:59:59Z" },
+      });
+    });
+
+    it("shows the chat's filter, sends nothing when it is unchanged, and {} to clear it", async () => {
+      const saved = { ...session, documentFilter: { tagsAny: ["policy"], tagsAll: [], pathPrefix: null, kinds: [], dateFrom: "2026-01-01T00:00:00+00:00", dateTo: null } };
+      const { user, onSubmit, filter } = setupFilter(undefined, saved);
+      expect(filter.getByRole("switch", { name: "policy" })).toBeChecked();
+      expect(filter.getByLabelText("Dated from")).toHaveValue("2026-01-01");
+      await user.click(screen.getByRole("button", { name: "Save" }));
+      expect(onSubmit).toHaveBeenLastCalledWith({});
+      await user.click(filter.getByRole("switch", { name: "policy" }));
+      await user.clear(filter.getByLabelText("Dated from"));
+      await user.click(screen.getByRole("button", { name: "Save" }));
+      expect(onSubmit).toHaveBeenLastCalledWith({ documentFilter: {} });
+    });
+
+    it("keeps a chosen tag no document has any more, and refuses a range that ends before it starts", async () => {
+      const gone = { ...session, documentFilter: { tagsAny: [], tagsAll: ["retired"], pathPrefix: null, kinds: [], dateFrom: null, dateTo: null } };
+      const { user, onSubmit, filter } = setupFilter(undefined, gone);
+      expect(filter.getByRole("switch", { name: "retired" })).toBeChecked();
+      expect(filter.getByLabelText("Tags must match")).toHaveValue("all");
+      await user.type(filter.getByLabelText("Dated from"), "2026-06-01");
+      await user.type(filter.getByLabelText("Dated to"), "2026-01-01");
+      expect(describedError(filter.getByLabelText("Dated to"))).toBe("The range ends before it starts.");
+      await user.click(screen.getByRole("button", { name: "Save" }));
+      expect(onSubmit).not.toHaveBeenCalled();
+    });
+
+    it("shows the server's refusal of a filter next to its field", async () => {
+      const { user, filter } = setupFilter(vi.fn().mockResolvedValue({ pathPrefix: "at most 1000 characters (got 1001)" }));
+      await user.type(filter.getByLabelText("Path starts with"), "x");
+      await user.click(screen.getByRole("button", { name: "Save" }));
+      expect(describedError(await filter.findByLabelText("Path starts with"))).toBe("at most 1000 characters (got 1001)");
+      await user.type(filter.getByLabelText("Path starts with"), "y");
+      expect(describedError(filter.getByLabelText("Path starts with"))).toBeNull();
+    });
   });
 });

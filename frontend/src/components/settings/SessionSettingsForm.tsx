@@ -3,12 +3,20 @@ import type { ExpansionMode, ProvidersQuery, RerankMode, SessionFieldsFragment, 
 import type { FieldErrors } from "../../lib/results";
 import { Field, FieldRow, Fieldset, Form, FormError, Range, Select, Switch, TextArea, TextInput } from "../Field";
 import { AnswerModeControl } from "./AnswerModeControl";
+import { DocumentFilterControl, type TagOption } from "./DocumentFilterControl";
 import { SearchControl } from "./SearchControl";
 import { EXPANSION_MODES, RERANK_MODES, type SettingsDraft, choiceHint, TOP_K_RANGE, changesOf, draftOf, groupChangesOf, parseThreshold, parseTopK, validateDraft } from "./settingsDraft";
 import { type ToolGroupOption, ToolGroupsControl } from "./ToolGroupsControl";
 import styles from "./SessionSettingsForm.module.css";
 
 type Provider = ProvidersQuery["providers"][number];
+
+// The document filter's errors, keyed as the server names its fields (documentFilter.tagsAny -> tagsAny).
+const FILTER_ERRORS = ["tagsAny", "tagsAll", "pathPrefix", "kinds", "dateFrom", "dateTo", "documentFilter"] as const;
+
+function filterErrorsOf(errors: FieldErrors): FieldErrors {
+  return Object.fromEntries(Object.entries(errors).filter(([key]) => (FILTER_ERRORS as readonly string[]).includes(key)));
+}
 
 export interface SessionSettingsFormProps {
   session: SessionFieldsFragment;
@@ -23,11 +31,13 @@ export interface SessionSettingsFormProps {
   toolGroupOptions?: readonly ToolGroupOption[];
   /** Shown under the tool groups (the tool selection preview). */
   toolsExtra?: ReactNode;
+  /** The knowledge base's tags, for the document filter; undefined while loading. */
+  tagOptions?: readonly TagOption[];
   formId?: string;
 }
 
 /** A chat's title, model and RAG settings; errors show next to their input. */
-export function SessionSettingsForm({ session, providers, onSubmit, onDraftChange, retrievalExtra, toolGroupOptions, toolsExtra, formId = "session-settings" }: SessionSettingsFormProps) {
+export function SessionSettingsForm({ session, providers, onSubmit, onDraftChange, retrievalExtra, toolGroupOptions, toolsExtra, tagOptions, formId = "session-settings" }: SessionSettingsFormProps) {
   const [draft, setDraft] = useState<SettingsDraft>(() => draftOf(session));
   const [errors, setErrors] = useState<FieldErrors>({});
   const [touched, setTouched] = useState<Set<keyof SettingsDraft>>(new Set());
@@ -41,11 +51,13 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
     setErrors((e) => {
       // The groups' error is the server's verdict on the groups with this model: either change answers it.
       const groups = key === "toolGroups" || key === "provider" || key === "model";
-      if (!(key in e) && !("_form" in e) && !(groups && "groups" in e)) return e;
+      const filter = key === "filter" && FILTER_ERRORS.some((k) => k in e);
+      if (!(key in e) && !("_form" in e) && !(groups && "groups" in e) && !filter) return e;
       const rest: FieldErrors = { ...e };
       delete rest[key];
       delete rest._form;
       if (groups) delete rest.groups;
+      if (key === "filter") for (const k of FILTER_ERRORS) delete rest[k];
       return rest;
     });
   }
@@ -166,6 +178,14 @@ export function SessionSettingsForm({ session, providers, onSubmit, onDraftChang
         </FieldRow>
         {retrievalExtra}
       </Fieldset>
+
+      <DocumentFilterControl
+        value={draft.filter}
+        onChange={(filter) => set("filter", filter)}
+        tags={tagOptions}
+        errors={{ ...(touched.has("filter") ? filterErrorsOf(clientErrors) : {}), ...filterErrorsOf(errors) }}
+        disabled={!draft.enableRag}
+      />
 
       <AnswerModeControl value={draft.answerMode} onChange={(mode) => set("answerMode", mode)} />
 

@@ -5,6 +5,7 @@ import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import { createCache } from "../../apollo";
 import {
+  ProjectTagsDocument,
   ProvidersDocument,
   type SessionFieldsFragment,
   SetChatSessionToolGroupsDocument,
@@ -30,6 +31,7 @@ const session: SessionFieldsFragment = {
   quality: "BALANCED",
   rewrite: "AUTO",
   toolGroups: ["ops"],
+  documentFilter: null,
   shared: false,
   owner: null,
   createdAt: "2026-01-01T10:00:00",
@@ -48,6 +50,11 @@ function mocks(order: string[]): MockLink.MockedResponse[] {
   return [
     { request: { query: ProvidersDocument }, result: { data: { providers: [provider("openai", ["gpt-4o"]), provider("local", ["SmolLM2"])] } }, maxUsageCount: 5 },
     { request: { query: ToolsDocument }, result: { data: { tools: [tool] } }, maxUsageCount: 5 },
+    {
+      request: { query: ProjectTagsDocument, variables: { id: "1" } },
+      result: { data: { project: { __typename: "Project" as const, id: "1", documentTags: [{ __typename: "TagCount" as const, tag: "policy", documents: 2 }] } } },
+      maxUsageCount: 5,
+    },
     {
       request: { query: SetChatSessionToolGroupsDocument, variables: { sessionId: "7", groups: [] } },
       result: () => {

@@ -1,6 +1,7 @@
 import { useMutation, useQuery } from "@apollo/client/react";
 import { useCallback, useState } from "react";
 import {
+  ProjectTagsDocument,
   ProvidersDocument,
   type SessionFieldsFragment,
   SetChatSessionToolGroupsDocument,
@@ -35,6 +36,9 @@ export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, 
   // Reachability changes (a server started or stopped): ask again each time the drawer opens.
   const providers = useQuery(ProvidersDocument, { skip: !open, fetchPolicy: "cache-and-network" });
   const tools = useQuery(ToolsDocument, { skip: !open, fetchPolicy: "cache-and-network" });
+  // Tags change as documents are tagged elsewhere: asked again each time the drawer opens.
+  const tags = useQuery(ProjectTagsDocument, { variables: { id: session.projectId }, skip: !open, fetchPolicy: "cache-and-network" });
+  const project = tags.data?.project;
   const [update, updating] = useMutation(UpdateChatSessionDocument);
   const [setGroups, settingGroups] = useMutation(SetChatSessionToolGroupsDocument, {
     update(cache, { data }) {
@@ -110,6 +114,7 @@ export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, 
     >
       {providers.error && <FormError>Could not load the model list: {providers.error.message}</FormError>}
       {tools.error && <FormError>Could not load the tools: {tools.error.message}</FormError>}
+      {tags.error && <FormError>Could not load the knowledge base's tags: {tags.error.message}</FormError>}
       <SessionSettingsForm
         key={session.id}
         session={session}
@@ -117,6 +122,7 @@ export function SettingsDrawer({ session, open, onClose, onSaved, lastQuestion, 
         onSubmit={save}
         onDraftChange={onDraftChange}
         toolGroupOptions={tools.data ? toolGroupsOf(tools.data.tools) : undefined}
+        tagOptions={project?.__typename === "Project" ? project.documentTags : tags.error || project ? [] : undefined}
         toolsExtra={<ToolSelectionPreview sessionId={session.id} savedGroups={session.toolGroups} initialMessage={lastQuestion} />}
         retrievalExtra={
           <RetrievalPreview

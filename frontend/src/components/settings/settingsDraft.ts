@@ -1,4 +1,4 @@
-import type { AnswerMode, ExpansionMode, Quality, RerankMode, RewriteMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
+import type { AnswerMode, DocumentFilterInput, ExpansionMode, Quality, RerankMode, RewriteMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -18,6 +18,66 @@ export interface SettingsDraft {
   rewrite: RewriteMode;
   /** The tool groups the chat allows (saved with setChatSessionToolGroups, not in UpdateChatSessionInput). */
   toolGroups: string[];
+  /** Which documents the chat searches; every part empty: all of them. */
+  filter: FilterDraft;
+}
+
+/** The document filter as the form edits it: dates as the date inputs' "YYYY-MM-DD" ("" for none). */
+export interface FilterDraft {
+  tags: string[];
+  /** Whether a document needs any of the tags or all of them. */
+  tagMatch: "any" | "all";
+  pathPrefix: string;
+  kinds: string[];
+  dateFrom: string;
+  dateTo: string;
+}
+
+/** The file types a filter can name (Document.kind's values), in the order the form offers them. */
+export const FILE_KINDS: readonly { kind: string; label: string }[] = [
+  { kind: "markdown", label: "Markdown" },
+  { kind: "text", label: "Text" },
+  { kind: "pdf", label: "PDF" },
+  { kind: "html", label: "HTML" },
+  { kind: "docx", label: "Word" },
+  { kind: "pptx", label: "PowerPoint" },
+  { kind: "xlsx", label: "Excel" },
+  { kind: "image", label: "Image" },
+  { kind: "code", label: "Code" },
+];
+
+const EMPTY_FILTER: FilterDraft = { tags: [], tagMatch: "any", pathPrefix: "", kinds: [], dateFrom: "", dateTo: "" };
+
+export function filterDraftOf(saved: SessionFieldsFragment["documentFilter"]): FilterDraft {
+  if (!saved) return { ...EMPTY_FILTER };
+  const all = saved.tagsAll.length > 0 && saved.tagsAny.length === 0;
+  return {
+    tags: [...(all ? saved.tagsAll : saved.tagsAny)].sort(),
+    tagMatch: all ? "all" : "any",
+    pathPrefix: saved.pathPrefix ?? "",
+    kinds: [...saved.kinds].sort(),
+    dateFrom: saved.dateFrom ? String(saved.dateFrom).slice(0, 10) : "",
+    dateTo: saved.dateTo ? String(saved.dateTo).slice(0, 10) : "",
+  };
+}
+
+/** The filter to send: whole days in UTC, the end day included; {} (every document) when nothing is set. */
+export function filterInputOf(draft: FilterDraft): DocumentFilterInput {
+  const input: DocumentFilterInput = {};
+  const tags = [...new Set(draft.tags)].sort();
+  if (tags.length > 0) {
+    if (draft.tagMatch === "all") input.tagsAll = tags;
+    else input.tagsAny = tags;
+  }
+  if (draft.pathPrefix.trim()) input.pathPrefix = draft.pathPrefix.trim();
+  if (draft.kinds.length > 0) input.kinds = [...new Set(draft.kinds)].sort();
+  if (draft.dateFrom) input.dateFrom = `${draft.dateFrom}T00:00:00Z`;
+  if (draft.dateTo) input.dateTo = `${draft.dateTo}T23:59:59Z`;
+  return input;
+}
+
+function sameFilter(a: FilterDraft, b: FilterDraft): boolean {
+  return JSON.stringify(filterInputOf(a)) === JSON.stringify(filterInputOf(b));
 }
 
 export const TOP_K_RANGE = [1, 50] as const;
@@ -80,6 +140,7 @@ export function draftOf(session: SessionFieldsFragment): SettingsDraft {
     quality: session.quality,
     rewrite: session.rewrite,
     toolGroups: [...session.toolGroups].sort(),
+    filter: filterDraftOf(session.documentFilter),
   };
 }
 
@@ -106,6 +167,9 @@ export function validateDraft(draft: SettingsDraft): FieldErrors {
   if (!draft.model.trim()) errors.model = "Choose a model.";
   if (parseTopK(draft.topK) === null) errors.topK = `A whole number from ${TOP_K_RANGE[0]} to ${TOP_K_RANGE[1]}.`;
   if (parseThreshold(draft.threshold) === null) errors.threshold = "A number from 0 to 1, e.g. 0.25.";
+  // The server's rules for a filter (app/rag/search/document_filter.py): the same words.
+  if (draft.filter.dateFrom && draft.filter.dateTo && draft.filter.dateFrom > draft.filter.dateTo) errors.dateTo = "The range ends before it starts.";
+  if (draft.filter.pathPrefix.length > 1000) errors.pathPrefix = "At most 1000 characters.";
   return errors;
 }
 
@@ -133,5 +197,7 @@ export function changesOf(session: SessionFieldsFragment, draft: SettingsDraft):
   if (draft.expansion !== session.expansion) input.expansion = draft.expansion;
   if (draft.quality !== session.quality) input.quality = draft.quality;
   if (draft.rewrite !== session.rewrite) input.rewrite = draft.rewrite;
+  // An empty filter clears the chat's: every document again.
+  if (!sameFilter(draft.filter, filterDraftOf(session.documentFilter))) input.documentFilter = filterInputOf(draft.filter);
   return input;
 }
