@@ -1,4 +1,4 @@
-import type { AnswerMode, DocumentFilterInput, ExpansionMode, Quality, RerankMode, RewriteMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
+import type { AnswerMode, DocumentFilterInput, DocumentKind, ExpansionMode, Quality, RerankMode, RewriteMode, SessionFieldsFragment, UpdateChatSessionInput } from "../../gql/graphql";
 import type { FieldErrors } from "../../lib/results";
 
 /** The settings form's values; numbers stay text while typed so a half-typed "0." is allowed. */
@@ -33,18 +33,24 @@ export interface FilterDraft {
   dateTo: string;
 }
 
-/** The file types a filter can name (Document.kind's values), in the order the form offers them. */
-export const FILE_KINDS: readonly { kind: string; label: string }[] = [
-  { kind: "markdown", label: "Markdown" },
-  { kind: "text", label: "Text" },
-  { kind: "pdf", label: "PDF" },
-  { kind: "html", label: "HTML" },
-  { kind: "docx", label: "Word" },
-  { kind: "pptx", label: "PowerPoint" },
-  { kind: "xlsx", label: "Excel" },
-  { kind: "image", label: "Image" },
-  { kind: "code", label: "Code" },
-];
+// Every kind the schema has, labelled: a kind added to the schema's DocumentKind fails the type
+// check here until the form offers it. UNKNOWN (a type the server could not tell) is no choice.
+const KIND_LABELS: Record<Exclude<DocumentKind, "UNKNOWN">, string> = {
+  MARKDOWN: "Markdown",
+  TEXT: "Text",
+  PDF: "PDF",
+  HTML: "HTML",
+  DOCX: "Word",
+  PPTX: "PowerPoint",
+  XLSX: "Excel",
+  IMAGE: "Image",
+  CODE: "Code",
+};
+
+/** The file types a filter can name (Document.kind's values, lower-case as the filter takes them), in the order the form offers them. */
+export const FILE_KINDS: readonly { kind: string; label: string }[] = (Object.entries(KIND_LABELS) as [DocumentKind, string][]).map(
+  ([kind, label]) => ({ kind: kind.toLowerCase(), label }),
+);
 
 const EMPTY_FILTER: FilterDraft = { tags: [], tagMatch: "any", pathPrefix: "", kinds: [], dateFrom: "", dateTo: "" };
 
