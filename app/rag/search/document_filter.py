@@ -176,10 +176,12 @@ def metadata_revision(db: Session, project_id: int) -> int:
 
 
 def resolved(db: Session, project_id: int, revision: tuple[object, ...], only: DocumentFilter) -> np.ndarray:
-    """:func:`chunk_ids`, kept in memory under the chunks' ``revision`` and the project's metadata
-    revision: resolving a broad filter reads every chunk row of the project (150-250 ms at 100k
-    chunks on SQLite, many times the search itself), and the same filter is asked turn after turn."""
-    key = (project_id, revision, metadata_revision(db, project_id), only)
+    """:func:`chunk_ids`, kept in memory under ``revision``, which must hold the chunks' revision and
+    the project's :func:`metadata_revision` as of ``db``'s snapshot (the caller has read both for its
+    result cache already; reading them again here was a statement per search): resolving a broad
+    filter reads every chunk row of the project (150-250 ms at 100k chunks on SQLite, many times the
+    search itself), and the same filter is asked turn after turn."""
+    key = (project_id, revision, only)
     engine = db.get_bind()
     assert isinstance(engine, Engine)
     cache = _resolved.get(engine)
