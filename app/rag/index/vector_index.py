@@ -79,14 +79,17 @@ class View:
         k = min(k, self.size)
         if k <= 0:
             return []
+        scores = self._every_score(query)
+        return self._ranked(_best(scores, k), query)
+
+    def _every_score(self, query: np.ndarray) -> np.ndarray:
+        """Every row's cosine with ``query``, deleted rows at -inf."""
         # einsum, not BLAS: one pass at memory speed in this thread. Multi-threaded OpenBLAS sgemv was
         # 2-5x slower than one thread on a busy 2-core machine (its threads wait for each other).
         scores = np.einsum("ij,j->i", self.matrix, np.asarray(query, dtype=np.float32))
         if self.dead is not None:
             scores[self.dead] = -np.inf
-        n = len(scores)
-        top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
-        return self._ranked(top, query)
+        return scores
 
     def _search_broad(self, query: np.ndarray, k: int, only: np.ndarray) -> list[tuple[int, float]] | None:
         """The k best of ``only``'s rows when they are among the unfiltered top ``wide`` (None: fewer
@@ -96,21 +99,15 @@ class View:
         k = min(k, len(only), self.size)
         if k <= 0:
             return []
-        scores = np.einsum("ij,j->i", self.matrix, np.asarray(query, dtype=np.float32))
-        if self.dead is not None:
-            scores[self.dead] = -np.inf
-        n = len(scores)
-        wide = min(n, -(-k * len(self.ids) * OVERSAMPLE // len(only)))
-        top = np.argpartition(scores, n - wide)[n - wide :] if wide < n else np.arange(n)
+        scores = self._every_score(query)
+        top = _best(scores, -(-k * len(self.ids) * OVERSAMPLE // len(only)))
         top = top[np.isfinite(scores[top])]
         ids = self.ids[top]
         pos = np.minimum(np.searchsorted(only, ids), len(only) - 1)
         kept = top[only[pos] == ids]
         if len(kept) < k:
             return None
-        if len(kept) > k:
-            kept = kept[np.argpartition(scores[kept], len(kept) - k)[len(kept) - k :]]
-        return self._ranked(kept, query)
+        return self._ranked(kept[_best(scores[kept], k)], query)
 
     def rows_of(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The live rows of those of ``chunk_ids`` that have a vector."""
@@ -126,17 +123,13 @@ class View:
         q = np.asarray(query, dtype=np.float32)
         if len(rows) * SUBSET_SHARE < len(self.ids):
             # A selective filter: only its rows are scored (gathering them costs less than the rest).
-            scores = np.einsum("ij,j->i", self.matrix[rows], q)
-            n = len(scores)
-            top = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
-            return self._ranked(rows[top], query)
+            return self._ranked(rows[_best(np.einsum("ij,j->i", self.matrix[rows], q), k)], query)
         # A broad one: every row scored in one pass as unfiltered (a gather of most of the matrix
         # would copy it), the others then out of reach.
         every = np.einsum("ij,j->i", self.matrix, q)
         scores = np.full(len(every), -np.inf, dtype=np.float32)
         scores[rows] = every[rows]
-        n = len(scores)
-        top = np.argpartition(scores, n - k)[n - k :]
+        top = _best(scores, k)
         return self._ranked(top[np.isfinite(scores[top])], query)
 
     def vectors(self, chunk_ids: Iterable[int]) -> dict[int, np.ndarray]:
@@ -156,6 +149,12 @@ class View:
         ids = self.ids[rows]
         order = np.lexsort((ids, -exact))
         return [(int(ids[i]), float(exact[i])) for i in order]
+
+
+def _best(scores: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the ``k`` highest ``scores``, in no order (all of them when k >= their count)."""
+    n = len(scores)
+    return np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
 
 
 def _empty_view(revision: int) -> View:
