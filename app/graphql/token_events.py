@@ -20,7 +20,6 @@ from typing import Any
 
 from graphql import ExecutionResult, GraphQLNonNull, GraphQLObjectType, get_nullable_type
 from graphql.execution.collect_fields import collect_fields
-from graphql.pyutils import AwaitableOrValue
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from app.graphql.subscriptions import ChatToken
@@ -52,27 +51,36 @@ class TokenShape:
         return {self.root_key: data}
 
 
+@dataclass(frozen=True)
+class Built:
+    """An event's result, ready: what graphql-core asks of a per-event executor is this one call."""
+
+    result: ExecutionResult
+
+    def execute_operation(self, serially: bool | None = None) -> ExecutionResult:
+        return self.result
+
+
 class TokenEventExecutor(StrawberryGraphQLCoreExecutionContext):
     """Strawberry's executor, with each ``ChatToken`` event's result built from a shape worked
     out once per subscription (module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Empty until the first token; then its shape, or None (the normal path). A list, so that
-        # the per-event copies graphql-core makes of this executor share it.
+        # Empty until the first token; then its shape, or None (the normal path).
         self.token_shape: list[TokenShape | None] = []
 
-    def execute_operation(self, serially: bool | None = None) -> AwaitableOrValue[Any]:
-        # ``serially=False`` is graphql-core's per-event execution of a subscription.
-        if serially is False and type(self.root_value) is ChatToken:
+    def build_per_event_executor(self, payload: Any) -> Any:
+        # graphql-core copies this executor for each event and runs the copy's execute_operation;
+        # a token needs neither: its result is ready before the copy would be made.
+        if type(payload) is ChatToken:
             if not self.token_shape:
                 self.token_shape.append(self._shape())
             shape = self.token_shape[0]
-            if shape is not None:
-                data = shape.result(self.root_value)
-                if data is not None:
-                    return ExecutionResult(data, None)
-        return super().execute_operation(serially)
+            data = shape.result(payload) if shape is not None else None
+            if data is not None:
+                return Built(ExecutionResult(data, None))
+        return super().build_per_event_executor(payload)
 
     def _shape(self) -> TokenShape | None:
         if self.abort_signal is not None or self.hooks is not None:
