@@ -529,6 +529,9 @@ class ApiSettings(BaseModel):
     # 0.0.0.0 or ::, localhost and this machine's name (and <name>.local).
     allowed_hosts: list[str] | None = None
     max_operations_per_socket: int = Field(16, ge=1, le=10_000)
+    # A streamed ChatToken's result built from its subscription's fields worked out once, not by
+    # executing the selection set per event (app/graphql/token_events.py); the same bytes either way.
+    preresolved_token_events: bool = True
     max_query_depth: int = Field(12, ge=2, le=100)
     max_aliases: int = Field(30, ge=1, le=1000)
     max_tokens: int = Field(2000, ge=50, le=100_000)

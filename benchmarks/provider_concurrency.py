@@ -12,6 +12,8 @@ worker threads. Side by side in one run:
 - 48 streams at that cap: 16 wait in line (``ChatQueued``) for at most RAGCHAT_CHAT__QUEUE_TIMEOUT;
   ideal = 32 x one stream, as no more than 32 answers are written at once;
 - 32 streams as before issue 16: one cap of 3 for every provider and no waiting;
+- 32 streams with every token event's result executed by graphql-core, as before token events were
+  pre-resolved (app/graphql/token_events.py), for its server CPU per token beside the default's;
 - 32 streams against ``ragchat serve`` with 1 worker and with 2 (app/serving.py), all launched
   the same way, in subprocesses (benchmarks/worker_servers.py): the same embedder, data and
   settings; loop lag is the worst of the workers' tickers, server CPU the sum of their processes'.
@@ -170,6 +172,7 @@ def _server_phases(
     chat: dict[str, Any],
     plan: list[tuple[int, int]],
     turns: int,
+    api: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
         copy = kb.copy_to(Path(tmp))
@@ -179,6 +182,7 @@ def _server_phases(
             llm={"provider": "openai", "model": "loopback"},
             openai={"base_url": provider.base_url, "api_key": "bench"},
             chat=chat,
+            **({"api": api} if api else {}),
         )
         # The knowledge base's space, so retrieval runs (its vectors are synthetic anyway).
         embedder = TimedEmbedder(cast(Embedder, FakeEmbedder(dimensions=data.DIMS)), data.LOCAL_SPACE, Clock())
@@ -255,15 +259,19 @@ def run(cfg: Config) -> dict[str, Any]:
         unbatched = _server_phases(
             cfg, kb, provider, {"limits": limits, "stream_coalesce_ms": 0}, [(many, declared)], turns
         )
+        executed = _server_phases(
+            cfg, kb, provider, {"limits": limits}, [(many, declared)], turns, api={"preresolved_token_events": False}
+        )
         processes = _workers_phases(kb, provider, limits, many, turns, declared)
     single = now[0]["tokens_per_s"]
-    phases = [*now, *before, *unbatched, *processes]
+    phases = [*now, *before, *unbatched, *executed, *processes]
     labels = [
         "1 stream",
         f"{many} streams",
         f"{past} streams (past the cap)",
         f"{many} streams, before: cap 3",
         f"{many} streams, tokens one by one (no batching window)",
+        f"{many} streams, token events executed (not pre-resolved)",
         *(
             f"{many} streams, `serve` 1 worker"
             if p["workers"] == 1
@@ -331,11 +339,13 @@ def run(cfg: Config) -> dict[str, Any]:
         "unbatched_server_over_provider": over(
             unbatched[0]["server_cpu_ms_per_token"], unbatched[0]["provider_cpu_ms_per_token"]
         ),
+        "preresolved_over_executed": over(at_cap["server_cpu_ms_per_token"], executed[0]["server_cpu_ms_per_token"]),
     }
     text += (
         f"\nServer CPU per token at {many} streams: batched ÷ one by one {per_token['batched_over_unbatched']:.2f}; "
         f"÷ the provider's own CPU per token {per_token['server_over_provider']:.1f} "
-        f"(one by one: {per_token['unbatched_server_over_provider']:.1f}; goal 2.5)\n"
+        f"(one by one: {per_token['unbatched_server_over_provider']:.1f}; goal 2.5); token events pre-resolved ÷ "
+        f"executed {per_token['preresolved_over_executed']:.2f}\n"
     )
 
     def judged(phase: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from app.graphql.gate import AnonymousGate
 from app.graphql.mutations import Mutation
 from app.graphql.queries import Query
 from app.graphql.subscriptions import Subscription
+from app.graphql.token_events import TokenEventExecutor
 from app.request_log import GRAPHQL_ERRORS, INTERNAL_ERROR
 from app.settings import ApiSettings, Settings
 
@@ -113,6 +114,8 @@ def build_schema(api: ApiSettings | None = None) -> strawberry.Schema:
         *MaxAliasesLimiter(max_alias_count=api.max_aliases).validation_rules,
     ]
     return RagchatSchema(
+        # A streamed token's result without a selection-set execution per event (app/graphql/token_events.py).
+        execution_context_class=TokenEventExecutor if api.preresolved_token_events else None,
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
