@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -111,6 +112,9 @@ def create_app(settings: Settings, container: Container | None = None, *, tune_g
         # /readyz: the embedder and the indexes load in the background meanwhile (app/ops/readiness.py).
         readiness = app.state.readiness = Readiness(store, lambda: app.state.container.embedder)
         readiness.start()
+        # The chat engine's modules, which the container imports on first use, load in a worker
+        # thread now rather than on the event loop at the first chat (a ~27 ms stall of every stream).
+        await anyio.to_thread.run_sync(importlib.import_module, "app.services.chat.service")
         # On SIGTERM / SIGINT: no new turns, streaming answers finish first (app/ops/draining.py).
         drain = Drain(settings.ops.shutdown_grace, lambda: app.state.container.live.running)
         drain.install()
