@@ -79,18 +79,22 @@ def keyword_ranking(db: Session, project_id: int) -> KeywordRanking:
     return keyword_index.view_for(db, project_id)
 
 
-def revision(db: Session, project_id: int, space_id: int) -> tuple[int, ...]:
+def revision(db: Session, project_id: int, space_id: int, *, metadata: bool = False) -> tuple[int, ...]:
     """The project's chunk revision, as of ``db``'s snapshot: the newest seq of its keyword and
-    vector journals (SQLite), or its ``project_search_stats`` revision (PostgreSQL)."""
+    vector journals (SQLite), or its ``project_search_stats`` revision (PostgreSQL). With
+    ``metadata``, the project's count of changes to its documents' tags and dates follows, read in
+    the same statement (a filtered search needs both, and a statement is a tenth of a millisecond)."""
     conn = db.connection()
+    tail = ", (SELECT metadata_revision FROM projects WHERE id = {p})" if metadata else ""
     if _postgres(db):
-        found = conn.exec_driver_sql(
-            "SELECT revision FROM project_search_stats WHERE project_id = %(p)s", {"p": project_id}
-        ).scalar()
-        return (int(found or 0),)
-    row = conn.exec_driver_sql(
-        "SELECT (SELECT max(seq) FROM keyword_journal WHERE project_id = ?), "
-        "(SELECT max(seq) FROM vector_journal WHERE space_id = ?)",
-        (project_id, space_id),
-    ).one()
-    return int(row[0] or 0), int(row[1] or 0)
+        row = conn.exec_driver_sql(
+            "SELECT (SELECT revision FROM project_search_stats WHERE project_id = %(p)s)" + tail.format(p="%(p)s"),
+            {"p": project_id},
+        ).one()
+    else:
+        row = conn.exec_driver_sql(
+            "SELECT (SELECT max(seq) FROM keyword_journal WHERE project_id = ?), "
+            "(SELECT max(seq) FROM vector_journal WHERE space_id = ?)" + tail.format(p="?"),
+            (project_id, space_id, project_id) if metadata else (project_id, space_id),
+        ).one()
+    return tuple(int(value or 0) for value in row)

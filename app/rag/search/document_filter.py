@@ -169,18 +169,12 @@ def chunk_ids(db: Session, project_id: int, only: DocumentFilter) -> np.ndarray:
 _resolved: weakref.WeakKeyDictionary[Engine, LRU[tuple[object, ...], np.ndarray]] = weakref.WeakKeyDictionary()
 
 
-def metadata_revision(db: Session, project_id: int) -> int:
-    """The project's count of changes to its documents' tags and dates, as of ``db``'s snapshot."""
-    found = db.execute(text("SELECT metadata_revision FROM projects WHERE id = :p"), {"p": project_id}).scalar()
-    return int(found or 0)
-
-
 def resolved(db: Session, project_id: int, revision: tuple[object, ...], only: DocumentFilter) -> np.ndarray:
     """:func:`chunk_ids`, kept in memory under ``revision``, which must hold the chunks' revision and
-    the project's :func:`metadata_revision` as of ``db``'s snapshot (the caller has read both for its
-    result cache already; reading them again here was a statement per search): resolving a broad
-    filter reads every chunk row of the project (150-250 ms at 100k chunks on SQLite, many times the
-    search itself), and the same filter is asked turn after turn."""
+    the project's metadata revision as of ``db``'s snapshot (``rankings.revision(..., metadata=True)``,
+    read once by the caller for its result cache too): resolving a broad filter reads every chunk
+    row of the project (150-250 ms at 100k chunks on SQLite, many times the search itself), and the
+    same filter is asked turn after turn."""
     key = (project_id, revision, only)
     engine = db.get_bind()
     assert isinstance(engine, Engine)

@@ -187,9 +187,8 @@ def retrieve(
         revision: tuple[object, ...] = ()
         if cache_key is not None or params.document_filter is not None:
             space_id = spaces.space_row_id(space.table)
-            revision = rankings.revision(db, project_id, space_id)
-            if params.document_filter is not None:  # the documents it selects change with their tags too
-                revision += (document_filter.metadata_revision(db, project_id),)
+            # A filter's documents change with their tags and dates too.
+            revision = rankings.revision(db, project_id, space_id, metadata=params.document_filter is not None)
         if cache_key is not None:
             key = (project_id, space.table, space.created_at, revision, embedder.space, cache_key, params)
             key += (tuple(alternatives), alternative_weight)
