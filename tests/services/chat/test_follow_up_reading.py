@@ -10,14 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.container import Container
 from app.rag.answer.mode import AnswerMode
-from app.rag.ingest.pipeline import Source
-from app.services import documents
-from app.services.chat.trace_model import RetrievalTrace, parse
+from app.services.chat.trace_model import RetrievalTrace
 from app.settings import Settings
-from tests.fakes import FakeChatModel, FakeEmbedder
-from tests.services.chat.test_service import Rig
+from tests.services.chat.second_turns import SecondTurnRig, second_turns
 
 HANDBOOK = {
     "expenses.md": (
@@ -33,38 +29,18 @@ FIRST = "How do I get my travel expenses reimbursed?"
 NO_CUE = "How many days until payment?"
 
 
-class HandbookRig(Rig):
-    def __init__(self, container: Container) -> None:
-        super().__init__(container, FakeChatModel(), FakeEmbedder())
-        documents.ingest(
-            container.store,
-            self.embedder,
-            container.settings.ingest,
-            self.project_id,
-            [Source.from_bytes(n, t.encode()) for n, t in HANDBOOK.items()],
-        )
-
-    async def second_turn(self, message: str, first: str = FIRST) -> tuple[str, RetrievalTrace]:
-        sid = self.new_chat(top_k=2, threshold=0.0, answer_mode=AnswerMode.EXTRACTIVE)
-        await self.ask(sid, first)
-        events = await self.ask(sid, message)
-        row, _ = self.message(events[-1].message_id)
-        trace = parse(row.trace)
-        assert trace is not None and trace.search is not None
-        return row.content, trace
+async def second_turn(rig: SecondTurnRig, message: str) -> tuple[str, RetrievalTrace]:
+    return await rig.second_turn(message, top_k=2, answer_mode=AnswerMode.EXTRACTIVE)
 
 
 @pytest.fixture
-def rig(migrated: Settings) -> Iterator[HandbookRig]:
-    # The fake embedder's bag-of-words cosines are lower than a real model's: its own bar.
-    settings = migrated.model_copy(update={"rag": migrated.rag.model_copy(update={"standalone_score": 0.4})})
-    container = Container.build(settings)
-    yield HandbookRig(container)
-    container.close()
+def rig(migrated: Settings) -> Iterator[SecondTurnRig]:
+    with second_turns(migrated, HANDBOOK, FIRST, standalone_score=0.4) as made:
+        yield made
 
 
-async def test_a_follow_up_without_a_cue_is_answered_in_the_conversation(rig: HandbookRig) -> None:
-    content, trace = await rig.second_turn(NO_CUE)
+async def test_a_follow_up_without_a_cue_is_answered_in_the_conversation(rig: SecondTurnRig) -> None:
+    content, trace = await second_turn(rig, NO_CUE)
     assert trace.search is not None
     assert trace.search.standalone_score is not None and trace.search.standalone_score < 0.4
     assert trace.search.earlier == [FIRST]  # retrieval read it with the first question
@@ -76,11 +52,11 @@ POINTS_BACK = "Is there a deadline to submit a voucher for it after the trip?"
 POINTS_INSIDE = "If I lose my badge at the office, where do I get it replaced?"
 
 
-async def test_a_pronoun_that_points_back_keeps_the_conversation(rig: HandbookRig) -> None:
+async def test_a_pronoun_that_points_back_keeps_the_conversation(rig: SecondTurnRig) -> None:
     # Longer than a short follow-up, and it finds the voucher passage alone: only what the earlier
     # turn adds to its search tells that "it" is the expenses asked about before.
     gain = rig.container.settings.rag.follow_up_gain
-    content, trace = await rig.second_turn(POINTS_BACK)
+    content, trace = await second_turn(rig, POINTS_BACK)
     search = trace.search
     assert search is not None and search.standalone_score is not None and search.history_score is not None
     assert search.standalone_score >= 0.4
@@ -89,9 +65,9 @@ async def test_a_pronoun_that_points_back_keeps_the_conversation(rig: HandbookRi
     assert "within five days" in content
 
 
-async def test_a_pronoun_that_points_inside_the_message_is_a_new_topic(rig: HandbookRig) -> None:
+async def test_a_pronoun_that_points_inside_the_message_is_a_new_topic(rig: SecondTurnRig) -> None:
     gain = rig.container.settings.rag.follow_up_gain
-    _, trace = await rig.second_turn(POINTS_INSIDE)
+    _, trace = await second_turn(rig, POINTS_INSIDE)
     search = trace.search
     assert search is not None and search.standalone_score is not None and search.history_score is not None
     assert search.history_score - search.standalone_score < gain  # the earlier turn only pulls it away
@@ -109,8 +85,8 @@ def _first_kept(trace: RetrievalTrace) -> str:
 NEW_TOPIC = "Where do I pay for a replacement badge?"
 
 
-async def test_a_new_topic_that_finds_little_alone_is_still_answered_on_its_topic(rig: HandbookRig) -> None:
-    content, trace = await rig.second_turn(NEW_TOPIC)
+async def test_a_new_topic_that_finds_little_alone_is_still_answered_on_its_topic(rig: SecondTurnRig) -> None:
+    content, trace = await second_turn(rig, NEW_TOPIC)
     assert trace.search is not None and trace.search.earlier == [FIRST]
     assert content.startswith("A replacement badge needs a payment at the front desk.")
     assert "Travel expenses" not in content

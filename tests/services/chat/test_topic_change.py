@@ -8,14 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.container import Container
-from app.rag.ingest.pipeline import Source
-from app.services import documents
 from app.services.chat.service import ChatService
-from app.services.chat.trace_model import RetrievalTrace, parse
+from app.services.chat.trace_model import RetrievalTrace
 from app.settings import Settings
-from tests.fakes import FakeChatModel, FakeEmbedder
-from tests.services.chat.test_service import Rig
+from tests.services.chat.second_turns import SecondTurnRig, second_turns
 
 POLICIES = {
     "leave.md": (
@@ -30,37 +26,17 @@ NEW_TOPIC = "Who do I report a stolen laptop to?"
 FOLLOW_UP = "And how many can carry over?"
 
 
-class PolicyRig(Rig):
-    def __init__(self, container: Container) -> None:
-        super().__init__(container, FakeChatModel(), FakeEmbedder())
-        documents.ingest(
-            container.store,
-            self.embedder,
-            container.settings.ingest,
-            self.project_id,
-            [Source.from_bytes(n, t.encode()) for n, t in POLICIES.items()],
-        )
-
-    async def second_turn(self, message: str) -> RetrievalTrace:
-        sid = self.new_chat(top_k=1, threshold=0.0)
-        await self.ask(sid, FIRST)
-        events = await self.ask(sid, message)
-        row, _ = self.message(events[-1].message_id)
-        trace = parse(row.trace)
-        assert trace is not None and trace.search is not None
-        return trace
+async def second_turn(rig: SecondTurnRig, message: str) -> RetrievalTrace:
+    return (await rig.second_turn(message, top_k=1))[1]
 
 
 @pytest.fixture
-def rig(migrated: Settings) -> Iterator[PolicyRig]:
-    # The fake embedder's bag-of-words cosines are lower than a real model's: its own bar.
-    settings = migrated.model_copy(update={"rag": migrated.rag.model_copy(update={"standalone_score": 0.3})})
-    container = Container.build(settings)
-    yield PolicyRig(container)
-    container.close()
+def rig(migrated: Settings) -> Iterator[SecondTurnRig]:
+    with second_turns(migrated, POLICIES, FIRST, standalone_score=0.3) as made:
+        yield made
 
 
-def always_blended(rig: PolicyRig) -> PolicyRig:
+def always_blended(rig: SecondTurnRig) -> SecondTurnRig:
     """The same chats and documents, searched as every second turn was before: with its history."""
     settings = rig.container.settings
     never = settings.model_copy(update={"rag": settings.rag.model_copy(update={"standalone_score": 1.0})})
@@ -73,20 +49,20 @@ def _first_kept(trace: RetrievalTrace) -> str:
     return by_id[(trace.source_chunk_ids or [])[0]]
 
 
-async def test_a_new_topic_is_searched_alone(rig: PolicyRig) -> None:
-    trace = await rig.second_turn(NEW_TOPIC)
+async def test_a_new_topic_is_searched_alone(rig: SecondTurnRig) -> None:
+    trace = await second_turn(rig, NEW_TOPIC)
     assert trace.search is not None
     assert trace.search.earlier == [] and trace.search.standalone_score is not None
     assert trace.search.standalone_score >= 0.3
     assert _first_kept(trace) == "laptops.md"
     # Blended with the earlier question, as every second turn was searched before, it is not.
-    blended = await always_blended(rig).second_turn(NEW_TOPIC)
+    blended = await second_turn(always_blended(rig), NEW_TOPIC)
     assert blended.search is not None and blended.search.earlier == [FIRST]
     assert _first_kept(blended) == "leave.md"
 
 
-async def test_a_follow_up_that_names_nothing_still_reads_the_conversation(rig: PolicyRig) -> None:
-    trace = await rig.second_turn(FOLLOW_UP)
+async def test_a_follow_up_that_names_nothing_still_reads_the_conversation(rig: SecondTurnRig) -> None:
+    trace = await second_turn(rig, FOLLOW_UP)
     assert trace.search is not None
     assert trace.search.earlier == [FIRST]
     assert trace.search.standalone_score is None  # it reads as a continuation: not searched alone
