@@ -304,8 +304,11 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
         paths = _heading_paths(source, units)
         first_prose = next((u for u in units if u.kind in sentences.PROSE), None)
         header: list[str] = []
+        term: tuple[str, int] | None = None  # a definition list's term and its line's indentation
         for n, unit in enumerate(units):
             lead = None
+            if term is not None and _indent(source.text, unit) <= term[1]:
+                term = None
             if unit.kind == "table" and n + 1 < len(units) and units[n + 1].kind == "rule":
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
@@ -322,14 +325,19 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 lead = _lead_in(source.text, units, n, opts) if unit.kind == "item" else None
                 if lead is not None:
                     text, enough = f"{lead[0]} {text}", True
+                elif term is not None and not set(sentences.words(term[0])) <= set(sentences.words(text)):
+                    # "Members of this group can read …" says which group only under its term.
+                    text = f"{term[0]}: {text}"
+                    enough = len(sentences.words(text)) >= opts.min_words
             else:
                 header = [] if unit.kind == "heading" else header
+                term = _term(source.text, units, n)
                 continue
             if not enough:
                 continue
             start = source.location.char_start + unit.start
             terms = frozenset(_content(text))
-            about = _about(source, paths[n], " ".join(header))
+            about = _about(source, paths[n], " ".join([*header, *(term[:1] if term else ())]))
             context = frozenset(_content(about))
             out.append(
                 _Candidate(
@@ -363,6 +371,16 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
             lead += ":"
         return (lead, j) if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
     return None
+
+
+def _term(text: str, units: list[sentences.Unit], n: int) -> tuple[str, int] | None:
+    """Unit ``n`` as a definition list's term, with its indentation, when it is a plain-text title
+    whose next unit is indented deeper (its explanation)."""
+    unit = units[n]
+    if unit.kind != "title" or n + 1 >= len(units):
+        return None
+    indent = _indent(text, unit)
+    return (rendered(unit.text), indent) if _indent(text, units[n + 1]) > indent else None
 
 
 # A term on its own: a few words, no sentence's punctuation at its end.

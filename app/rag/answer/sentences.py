@@ -12,7 +12,8 @@ trimmed, in order, never overlapping. It reads Markdown-ish text line by line:
   digit, quote or bracket (so "e.g. this" and "3.5" stay whole; "Dr. Who" too), at the CJK full stops and at a
   line end after such punctuation. A single line break elsewhere is a wrapped line and joins the
   next one — except after a short unpunctuated line followed by a capitalised one, which is a
-  ``title`` (a heading in plain text or PDF). ``[n]`` markers right after a sentence end belong to
+  ``title`` (a heading in plain text or PDF); so is a paragraph's short first line when the lines
+  below it are indented deeper (a definition list's term). ``[n]`` markers right after a sentence end belong to
   that sentence.
 - A sentence longer than ``max_chars`` is cut into clauses at ``;``/``:``/dashes, else at commas,
   nearest the middle, each piece at least ``_MIN_CLAUSE`` characters; pieces stay ``sentence`` s.
@@ -53,6 +54,7 @@ _CLAUSE_STRONG = re.compile(r"[;:]\s+|\s+[\u2014\u2013]\s+|\s+-\s+")
 _CLAUSE_WEAK = re.compile(r",\s+")
 _MIN_CLAUSE = 40
 _TITLE_MAX = 60
+_TERM_MAX = 40
 _FIELD = re.compile(r"(?:\*\*|__)[^*_\n]{1,40}(?::(?:\*\*|__)|(?:\*\*|__):)\s")  # **Label:** value
 _LABELLED = re.compile(r"[^:\n]{1,30}:\s+\S")  # Label: value
 
@@ -165,6 +167,10 @@ def _prose(text: str, lines: list[tuple[int, int]], kind: Kind, max_chars: int) 
     begin = lines[0][0]
     for n, (start, end) in enumerate(lines):
         line = text[start:end].strip()
+        if n == 0 and kind == "sentence" and len(lines) > 1 and _is_term(line, text, lines[0], lines[1]):
+            out.extend(_block(text, start, end, "title"))  # a definition's term: its explanation follows
+            begin = lines[1][0]
+            continue
         following = text[lines[n + 1][0] : lines[n + 1][1]].lstrip() if n + 1 < len(lines) else ""
         if _FIELD.match(line) and start > begin:
             out.extend(_sentences(text, begin, start, kind, max_chars))
@@ -186,6 +192,25 @@ def _prose(text: str, lines: list[tuple[int, int]], kind: Kind, max_chars: int) 
             kind = "sentence"
     out.extend(_sentences(text, begin, lines[-1][1], kind, max_chars))
     return out
+
+
+def _is_term(line: str, text: str, at: tuple[int, int], following: tuple[int, int]) -> bool:
+    """Whether a paragraph's first line is the term of a plain-text definition list: a few words
+    with no sentence's punctuation at their end, the explanation below indented deeper ("   adm" over
+    "          Group adm is used for …", as reStructuredText, man pages and DocBook's text output
+    write them). Lower-case terms count; a capitalised title needs no indentation (:func:`_is_title`)."""
+    return (
+        0 < len(line) <= _TERM_MAX
+        and len(line.split()) <= 5
+        and line[-1] not in ".,;:!?\u2026-\u2013\u2014([{"
+        and _depth(text, following) > _depth(text, at) + 1
+    )
+
+
+def _depth(text: str, line: tuple[int, int]) -> int:
+    """The column of a line's first character (a tab counts as four)."""
+    raw = text[text.rfind("\n", 0, line[0]) + 1 : line[1]].expandtabs(4)
+    return len(raw) - len(raw.lstrip())
 
 
 def _is_title(line: str, following: str) -> bool:

@@ -115,3 +115,17 @@ def test_terms_stem_drop_stop_words_and_keep_numbers() -> None:
     assert {stem(w) for w in ("installing", "installation", "installed", "installs")} == {"install"}
     assert stem("copies") == "copy" and stem("stopped") == "stop" and stem("status") == "status"
     assert sentences.numbers("Desks: 142 (of which 30), opened 2014") == {"142", "30", "2014"}
+
+
+def test_a_short_first_line_over_deeper_indented_lines_is_a_definitions_term() -> None:
+    text = "   www-data\n          Some web servers run as www-data.\n\n   Other groups follow.\n   More text."
+    assert kinds(text) == [
+        ("title", "www-data"),
+        ("sentence", "Some web servers run as www-data."),
+        ("sentence", "Other groups follow."),
+        ("sentence", "More text."),
+    ]
+    # Not a term: a wrapped line at the same depth, a line ending in punctuation, a list item's text.
+    assert kinds("keeper\nlends seeds.") == [("sentence", "keeper\nlends seeds.")]
+    assert kinds("Note:\n      lends seeds.")[0] == ("sentence", "Note:\n      lends seeds.")
+    assert kinds("- keeper\n      lends seeds.") == [("item", "keeper\n      lends seeds.")]

@@ -1,0 +1,50 @@
+"""A plain-text definition list (a term on its own line, its explanation indented below, as
+reStructuredText, man pages and DocBook's text output write them): each sentence of an explanation is
+quoted under its term, since "Members of this role may …" alone does not say which role. Documents
+written here, chunked by the real chunker."""
+
+from __future__ import annotations
+
+from app.rag.answer.extractive import compose
+from tests.fakes import FakeEmbedder
+from tests.rag.answer.test_extractive import sources
+
+ROLES = """Roles in the seed library
+
+   Every volunteer holds one of the roles below.
+
+   keeper
+          The keeper role is the oldest one in the library. Members of
+          this role may open the cold store and lend rare seed packets to
+          the public.
+
+   sorter
+          The sorter role exists for weekend helpers. Members of this role
+          may label incoming packets but never lend them.
+
+   warden
+          Historically, wardens audited the stock every spring. The role
+          had code 41 in the old register.
+"""
+
+
+def test_a_sentence_of_an_explanation_is_quoted_under_its_term() -> None:
+    kept = list(sources({"roles.txt": ROLES}))
+    answer = compose("Which volunteers may lend rare seed packets to the public?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert "keeper: Members of this role may open the cold store" in answer.text
+    assert "sorter:" not in answer.text.split("\n")[0]
+
+
+def test_a_short_sentence_that_names_nothing_is_found_through_its_term() -> None:
+    kept = list(sources({"roles.txt": ROLES}))
+    answer = compose("What code did the warden role have in the old register?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert "warden: The role had code 41 in the old register." in answer.text
+
+
+def test_a_sentence_that_names_its_term_is_quoted_as_written() -> None:
+    kept = list(sources({"roles.txt": ROLES}))
+    answer = compose("Who is the sorter role for?", kept, FakeEmbedder().embed)
+    assert "The sorter role exists for weekend helpers." in answer.text
+    assert "sorter: The sorter role" not in answer.text
