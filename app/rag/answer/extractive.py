@@ -481,9 +481,10 @@ def _score(
     entities = _entities(names)
     for c in candidates:
         said = mentions[c.source.document_id]
-        c.missing_entity = any(e not in said and sentences.stem(e) not in said for e in entities)
+        c.missing_entity = any(not _names(e, said) for e in entities)
         c.other_edition = editions[id(c.source)]
-        c.subject = len(names.keys() & sentences.runs(c.about)) / len(names) if names else 0.0
+        runs = sentences.runs(c.about)
+        c.subject = sum(_names(e, runs) for e in names) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
         # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
         focus = [t for t in asked if t not in named and not meets[t] & c.context]
@@ -520,6 +521,18 @@ _SIGNPOST = re.compile(
 # An amount the asker states ("about $3,000", "12,500 users") is their case, which a document states
 # as a range or a bar ("more than $2,500"), not a name it must repeat.
 _QUANTITY = re.compile(r"[$\u20ac\u00a3\u00a5]\d[\d,.]*|\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def _names(name: str, said: set[str]) -> bool:
+    """Whether ``said`` (a text's squashed words and runs) has ``name``, also in the plural or the
+    singular: a question's "API" is a document's "APIs", its "PRs" a document's "PR" (the stemmer
+    leaves "-is" words alone, "analysis", so "apis" is not "api" to it)."""
+    return (
+        name in said
+        or sentences.stem(name) in said
+        or f"{name}s" in said
+        or (len(name) > 3 and name.endswith("s") and name[:-1] in said)
+    )
 
 
 def _entities(names: dict[str, str]) -> list[str]:

@@ -194,3 +194,25 @@ def test_a_subject_the_sources_never_mention_on_real_minilm_vectors() -> None:
     uploads = list(sources({"uploads.md": UPLOADS}))
     answer = compose("Which text formats are accepted for upload?", uploads, embed)
     assert not answer.no_answer and "Markdown" in answer.text, answer.text
+
+
+GATEWAY = """# Gateway
+
+## Timeouts
+
+Gateway APIs reject a request body larger than 2 MB with status 413.
+"""
+
+PORTAL_INTRO = """# Portal API overview
+
+This overview introduces the portal and its API for new team members joining the project.
+"""
+
+
+def test_a_name_the_question_writes_in_the_singular_is_the_documents_plural() -> None:
+    # "API" asked, "APIs" written: the gateway's document names what the question names, so its
+    # answering sentence is not scored at half below an overview that repeats the question's words.
+    kept = list(sources({"portal.md": PORTAL_INTRO, "gateway.md": GATEWAY}))
+    answer = compose("How large a request body does a gateway API accept?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert answer.text.startswith("Gateway APIs reject a request body larger than 2 MB"), answer.text
