@@ -6,8 +6,9 @@ trimmed, in order, never overlapping. It reads Markdown-ish text line by line:
 
 - Blocks: a fenced code block (or leading YAML front matter) is one ``code`` unit; ``# Title``
   lines and setext-underlined lines are ``heading`` s; table rows are ``table``, table and
-  thematic rules are ``rule``; a list item is an ``item`` (its marker left out of the span).
-  Everything else is prose.
+  thematic rules are ``rule`` (also a plain-text table's: columns two or more spaces apart over a
+  line of dashes, a row's overflow indented past its first column); a list item is an ``item``
+  (its marker left out of the span). Everything else is prose.
 - Prose is cut at blank lines, at ``.``/``!``/``?``/``…`` followed by space and an upper-case letter,
   digit, quote or bracket (so "e.g. this" and "3.5" stay whole; "Dr. Who" too), at the CJK full stops and at a
   line end after such punctuation. A single line break elsewhere is a wrapped line and joins the
@@ -109,6 +110,13 @@ def split(text: str, *, max_chars: int = 300) -> list[Unit]:
         elif _ATX.match(line):
             flush()
             units.extend(_block(text, start + _ATX.match(line).end(), end, "heading"))  # type: ignore[union-attr]
+        elif _SETEXT.match(line) and para and para_kind == "sentence" and _columns(text, para[-1], lines, i):
+            header, para = para[-1], para[:-1]
+            flush()
+            units.extend(_block(text, *header, "table"))  # a plain-text table: its header row, rule, rows
+            units.extend(_block(text, start, end, "rule"))
+            i = _plain_rows(text, lines, i + 1, _depth(text, header), units)
+            continue
         elif _SETEXT.match(line) and para and para_kind == "sentence":
             heading, para = para[-1], para[:-1]  # the underlined line; CommonMark would take the paragraph
             flush()
@@ -205,6 +213,32 @@ def _is_term(line: str, text: str, at: tuple[int, int], following: tuple[int, in
         and line[-1] not in ".,;:!?\u2026-\u2013\u2014([{"
         and _depth(text, following) > _depth(text, at) + 1
     )
+
+
+_GAP = re.compile(r"\S {2,}(?=\S)")  # between two columns of a plain-text table
+
+
+def _columns(text: str, header: tuple[int, int], lines: list[tuple[int, int]], rule: int) -> bool:
+    """Whether the line over the dashes at ``rule`` heads a plain-text table ("Name   Value
+    Meaning" over "------", as DocBook's text output and man pages write them) rather than being
+    a setext heading: it and the line after the dashes both have columns two or more spaces apart."""
+    row = text[lines[rule + 1][0] : lines[rule + 1][1]] if rule + 1 < len(lines) else ""
+    return bool(_GAP.search(text[header[0] : header[1]].strip()) and _GAP.search(row.strip()))
+
+
+def _plain_rows(text: str, lines: list[tuple[int, int]], i: int, depth: int, units: list[Unit]) -> int:
+    """The rows of a plain-text table from line ``i`` to the next blank line, each a ``table`` unit;
+    a line indented past the first column continues the row above it. Returns the next line's index."""
+    rows: list[tuple[int, int]] = []
+    while i < len(lines) and text[lines[i][0] : lines[i][1]].strip():
+        if rows and _depth(text, lines[i]) > depth + 2:
+            rows[-1] = (rows[-1][0], lines[i][1])
+        else:
+            rows.append(lines[i])
+        i += 1
+    for start, end in rows:
+        units.extend(_block(text, start, end, "table"))
+    return i
 
 
 def _depth(text: str, line: tuple[int, int]) -> int:

@@ -13,7 +13,8 @@ from app.rag.answer.sentences import split, stem, terms
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PIECES = st.sampled_from(
     ["Aurora syncs notes.", " ", "\n", "\n\n", "e.g. ", "3.5", "# Title", "- item", "| a | b |", "|---|", "```",
-     "**Opened:** 2014", "[1]", "Dr. Who", "? ", "! ", "こんにちは。", "word", ", ", "; ", "> ", "---", "\t"]
+     "**Opened:** 2014", "[1]", "Dr. Who", "? ", "! ", "こんにちは。", "word", ", ", "; ", "> ", "---", "\t",
+     "a  b", "      "]
 )  # fmt: skip
 
 
@@ -129,3 +130,25 @@ def test_a_short_first_line_over_deeper_indented_lines_is_a_definitions_term() -
     assert kinds("keeper\nlends seeds.") == [("sentence", "keeper\nlends seeds.")]
     assert kinds("Note:\n      lends seeds.")[0] == ("sentence", "Note:\n      lends seeds.")
     assert kinds("- keeper\n      lends seeds.") == [("item", "keeper\n      lends seeds.")]
+
+
+def test_columns_over_a_line_of_dashes_are_a_plain_text_table() -> None:
+    text = (
+        "   Each level is a bit of the variable:\n"
+        "  Name       Value   Meaning\n"
+        "  ---------------------------\n"
+        "  FETCH          1   Report every fetch\n"
+        "  STORE          2   Report writes to the\n"
+        "                     store\n"
+        "\n"
+        "Title\n"
+        "-----\n"
+    )
+    assert kinds(text) == [
+        ("sentence", "Each level is a bit of the variable:"),
+        ("table", "Name       Value   Meaning"),
+        ("rule", "---------------------------"),
+        ("table", "FETCH          1   Report every fetch"),
+        ("table", "STORE          2   Report writes to the\n                     store"),
+        ("heading", "Title"),  # no columns: a setext heading as before
+    ]

@@ -1,7 +1,8 @@
-"""A plain-text definition list (a term on its own line, its explanation indented below, as
-reStructuredText, man pages and DocBook's text output write them): each sentence of an explanation is
-quoted under its term, since "Members of this role may …" alone does not say which role. Documents
-written here, chunked by the real chunker."""
+"""Plain text laid out the way DocBook's text output, man pages and reStructuredText write it. A
+definition list (a term on its own line, its explanation indented below): each sentence of an
+explanation is quoted under its term, since "Members of this role may …" alone does not say which
+role. A table (columns two or more spaces apart over a line of dashes): each row is a candidate of
+its own. Documents written here, chunked by the real chunker."""
 
 from __future__ import annotations
 
@@ -48,3 +49,27 @@ def test_a_sentence_that_names_its_term_is_quoted_as_written() -> None:
     answer = compose("Who is the sorter role for?", kept, FakeEmbedder().embed)
     assert "The sorter role exists for weekend helpers." in answer.text
     assert "sorter: The sorter role" not in answer.text
+
+
+LEVELS = """Debugging the indexer
+
+   The indexer reads the SEEDLOG variable as a number; each bit
+   turns on one kind of message.
+  Name         Value    Meaning
+  ---------------------------------------------------------
+  FETCH            1    Report every packet fetched from the store
+  LEND             2    Report each loan as it is recorded
+  AUDIT          512    Report which shelves the spring audit counted
+  SHELF         1024    Report which shelf files are loaded
+
+   Add the values of the messages you want together.
+"""
+
+
+def test_a_row_of_a_plain_text_table_is_quoted_on_its_own() -> None:
+    # Without the table, the rows were one long run-on "sentence" that no question matched well.
+    kept = list(sources({"indexer.txt": LEVELS}))
+    answer = compose("Which value reports which shelf files get loaded?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert "SHELF" in answer.text and "1024" in answer.text
+    assert "AUDIT" not in answer.text, answer.text
