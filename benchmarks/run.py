@@ -29,6 +29,7 @@ from benchmarks import (
     openai_door,
     ops_overhead,
     provider_concurrency,
+    stream_capacity,
     upload_jobs,
     vector_options,
     vector_search,
@@ -47,6 +48,7 @@ BENCHMARKS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "llama_builds": llama_builds.run,
     "concurrency": concurrency.run,
     "provider_concurrency": provider_concurrency.run,
+    "stream_capacity": stream_capacity.run,
     "upload_jobs": upload_jobs.run,
     "ops_overhead": ops_overhead.run,
 }
@@ -190,6 +192,17 @@ def summary(results: dict[str, dict[str, Any]]) -> str:
                 ]
             )
     rows += _provider_rows(results.get("provider_concurrency"))
+    if "stream_capacity" in results:
+        held = results["stream_capacity"]["capacity"]
+        two = held.get("2")
+        rows.append(
+            [
+                "7b. streams at 50 tokens/s held (≥ 0.9 of ideal, loop lag p99 < 25 ms), by workers",
+                ", ".join(f"{count}: {n}" for count, n in held.items()),
+                f">= {stream_capacity.GOAL_STREAMS_TWO_WORKERS} with 2 workers",
+                common.goal(two is not None and two >= stream_capacity.GOAL_STREAMS_TWO_WORKERS),
+            ]
+        )
     if "upload_jobs" in results:
         r = results["upload_jobs"]
         worst = max(m["upload_s"] for m in r["rounds"])
