@@ -49,7 +49,6 @@ most of the weight.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -208,11 +207,11 @@ class _LoopWatch:
         if shape != "\n":
             window.append((at, shape))
             self._words += shape[0].isalpha()
-            if len(window) >= 4:
-                grams[tuple(s for _, s in itertools.islice(window, len(window) - 4, None))] += 1
+            if len(window) >= 4:  # a deque is indexed from its ends in constant time
+                grams[(window[-4][1], window[-3][1], window[-2][1], shape)] += 1
         while window and window[0][0] <= at - self.o.window:
             if len(window) >= 4:
-                first = tuple(s for _, s in itertools.islice(window, 4))
+                first = (window[0][1], window[1][1], window[2][1], window[3][1])
                 grams[first] -= 1
                 if not grams[first]:
                     del grams[first]
