@@ -169,6 +169,7 @@ class _LoopWatch:
         shape = "#" if token[0].isdigit() else token
         self.tokens.append(token)
         self.shapes.append(shape)
+        periods = self._recur(token)
         self._slide(shape)
         if token in ".!?\n":
             words, self.current = self.current, []
@@ -179,18 +180,24 @@ class _LoopWatch:
                     return Reason("loop", f"the sentence “{sentence}” was written {self.sentences[sentence]} times")
         else:
             self.current.append(shape)
-        return self._periodic() or self._low_variety()
+        return self._periodic(periods) or self._low_variety()
 
-    def _periodic(self) -> Reason | None:
-        t = self.tokens
-        last = len(t) - 1
-        seen = self._seen.setdefault(t[-1], [])
+    def _recur(self, token: str) -> list[int]:
+        """The periods p <= max_period with tokens[-1 - p] == token, shortest first (the only ones
+        that can repeat); records the token's place."""
+        last = len(self.tokens) - 1
+        seen = self._seen.setdefault(token, [])
         while seen and seen[0] < last - self.o.max_period:
             del seen[0]
-        # Only the periods p with t[-1] == t[-1 - p] can repeat, shortest first.
-        periods = [last - at for at in reversed(seen) if last - at <= len(t) // 2]
+        periods = [last - at for at in reversed(seen)]
         seen.append(last)
+        return periods
+
+    def _periodic(self, periods: list[int]) -> Reason | None:
+        t = self.tokens
         for p in periods:
+            if p > len(t) // 2:
+                break
             repeats = 8 if p <= 2 else 3
             need = max(p * repeats, self.o.min_loop_tokens)
             if need > len(t):

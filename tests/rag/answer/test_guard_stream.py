@@ -63,10 +63,15 @@ class Definition:
 WORDS = st.sampled_from(["a", "b", "the", "source", ".", "\n", "?"])
 NUMBERS = st.integers(0, 99).map(str)
 TOKENS = st.lists(st.one_of(WORDS, NUMBERS), max_size=160)
+# Whole sentences from a few, so that one written again and again stops the stream too.
+SENTENCES = st.lists(
+    st.sampled_from([["the", "source", "of", "a", "."], ["a", "b", "the", "1", "\n"], ["b", "a", "source", "?"]]),
+    max_size=30,
+).map(lambda sentences: [token for sentence in sentences for token in sentence])
 
 
 @settings(max_examples=300, deadline=None)
-@given(tokens=TOKENS, small=st.booleans())
+@given(tokens=st.one_of(TOKENS, SENTENCES), small=st.booleans())
 def test_each_token_gets_the_verdict_of_the_definition(tokens: list[str], small: bool) -> None:
     options = SMALL if small else GuardOptions()
     watch, definition = _LoopWatch(options), Definition(options)
