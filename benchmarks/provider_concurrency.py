@@ -65,7 +65,16 @@ class Loopback:
 
 def process_cpu(pid: int) -> float:
     """CPU seconds (user + system) process ``pid`` has used so far (Linux's /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _cpu(Path(f"/proc/{pid}/stat"))
+
+
+def thread_cpu(thread_id: int | None) -> float:
+    """CPU seconds thread ``thread_id`` (a native id) of this process has used so far; 0 when unknown."""
+    return _cpu(Path(f"/proc/self/task/{thread_id}/stat")) if thread_id is not None else 0.0
+
+
+def _cpu(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -85,7 +94,14 @@ def loopback(tokens: int, delay: float, lifetime: float) -> Iterator[Loopback]:
 
 
 def _summary(
-    found: dict[str, Any], cap: int, streams: int, cpu: float, provider_cpu: float, lags: list[float], gc_ms: float
+    found: dict[str, Any],
+    cap: int,
+    streams: int,
+    cpu: float,
+    provider_cpu: float,
+    lags: list[float],
+    gc_ms: float,
+    loop_cpu: float | None = None,
 ) -> dict[str, Any]:
     counts, seconds = found["counts"], found["seconds"]
     assert not found["errors"], found["errors"]
@@ -108,6 +124,10 @@ def _summary(
         "gc_pause_max_ms": gc_ms,
         "server_cpu_s": cpu,
         "server_cpu_ms_per_token": cpu * 1000 / tokens,
+        # Of it, the event loop's thread (every token's work) and the rest: worker threads (a turn's
+        # database and CPU steps) and the process's other threads. Unknown for subprocess servers.
+        "loop_cpu_ms_per_token": loop_cpu * 1000 / tokens if loop_cpu is not None else None,
+        "other_threads_cpu_ms_per_token": (cpu - loop_cpu) * 1000 / tokens if loop_cpu is not None else None,
         # The load generators share the machine's cores: their CPU time says how much of it they took.
         "clients_cpu_s": found["cpu_s"],
         "clients_cpu_ms_per_token": found["cpu_s"] * 1000 / tokens,
@@ -129,15 +149,17 @@ def _phase(server: Live, provider: Loopback, sessions: list[str], turns: int, ca
     pauses = GcPauses()
     gc.callbacks.append(pauses)
     provider_cpu = process_cpu(provider.pid)
+    loop_cpu = thread_cpu(server.ticker.thread_id)
     cpu = time.process_time()  # the server's threads (clients and provider are other processes)
     try:
         found = _clients(url, sessions, turns)
     finally:
         gc.callbacks.remove(pauses)
     cpu = time.process_time() - cpu
+    loop_cpu = thread_cpu(server.ticker.thread_id) - loop_cpu
     provider_cpu = process_cpu(provider.pid) - provider_cpu
     lags = server.ticker.take()
-    return _summary(found, cap, len(sessions), cpu, provider_cpu, lags, pauses.longest * 1000)
+    return _summary(found, cap, len(sessions), cpu, provider_cpu, lags, pauses.longest * 1000, loop_cpu)
 
 
 def _workers_phase(server: Workers, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
@@ -340,12 +362,15 @@ def run(cfg: Config) -> dict[str, Any]:
             unbatched[0]["server_cpu_ms_per_token"], unbatched[0]["provider_cpu_ms_per_token"]
         ),
         "preresolved_over_executed": over(at_cap["server_cpu_ms_per_token"], executed[0]["server_cpu_ms_per_token"]),
+        "loop_share": over(at_cap["loop_cpu_ms_per_token"], at_cap["server_cpu_ms_per_token"]),
     }
     text += (
         f"\nServer CPU per token at {many} streams: batched ÷ one by one {per_token['batched_over_unbatched']:.2f}; "
         f"÷ the provider's own CPU per token {per_token['server_over_provider']:.1f} "
         f"(one by one: {per_token['unbatched_server_over_provider']:.1f}; goal 2.5); token events pre-resolved ÷ "
-        f"executed {per_token['preresolved_over_executed']:.2f}\n"
+        f"executed {per_token['preresolved_over_executed']:.2f}; of it the event loop's thread "
+        f"{at_cap['loop_cpu_ms_per_token']:.3f} ms ({per_token['loop_share']:.0%}), the other threads "
+        f"{at_cap['other_threads_cpu_ms_per_token']:.3f} ms\n"
     )
 
     def judged(phase: dict[str, Any]) -> dict[str, Any]:

@@ -33,9 +33,11 @@ class Ticker:
 
     lags: list[float] = field(default_factory=list)
     loop: asyncio.AbstractEventLoop | None = None
+    thread_id: int | None = None  # the event loop's thread (its native id: /proc/self/task/<id>)
 
     async def run(self) -> None:
         self.loop = asyncio.get_running_loop()
+        self.thread_id = threading.get_native_id()
         while True:
             start = time.perf_counter()
             await asyncio.sleep(TICK)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -157,11 +157,20 @@ class _LoopWatch:
         self.sentences: Counter[str] = Counter()
         self.current: list[str] = []
         self.loop: Reason | None = None
+        # Kept up to date token by token, so a token costs the same however long the answer and
+        # wide the window (a fresh pass over the window per token was a tenth of the event loop's
+        # work per relayed token on long answers):
+        self._seen: dict[str, list[int]] = {}  # token -> where it occurred, within max_period
+        self._window: deque[tuple[int, str]] = deque()  # the window's shapes but line breaks, by position
+        self._grams: Counter[tuple[str, ...]] = Counter()  # the 4-grams of _window's shapes
+        self._words = 0  # _window's shapes that are words
 
     def push(self, token: str) -> Reason | None:
         shape = "#" if token[0].isdigit() else token
         self.tokens.append(token)
         self.shapes.append(shape)
+        periods = self._recur(token)
+        self._slide(shape)
         if token in ".!?\n":
             words, self.current = self.current, []
             sentence = " ".join(words)
@@ -171,28 +180,56 @@ class _LoopWatch:
                     return Reason("loop", f"the sentence “{sentence}” was written {self.sentences[sentence]} times")
         else:
             self.current.append(shape)
-        return self._periodic() or self._low_variety()
+        return self._periodic(periods) or self._low_variety()
 
-    def _periodic(self) -> Reason | None:
+    def _recur(self, token: str) -> list[int]:
+        """The periods p <= max_period with tokens[-1 - p] == token, shortest first (the only ones
+        that can repeat); records the token's place."""
+        last = len(self.tokens) - 1
+        seen = self._seen.setdefault(token, [])
+        while seen and seen[0] < last - self.o.max_period:
+            del seen[0]
+        periods = [last - at for at in reversed(seen)]
+        seen.append(last)
+        return periods
+
+    def _periodic(self, periods: list[int]) -> Reason | None:
         t = self.tokens
-        for p in range(1, min(self.o.max_period, len(t) // 2) + 1):
+        for p in periods:
+            if p > len(t) // 2:
+                break
             repeats = 8 if p <= 2 else 3
             need = max(p * repeats, self.o.min_loop_tokens)
-            if need > len(t) or t[-1] != t[-1 - p]:  # the first comparison fails for most periods: no generator
+            if need > len(t):
                 continue
             if all(t[-i] == t[-i - p] for i in range(2, need - p + 1)):
                 shown = " ".join(x for x in t[-p:] if x != "\n")
                 return Reason("loop", f"the text “{shown}” repeats {need // p}+ times in a row")
         return None
 
+    def _slide(self, shape: str) -> None:
+        """Move the window of the last ``window`` shapes on by ``shape``."""
+        window, grams = self._window, self._grams
+        at = len(self.shapes) - 1
+        if shape != "\n":
+            window.append((at, shape))
+            self._words += shape[0].isalpha()
+            if len(window) >= 4:  # a deque is indexed from its ends in constant time
+                grams[(window[-4][1], window[-3][1], window[-2][1], shape)] += 1
+        while window and window[0][0] <= at - self.o.window:
+            if len(window) >= 4:
+                first = (window[0][1], window[1][1], window[2][1], window[3][1])
+                grams[first] -= 1
+                if not grams[first]:
+                    del grams[first]
+            self._words -= window.popleft()[1][0].isalpha()
+
     def _low_variety(self) -> Reason | None:
         if len(self.shapes) < self.o.window:
             return None
-        window = [t for t in self.shapes[-self.o.window :] if t != "\n"]
-        if not any(t[0].isalpha() for t in window):
+        if not self._words:
             return Reason("loop", f"the last {self.o.window} tokens hold no words")
-        grams = [tuple(window[i : i + 4]) for i in range(len(window) - 3)]
-        if len(set(grams)) < self.o.min_distinct * len(grams):
+        if len(self._grams) < self.o.min_distinct * max(len(self._window) - 3, 0):
             return Reason("loop", f"the last {self.o.window} words repeat the same few phrases")
         return None
 
@@ -248,7 +285,8 @@ class AnswerGuard:
                 self._watch.loop = reason
                 return StreamCheck(True, reason)
         self._tail = (self._tail + delta)[-200:]
-        if _RUN_CHAR.search(self._tail):
+        # A run the tail did not hold before ends in this delta: only its last characters can hold it.
+        if _RUN_CHAR.search(self._tail, max(len(self._tail) - len(delta) - 63, 0)):
             self._watch.loop = Reason("loop", "one character repeated 64 times or more")
             return StreamCheck(True, self._watch.loop)
         return StreamCheck(False)
