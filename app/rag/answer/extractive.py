@@ -465,7 +465,7 @@ def _score(
         said = mentions[c.source.document_id]
         c.missing_entity = any(e not in said and sentences.stem(e) not in said for e in entities)
         c.other_edition = editions[id(c.source)]
-        c.subject = len(names.keys() & sentences.runs(c.about)) / len(names) if names else 0.0
+        c.subject = len(names.keys() & (sentences.runs(c.about) | sentences.runs(c.text))) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
         # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
         focus = [t for t in asked if t not in named and not meets[t] & c.context]
