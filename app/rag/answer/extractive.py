@@ -68,7 +68,9 @@ class ExtractiveOptions:
     max_sentences: int = 5
     min_score: float = 0.40  # with embeddings; see the calibration in the module docstring
     min_score_without_embeddings: float = 0.35
-    relative_floor: float = 0.75
+    # A sentence naming what the question names scores as about it, so more sentences score close to the
+    # best: at 0.75 the median answer was 62 words on docs-qa (54 before), at 0.77 58 with the same facts.
+    relative_floor: float = 0.77
     cosine_weight: float = 0.55
     overlap_weight: float = 0.35
     rank_weight: float = 0.10
