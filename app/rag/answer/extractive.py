@@ -167,7 +167,7 @@ class _Candidate:
     missing_entity: bool = False  # its source does not name something the question names
     other_edition: bool = False  # its document's title has another year or code of the same form
     signpost: bool = False  # it says what its page covers or where to read more, not the thing itself
-    subject: float = 0.0  # the share of the question's names its document name and headings have
+    subject: float = 0.0  # the share of the question's names its document name, headings or own text have
     fit: float = 0.0  # 1 when it has the kind of answer the question asks for (a date, a number, a name)
     score: float = 0.0
     index: int = 0  # its unit's position in ``units``
@@ -467,7 +467,10 @@ def _score(
         said = mentions[c.source.document_id]
         c.missing_entity = any(e not in said and sentences.stem(e) not in said for e in entities)
         c.other_edition = editions[id(c.source)]
-        c.subject = len(names.keys() & (sentences.runs(c.about) | sentences.runs(c.text))) / len(names) if names else 0.0
+        # A sentence that writes the name is about it as much as a page whose heading does: "An error that
+        # is not Send cannot …" under "Error types" against every sentence under a heading "Send and Sync".
+        carried = sentences.runs(c.about) | sentences.runs(c.text)
+        c.subject = len(names.keys() & carried) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
         # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
         focus = [t for t in asked if t not in named and not meets[t] & c.context]
