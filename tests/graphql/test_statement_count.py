@@ -102,3 +102,40 @@ def test_listing_knowledge_bases_with_their_tags_is_constant(api: Api, fake_cont
     few = statements()
     add_projects(2, 8)
     assert statements() == few
+
+
+def _turn_statements(container: Container, api: Api, sid: str, question: str) -> tuple[int, int]:
+    """The statements and the transactions one sendMessage turn takes, request included."""
+    seen: list[str] = []
+
+    def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        if not statement.startswith("PRAGMA") and "FROM users" not in statement:
+            seen.append(statement)
+
+    event.listen(container.store.engine, "before_cursor_execute", count)
+    try:
+        sent = api.run(SEND, s=sid, c=question)["sendMessage"]
+    finally:
+        event.remove(container.store.engine, "before_cursor_execute", count)
+    assert sent["status"] == "COMPLETE" and [c["marker"] for c in sent["citations"]] == [1], sent
+    begun = sum(s.startswith("BEGIN") for s in seen)
+    return len(seen) - begun, begun
+
+
+def test_a_chat_turn_reads_its_session_once_and_writes_each_step_in_one_statement(
+    api: Api, fake_container: Container, model
+) -> None:  # type: ignore[no-untyped-def]
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="Emperor penguins huddle in the winter.")
+    sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.0})[
+        "createChatSession"
+    ]["id"]
+    model.enqueue("Penguins huddle [1].")
+    _turn_statements(fake_container, api, sid, "penguins?")  # the first search loads the index
+    model.enqueue("They huddle in the winter [1].")
+    statements, transactions = _turn_statements(fake_container, api, sid, "When do emperor penguins huddle together?")
+    # The access check's read of the session (which also chooses the generation slot); the session
+    # touched and read, question and placeholder, history, tool groups; the message searched alone,
+    # then the search (the space, the journals, the chunks: each); the answer, the chunks still
+    # there, the citations. Before: the session read three times, seven transactions, 20 statements.
+    assert statements <= 17 and transactions <= 5, (statements, transactions)
