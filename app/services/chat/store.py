@@ -186,7 +186,7 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
             "owner": store.owner,
         }
         rows = _insert(db, cast(Table, ChatMessage.__table__), [common | question_row, common | answer_row], "role")
-        ids = {role: message_id for message_id, role in rows}
+        ids = {row.role: row.id for row in rows}
         user_id = ids[Role.USER]
         history = _history(db, session_id, user_id, history_turns)
         groups = tool_catalog.groups_in(db, [session_id])[session_id]
