@@ -251,10 +251,8 @@ class LiveTurns:
         turn waits for a generation slot."""
         self._open()
         # The access check's read is also the settings that choose the turn's generation slot.
-        chat = chat_store.snapshot(
-            await anyio.to_thread.run_sync(
-                lambda: sessions.require_writable(self.engine.store, session_id, caller=caller)
-            )
+        chat = await anyio.to_thread.run_sync(
+            lambda: chat_store.snapshot(sessions.require_writable(self.engine.store, session_id, caller=caller))
         )
         key = client_key(key)
         if key is None:
