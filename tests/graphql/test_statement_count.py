@@ -3,6 +3,7 @@ each one's messages included."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import event
 
 from app.container import Container
@@ -102,3 +103,51 @@ def test_listing_knowledge_bases_with_their_tags_is_constant(api: Api, fake_cont
     few = statements()
     add_projects(2, 8)
     assert statements() == few
+
+
+BACKGROUND = ("FROM users", " servers", " ingestion_")  # the server's own polls, not the turn's
+
+
+def _turn_statements(container: Container, api: Api, sid: str, question: str) -> tuple[int, int]:
+    """The statements and the transactions one sendMessage turn takes, request included: each
+    transaction's statements, by connection, unless it is one of the server's polls meanwhile."""
+    transactions: dict[int, list[str]] = {}
+    seen: list[list[str]] = []
+
+    def count(conn, cursor, statement, *args):  # type: ignore[no-untyped-def]
+        if statement.startswith("BEGIN") or id(conn) not in transactions:
+            transactions[id(conn)] = []
+            seen.append(transactions[id(conn)])
+        if not statement.startswith("PRAGMA"):
+            transactions[id(conn)].append(statement)
+
+    event.listen(container.store.engine, "before_cursor_execute", count)
+    try:
+        sent = api.run(SEND, s=sid, c=question)["sendMessage"]
+    finally:
+        event.remove(container.store.engine, "before_cursor_execute", count)
+    assert sent["status"] == "COMPLETE" and [c["marker"] for c in sent["citations"]] == [1], sent
+    turns = [t for t in seen if t and not any(b in s for s in t for b in BACKGROUND)]
+    begun = sum(t[0].startswith("BEGIN") for t in turns)
+    return sum(len(t) for t in turns) - begun, begun
+
+
+@pytest.mark.sqlite_only(reason="counts SQLite's BEGIN statements; PostgreSQL's searches run other statements")
+def test_a_chat_turn_reads_its_session_once_and_writes_each_step_in_one_statement(
+    api: Api, fake_container: Container, model
+) -> None:  # type: ignore[no-untyped-def]
+    pid = api.run(CREATE_PROJECT, name="kb")["createProject"]["id"]
+    api.run(ADD_DOC, p=pid, name="penguins.md", text="Emperor penguins huddle in the winter.")
+    sid = api.run(CREATE_SESSION, p=pid, input={"provider": "fake", "model": "scripted", "threshold": 0.0})[
+        "createChatSession"
+    ]["id"]
+    model.enqueue("Penguins huddle [1].")
+    _turn_statements(fake_container, api, sid, "penguins?")  # the first search loads the index
+    model.enqueue("They huddle in the winter [1].")
+    statements, transactions = _turn_statements(fake_container, api, sid, "When do emperor penguins huddle together?")
+    # The access check's read of the session (which also chooses the generation slot); the session
+    # touched and read, question and placeholder, history, tool groups; the message looked up alone
+    # (the space, the journal: its score only), then the search (the space, the journals, the
+    # chunks); the answer, the chunks still there, the citations. Before: the session read three
+    # times, the lookup a whole search, seven transactions, 20 statements.
+    assert statements <= 15 and transactions <= 5, (statements, transactions)

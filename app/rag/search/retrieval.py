@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -227,6 +227,28 @@ def retrieve(
     if key is not None and not result.degraded:  # a degraded search is worth trying again
         query_cache.results(store.engine).put(key, _own(result))
     return result
+
+
+def nearest_score(store: Database, embedder: Embedder, project_id: int, query_vector: Vectors) -> float | None:
+    """The cosine of the passage nearest ``query_vector`` in the project, scored as :func:`retrieve`
+    scores its candidates; None when there is none, or when the vector search fails (the search that
+    follows says so). One lookup: no result cache, chunk row, ranking or hygiene (a chat turn's probe
+    of its message alone, app/services/chat/turn_search.py)."""
+    with store.read() as db:
+        space = spaces.active_space(db, project_id)
+        if space is None:
+            return None
+        spaces.check_same(space, embedder.space)
+        try:
+            view = rankings.vector_ranking(db, space.table)
+            with db.begin_nested() if not view.in_process else nullcontext():
+                hits = _vector_search(view, query_vector, 1)
+                if not hits:
+                    return None
+                return vector_store.exact_scores_of(db, space.table, query_vector, [hits[0][0]]).get(hits[0][0])
+        except DBAPIError as exc:
+            log.warning("the nearest passage could not be looked up: %s", exc)
+            return None
 
 
 def _own(result: RetrievalResult, **changes: object) -> RetrievalResult:

@@ -39,7 +39,7 @@ from app.services.chat import follow as chat_follow
 from app.services.chat import store as chat_store
 from app.services.chat.events import ChatEvent, TokenEvent
 from app.services.chat.slots import Queued
-from app.services.chat.store import Turn
+from app.services.chat.store import SessionSnapshot, Turn
 from app.services.people.access import THE_SERVER, Caller
 from app.settings import Settings
 
@@ -198,7 +198,12 @@ class Engine(Protocol):
     def question(self, content: str) -> str: ...
 
     async def start(
-        self, session_id: int, content: str, client_key: str | None = None, queued: Queued | None = None
+        self,
+        session_id: int,
+        content: str,
+        client_key: str | None = None,
+        queued: Queued | None = None,
+        chat: SessionSnapshot | None = None,
     ) -> Turn: ...
 
     async def start_regenerate(
@@ -245,15 +250,19 @@ class LiveTurns:
         not the caller's to ask in), a key's conflict. ``queued`` is told the place in line while the
         turn waits for a generation slot."""
         self._open()
-        await anyio.to_thread.run_sync(lambda: sessions.require_writable(self.engine.store, session_id, caller=caller))
+        # The access check's read is also the settings that choose the turn's generation slot.
+        chat = await anyio.to_thread.run_sync(
+            lambda: chat_store.snapshot(sessions.require_writable(self.engine.store, session_id, caller=caller))
+        )
         key = client_key(key)
         if key is None:
-            return self._listen(await self.engine.start(session_id, content, None, queued), lost, keyed=False)
+            return self._listen(await self.engine.start(session_id, content, None, queued, chat), lost, keyed=False)
         question = self.engine.question(content)
         async with self._exclusive("chat", session_id, key):
             found = await anyio.to_thread.run_sync(chat_store.keyed, self.engine.store, session_id, key)
             if found is None:
-                return self._listen(await self.engine.start(session_id, question, key, queued), lost, keyed=True)
+                started = await self.engine.start(session_id, question, key, queued, chat)
+                return self._listen(started, lost, keyed=True)
         if found.question != question:
             what = "another question" if found.question is not None else "a regeneration"
             raise ConflictError(f"clientMessageId {key!r} was already sent with {what} in this session")

@@ -130,15 +130,21 @@ class ChatService:
         return clean_message(content, self.settings.chat.max_message_chars)
 
     async def start(
-        self, session_id: int, content: str, client_key: str | None = None, queued: Queued | None = None
+        self,
+        session_id: int,
+        content: str,
+        client_key: str | None = None,
+        queued: Queued | None = None,
+        chat: SessionSnapshot | None = None,
     ) -> Turn:
         """Validate, take a generation slot (waiting in line up to chat.queue_timeout, ``queued``
         told the place) and store the question. Raises before anything is written when the input
-        is bad or no slot came free (BusyError)."""
+        is bad or no slot came free (BusyError). ``chat``: the session's settings as the caller
+        just read them, to choose the slot without reading them again."""
         turns = self.settings.chat.history_turns
         question = self.question(content)
         return await self._begin(
-            partial(chat_store.settings_of, self.store, session_id),
+            chat or partial(chat_store.settings_of, self.store, session_id),
             partial(chat_store.begin, self.store, session_id, question, turns, client_key),
             queued,
         )
@@ -154,14 +160,19 @@ class ChatService:
         )
 
     async def _begin(
-        self, settings_of: Callable[[], SessionSnapshot], begin: Callable[[], Turn], queued: Queued | None
+        self,
+        settings_of: SessionSnapshot | Callable[[], SessionSnapshot],
+        begin: Callable[[], Turn],
+        queued: Queued | None,
     ) -> Turn:
         """Take a slot for the session's provider, then store the turn's first rows. Whoever stores a
         placeholder answer finishes it: when the caller is cancelled while the rows are being
         written, they are written anyway, then the answer is stored as cancelled and the slot freed.
         (A session whose provider is changed while its question waits runs with the new one, on
         the slot it waited for.)"""
-        slot = await self._slot(await anyio.to_thread.run_sync(_gated, settings_of), queued)
+        if not isinstance(settings_of, SessionSnapshot):  # not read yet
+            settings_of = await anyio.to_thread.run_sync(_gated, settings_of)
+        slot = await self._slot(settings_of, queued)
         job = asyncio.ensure_future(anyio.to_thread.run_sync(_gated, begin))
         try:
             turn = await asyncio.shield(job)

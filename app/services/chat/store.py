@@ -8,9 +8,9 @@ keeps a stale turn from writing anywhere else even so.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, Update, delete, insert, literal, select, union_all, update
+from sqlalchemy import Row, Table, Update, case, delete, insert, literal, select, union_all, update
 from sqlalchemy.orm import Session
 
 from app.db import locks
@@ -23,6 +23,7 @@ from app.llm.base import Message
 from app.rag.session_settings import RagSettings
 from app.services.chat.events import SourceRef, StoredAnswer
 from app.services.tools import calls as tool_calls
+from app.services.tools import catalog as tool_catalog
 
 INTERRUPTED = "interrupted: the server stopped before the answer was finished; regenerate it to try again"
 
@@ -46,9 +47,11 @@ class Turn:
     message_id: int  # the assistant message being written
     question: str
     history: list[Message]
+    tool_groups: list[str]  # the tool groups the session allowed when the turn began (sorted)
 
 
-def _snapshot(row: ChatSession) -> SessionSnapshot:
+def snapshot(row: ChatSession | Row[Any]) -> SessionSnapshot:
+    """A session's settings from its ORM row or a Core row of its columns."""
     return SessionSnapshot(row.id, row.project_id, row.system_prompt, row.provider, row.model, RagSettings.of(row))
 
 
@@ -130,7 +133,7 @@ def settings_of(store: Database, session_id: int) -> SessionSnapshot:
     """The session's settings now: what a turn about to start will need (its provider's slot)."""
     with store.read() as db:
         row = require(db, ChatSession, session_id)
-        return _snapshot(row)
+        return snapshot(row)
 
 
 def settings_for_answer(store: Database, message_id: int) -> SessionSnapshot:
@@ -140,7 +143,7 @@ def settings_for_answer(store: Database, message_id: int) -> SessionSnapshot:
         row = db.get(ChatSession, session_id) if session_id is not None else None
         if row is None:
             raise NotFoundError("message", message_id)
-        return _snapshot(row)
+        return snapshot(row)
 
 
 DEFAULT_TITLE = "New chat"
@@ -160,40 +163,50 @@ def title_of(question: str) -> str:
 def begin(store: Database, session_id: int, question: str, history_turns: int, client_key: str | None = None) -> Turn:
     """Store the user's message and a placeholder for the answer, before any model is called."""
     with store.write() as db:
-        row = require(db, ChatSession, session_id)
+        chat = _touch(db, session_id, question)
         _key_in_use(db, session_id, client_key)
         # Core statements, not the ORM's unit of work (~1k Python calls a turn for two rows and a
-        # timestamp): nothing here is read back as an object.
-        messages = cast(Table, ChatMessage.__table__)
-        user_id = db.execute(
-            insert(messages)
-            .values(
-                session_id=session_id,
-                role=Role.USER,
-                content=question,
-                status=MessageStatus.COMPLETE,
-                client_message_id=client_key,
-            )
-            .returning(messages.c.id)
-        ).scalar_one()
-        answer_id = db.execute(
-            insert(messages)
-            .values(
-                session_id=session_id,
-                role=Role.ASSISTANT,
-                content="",
-                status=MessageStatus.STREAMING,
-                owner=store.owner,
-            )
-            .returning(messages.c.id)
-        ).scalar_one()
-        sessions = cast(Table, ChatSession.__table__)
-        changes: dict[str, object] = {"updated_at": utcnow()}
-        if row.title == DEFAULT_TITLE:  # a chat nobody named is named by its first question
-            changes["title"] = title_of(question)
-        db.execute(update(sessions).where(sessions.c.id == session_id).values(**changes))
+        # timestamp): nothing here is read back as an object. Both rows in one INSERT, the question's
+        # first: SQLite and PostgreSQL insert VALUES rows in their order, taking ids as they go, so it
+        # gets the smaller id, as history and clientMessageId lookups expect (RETURNING's order is not
+        # promised: the role tells the two apart).
+        common = {"session_id": session_id, "created_at": utcnow()}
+        question_row = {
+            "role": Role.USER,
+            "content": question,
+            "status": MessageStatus.COMPLETE,
+            "client_message_id": client_key,
+            "owner": None,
+        }
+        answer_row = {
+            "role": Role.ASSISTANT,
+            "content": "",
+            "status": MessageStatus.STREAMING,
+            "client_message_id": None,
+            "owner": store.owner,
+        }
+        rows = _insert(db, cast(Table, ChatMessage.__table__), [common | question_row, common | answer_row], "role")
+        ids = {row.role: row.id for row in rows}
+        user_id = ids[Role.USER]
         history = _history(db, session_id, user_id, history_turns)
-        return Turn(_snapshot(row), user_id, answer_id, question, history)
+        groups = tool_catalog.groups_in(db, [session_id])[session_id]
+        return Turn(chat, user_id, ids[Role.ASSISTANT], question, history, groups)
+
+
+def _touch(db: Session, session_id: int, question: str) -> SessionSnapshot:
+    """The session's settings now, read by the UPDATE that marks its new message (and names a chat
+    nobody named by its first question): one statement, where a read and a write were two."""
+    sessions = cast(Table, ChatSession.__table__)
+    unnamed = sessions.c.title == DEFAULT_TITLE
+    row = db.execute(
+        update(sessions)
+        .where(sessions.c.id == session_id)
+        .values(updated_at=utcnow(), title=case((unnamed, title_of(question)), else_=sessions.c.title))
+        .returning(sessions)
+    ).one_or_none()
+    if row is None:
+        raise NotFoundError("chat session", session_id)
+    return snapshot(row)
 
 
 def begin_regenerate(store: Database, message_id: int, history_turns: int, client_key: str | None = None) -> Turn:
@@ -233,7 +246,8 @@ def begin_regenerate(store: Database, message_id: int, history_turns: int, clien
         answer.owner = store.owner
         db.flush()
         history = _history(db, answer.session_id, user.id, history_turns)
-        return Turn(_snapshot(chat), user.id, answer.id, user.content, history)
+        groups = tool_catalog.groups_in(db, [answer.session_id])[answer.session_id]
+        return Turn(snapshot(chat), user.id, answer.id, user.content, history, groups)
 
 
 def finish(
@@ -243,41 +257,67 @@ def finish(
     trace: dict[str, object],
     citations: list[tuple[SourceRef, CitationKind]],
 ) -> StoredAnswer | None:
-    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction, and read
-    them back in it. None when there is nothing to store it in: the session was deleted while the
-    answer streamed."""
+    """Store the answer, its trace and its citations ``(source, kind)`` in one transaction, and
+    return them as stored. None when there is nothing to store it in: the session was deleted while
+    the answer streamed."""
     with store.write() as db:
-        # UPDATE ... RETURNING: the row as stored, without a second statement to read it back; an
-        # UPDATE that touched nothing (the session was deleted) returns nothing.
-        answer = db.scalars(
+        # Core statements, not the ORM's (~1 ms of Python a turn for one row and its citations): the
+        # answer as stored is what this turn wrote, plus the two columns the database set (an UPDATE
+        # that touched nothing, the session deleted, returns no row).
+        messages = cast(Table, ChatMessage.__table__)
+        written = {"content": content, "status": MessageStatus.COMPLETE, "error": None, "trace": trace}
+        stored = db.execute(
             _still_streaming(turn)
-            .values(content=content, status=MessageStatus.COMPLETE, error=None, trace=trace, completed_at=utcnow())
-            .returning(ChatMessage),
-            execution_options={"synchronize_session": False},
+            .values(**written, completed_at=utcnow())
+            .returning(messages.c.created_at, messages.c.completed_at)
         ).one_or_none()
-        if answer is None:
+        if stored is None:
             return None
-        # A cited chunk (or its document) may have been deleted or re-ingested while the answer
-        # streamed; the citation keeps its name, location and snippet, and loses only the link.
-        live_chunks, live_docs = _live(db, {s.chunk_id for s, _ in citations}, {s.document_id for s, _ in citations})
-        cited = [
-            Citation(
-                message_id=turn.message_id,
-                chunk_id=source.chunk_id if source.chunk_id in live_chunks else None,
-                document_id=source.document_id if source.document_id in live_docs else None,
-                marker=source.number,
-                kind=kind,
-                score=source.score,
-                rank=source.rank,
-                document_name=source.document_name,
-                location=asdict(source.location),
-                snippet=source.text[:600],
-            )
-            for source, kind in sorted(citations, key=lambda cited: cited[0].number)
-        ]
-        db.add_all(cited)
-        db.flush()  # their ids; the objects are what a read would return (not expired on commit)
-        return StoredAnswer(answer, cited)
+        answer = ChatMessage(
+            id=turn.message_id,
+            session_id=turn.chat.id,
+            role=Role.ASSISTANT,
+            created_at=stored.created_at,
+            completed_at=stored.completed_at,
+            **written,
+        )
+        return StoredAnswer(answer, _cite(db, turn, citations))
+
+
+def _cite(db: Session, turn: Turn, citations: list[tuple[SourceRef, CitationKind]]) -> list[Citation]:
+    """Store the answer's citations (in one statement), returned by marker, as stored."""
+    if not citations:
+        return []
+    # A cited chunk (or its document) may have been deleted or re-ingested while the answer
+    # streamed; the citation keeps its name, location and snippet, and loses only the link.
+    live_chunks, live_docs = _live(db, {s.chunk_id for s, _ in citations}, {s.document_id for s, _ in citations})
+    rows = [
+        {
+            "message_id": turn.message_id,
+            "chunk_id": source.chunk_id if source.chunk_id in live_chunks else None,
+            "document_id": source.document_id if source.document_id in live_docs else None,
+            "marker": source.number,
+            "kind": kind,
+            "score": source.score,
+            "rank": source.rank,
+            "document_name": source.document_name,
+            "location": asdict(source.location),
+            "snippet": source.text[:600],
+        }
+        for source, kind in sorted(citations, key=lambda cited: cited[0].number)
+    ]
+    # Ids are given in the rows' order (begin's note); RETURNING's order is not promised: sorted.
+    ids = sorted(citation_id for (citation_id,) in _insert(db, cast(Table, Citation.__table__), rows))
+    return [Citation(id=citation_id, **row) for citation_id, row in zip(ids, rows, strict=True)]
+
+
+def _insert(db: Session, table: Table, rows: list[dict[str, Any]], *returning: str) -> list[Row[Any]]:
+    """``rows`` (dicts of the same columns) inserted together; each row's id and ``returning``
+    columns, in no promised order. Given as many parameter sets, SQLAlchemy sends them as one
+    INSERT of many VALUES rows ("insertmanyvalues") built from the one-row statement it compiled
+    once; rows given as literal values were compiled on every call (~40 compiler calls a value)."""
+    statement = insert(table).returning(table.c.id, *(table.c[c] for c in returning))
+    return list(db.execute(statement, rows))
 
 
 def _live(db: Session, chunk_ids: set[int], document_ids: set[int]) -> tuple[set[int], set[int]]:

@@ -38,7 +38,6 @@ from app.services.chat.store import Turn
 from app.services.chat.trace import TraceBuilder
 from app.services.chat.trace_model import TraceSelectedTool, TraceToolCall, TraceToolCandidate, TraceTools
 from app.services.tools import calls as tool_calls
-from app.services.tools import catalog as tools
 from app.services.tools import exec as tool_exec
 from app.services.tools import selection as tool_selection
 from app.services.tools.builtins import ToolOutput, ToolSource
@@ -129,7 +128,7 @@ async def prepare(
 ) -> Offered | None:
     """Select the session's tools for this message (None: the session allows no tools, so the turn
     runs as it always did). A model that cannot call tools is offered none, and the trace says why."""
-    groups = (await anyio.to_thread.run_sync(tools.session_groups, store, [turn.chat.id]))[turn.chat.id]
+    groups = turn.tool_groups
     if not groups:
         return None
     capable = models.capabilities(turn.chat.provider, turn.chat.model).tool_calling

@@ -34,8 +34,7 @@ from app.db.database import Database
 from app.errors import RagchatError
 from app.llm.base import ChatModel, ChatModels, Embedder, Reranker
 from app.rag.search import conversation, rewrite, widen
-from app.rag.search.retrieval import RetrievalParams, RetrievalResult, retrieve
-from app.rag.search.retrieval_mode import RetrievalMode
+from app.rag.search.retrieval import RetrievalParams, RetrievalResult, nearest_score, retrieve
 from app.rag.session_settings import RagSettings
 from app.services.chat import gate as chat_gate
 from app.services.chat import ranking
@@ -275,14 +274,9 @@ def _query(
     return built, found
 
 
-# The nearest passage alone: one vector lookup, no keyword ranking, hygiene or neighbours.
-_NEAREST = RetrievalParams(mode=RetrievalMode.VECTOR, top_k=1, threshold=0.0, candidates=1)
-
-
 def _nearest_score(store: Database, embedder: Embedder, project_id: int, query: conversation.Query) -> float | None:
     """The cosine of ``query``'s nearest passage in the knowledge base (None: it has none)."""
-    result = retrieve(store, embedder, project_id, query.text, _NEAREST, query_vector=query.vector, cache_key=query.key)
-    return max((c.score for c in result.candidates if c.score is not None), default=None)
+    return nearest_score(store, embedder, project_id, query.vector)
 
 
 def _retrieve(

@@ -362,11 +362,16 @@ def _store_vector(db: Session, tool: Tool, vector: tuple[str, str, bytes] | None
 def session_groups(store: Database, session_ids: Sequence[int]) -> dict[int, list[str]]:
     """The allowed tool groups of each session (sorted; a session without any maps to [])."""
     with store.read() as db:
-        rows = db.execute(
-            select(SessionToolGroup.session_id, SessionToolGroup.tool_group)
-            .where(SessionToolGroup.session_id.in_(session_ids))
-            .order_by(SessionToolGroup.tool_group)
-        ).all()
+        return groups_in(db, session_ids)
+
+
+def groups_in(db: Session, session_ids: Sequence[int]) -> dict[int, list[str]]:
+    """``session_groups`` in the caller's transaction."""
+    rows = db.execute(
+        select(SessionToolGroup.session_id, SessionToolGroup.tool_group)
+        .where(SessionToolGroup.session_id.in_(session_ids))
+        .order_by(SessionToolGroup.tool_group)
+    ).all()
     found: dict[int, list[str]] = {sid: [] for sid in session_ids}
     for sid, group in rows:
         found[sid].append(group)

@@ -284,3 +284,32 @@ def test_a_broad_filter_gives_the_exact_best_of_its_rows_like_the_query_or_not(c
         expected = sorted(half.tolist(), key=lambda cid: (-scores[cid], cid))[:10]
         assert [cid for cid, _ in found] == expected
         assert [score for _, score in found] == [scores[cid] for cid in expected]
+
+
+def _view(store: Database, table: str) -> vector_index.View:
+    with store.read() as db:
+        return vector_index.view_for(db, table, spaces.space_row_id(table))[0]
+
+
+def test_a_vector_searched_again_on_the_same_vectors_is_scored_once(container: Container) -> None:
+    # A chat turn looks its message up alone (k=1), then, when it stands alone, searches that same
+    # vector (k=top candidates): the second search reuses the first one's scores, and stays exact.
+    rng = np.random.default_rng(9)
+    pid, table = _project(container.store, "kb")
+    vectors = _unit(rng, 300)
+    ids = np.asarray(_add_chunks(container.store, pid, vectors))
+    query, other, third = _unit(rng, 3)
+    view = _view(container.store, table)
+    nearest = view.search(query, 1)
+    scored = view._every_score(query)
+    assert view._every_score(query.astype(np.float64)) is scored  # the same vector, however it is typed
+    assert not scored.flags.writeable  # shared: nobody may change it
+    exact = vectors.astype(np.float64) @ query.astype(np.float64)
+    assert [cid for cid, _ in view.search(query, 10)] == ids[np.argsort(-exact)[:10]].tolist()
+    assert view.search(query, 10)[0] == nearest[0]
+    view._every_score(other), view._every_score(third)  # the oldest is forgotten: memory stays bounded
+    assert view._every_score(query) is not scored and np.array_equal(view._every_score(query), scored)
+    # New vectors are a new view, with scores of its own.
+    (new_id,) = _add_chunks(container.store, pid, query[None, :], name="new.txt")
+    assert _view(container.store, table) is not view
+    assert _knn(container.store, table, query, 1)[0][0] == new_id

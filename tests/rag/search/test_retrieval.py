@@ -12,7 +12,7 @@ from app.errors import ConflictError
 from app.rag.ingest.pipeline import Ingestor, Source
 from app.rag.search import fusion
 from app.rag.search.degradation import DegradationReason
-from app.rag.search.retrieval import RetrievalParams, retrieve
+from app.rag.search.retrieval import RetrievalParams, nearest_score, retrieve
 from app.rag.search.stages import Stage
 from app.services import projects
 from tests.fakes import FakeEmbedder
@@ -190,3 +190,23 @@ def test_a_write_through_another_engine_invalidates_the_cached_result(container:
         assert search() == (False, ["penguins.txt"])
     finally:
         other.close()
+
+
+def test_the_nearest_score_is_the_best_candidates_score(container: Container) -> None:
+    # A chat turn's probe of its message alone: what a search would score its best candidate, read
+    # without the search (no chunk rows, no ranking).
+    embedder, pid = _pinned_project(container)
+    for query, expected in (([1, 0, 0, 0], 1.0), ([0, 0, 1, 0], 1.0), ([0, 1, 0, 0], math.sqrt(0.75))):
+        best = retrieve(
+            container.store,
+            embedder,
+            pid,
+            "q",
+            RetrievalParams(mode="vector", top_k=1, threshold=0.0),
+            query_vector=query,
+        )
+        assert (
+            nearest_score(container.store, embedder, pid, query) == best.candidates[0].score == pytest.approx(expected)
+        )
+    empty = projects.create(container.store, "empty").id
+    assert nearest_score(container.store, embedder, empty, [1, 0, 0, 0]) is None
