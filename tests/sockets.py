@@ -62,6 +62,16 @@ def birth(sock: object) -> Birth | None:
     return found[1] if found is not None else None
 
 
+def left_open(test: str) -> list[str]:
+    """The sockets made during ``test`` that are still open (closed by nobody, so far)."""
+    found = []
+    for ref, made in list(_births.values()):
+        sock = ref()
+        if sock is not None and made.test == test and sock.fileno() != -1:
+            found.append(repr(sock))
+    return found
+
+
 def naming(hook: Callable[[Any], object]) -> Callable[[Any], object]:
     """``hook`` (sys.unraisablehook), with a note on where the socket was made added to any
     exception raised in a socket's finalizer before ``hook`` sees it."""
