@@ -22,8 +22,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from app.container import Container
 from app.llm.chat.local import SMOLLM2, shipped_models
 from app.settings import Settings
-from tests import backends
+from tests import backends, sockets
 from tests.tally import CASES
+
+sockets.record()  # an unclosed socket the collector finds names its maker (tests/sockets.py)
 
 
 def local_model_missing() -> str | None:
@@ -44,7 +46,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own unraisable-exception hook is in place, to wrap it
 def pytest_configure(config: pytest.Config) -> None:
+    sockets.install()
     config.addinivalue_line(
         "markers", "requires_llama: runs the local GGUF chat model; skipped, with the reason, where it cannot run"
     )
@@ -78,6 +82,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     chosen = backends.parse(metafunc.config.getoption("--backends"))
     for name in names:  # a module's shared database (`module_backend`) is one per backend, not per test
         metafunc.parametrize(name, chosen, indirect=True, scope="module" if name == "module_backend" else None)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    sockets.running(item.nodeid)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -5,7 +5,7 @@ OpenAI's error shapes, and the access rules."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import openai
@@ -16,6 +16,7 @@ from app.container import Container
 from app.services import documents, projects
 from app.services.people import keys, users
 from app.settings import ApiSettings, ChatModelSettings, Settings
+from tests import sockets
 from tests.fakes import FakeChatModel, FakeEmbedder, FakeModels
 from tests.graphql.client import Api, live_api
 
@@ -53,8 +54,28 @@ def door(migrated: Settings, model: FakeChatModel) -> Iterator[tuple[Api, Contai
         container.close()
 
 
-def client(api: Api, key: str = KEY) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{api.base}/v1", api_key=key, max_retries=0, timeout=30)
+@pytest.fixture(autouse=True)
+def _no_connection_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test and its fixtures (autouse: set up first, torn down last), every connection
+    it opened is closed, none left for the garbage collector."""
+    yield
+    assert sockets.left_open(request.node.nodeid) == []
+
+
+@pytest.fixture
+def client(door: tuple[Api, Container, str]) -> Iterator[Callable[..., openai.OpenAI]]:
+    """Makes OpenAI SDK clients of the door (the server's key unless given another), closed after
+    the test. Left open, a client an error's traceback holds in a reference cycle kept its
+    connection for the garbage collector, whose ResourceWarning then failed some later test."""
+    made: list[openai.OpenAI] = []
+
+    def make(key: str = KEY) -> openai.OpenAI:
+        made.append(openai.OpenAI(base_url=f"{door[0].base}/v1", api_key=key, max_retries=0, timeout=30))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.close()
 
 
 def chats(container: Container) -> int:
@@ -62,20 +83,22 @@ def chats(container: Container) -> int:
         return int(db.connection().exec_driver_sql("SELECT count(*) FROM chat_sessions").scalar_one())
 
 
-def test_models_name_the_knowledge_bases_by_slug_and_by_id(door: tuple[Api, Container, str]) -> None:
-    api, _, kb = door
-    listed = client(api).models.list()
+def test_models_name_the_knowledge_bases_by_slug_and_by_id(
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI]
+) -> None:
+    _, _, kb = door
+    listed = client().models.list()
     ids = {m.id for m in listed.data}
     assert ids == {"ragchat/field-notes", f"ragchat/{kb}"}
     assert all(m.model_extra and m.model_extra["ragchat"]["name"] == "Field Notes" for m in listed.data)
 
 
 def test_a_stored_answer_carries_the_citations_graphql_shows(
-    door: tuple[Api, Container, str], model: FakeChatModel
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI], model: FakeChatModel
 ) -> None:
     api, _, _ = door
     model.enqueue("Penguins huddle [1].")
-    answer = client(api).chat.completions.create(
+    answer = client().chat.completions.create(
         model="ragchat/field-notes",
         messages=[{"role": "user", "content": QUESTION}],
         extra_body={"ragchat": {"store": True}},
@@ -96,12 +119,12 @@ def test_a_stored_answer_carries_the_citations_graphql_shows(
 
 
 def test_a_streamed_answer_arrives_in_chunks_and_ends_with_its_citations(
-    door: tuple[Api, Container, str], model: FakeChatModel
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI], model: FakeChatModel
 ) -> None:
-    api, container, _ = door
+    _, container, _ = door
     before = chats(container)
     model.enqueue("Emperor penguins huddle together [1].")
-    stream = client(api).chat.completions.create(
+    stream = client().chat.completions.create(
         model="ragchat/field-notes", messages=[{"role": "user", "content": QUESTION}], stream=True
     )
     parts, last = [], None
@@ -117,11 +140,10 @@ def test_a_streamed_answer_arrives_in_chunks_and_ends_with_its_citations(
 
 
 def test_earlier_messages_are_the_conversation_the_question_continues(
-    door: tuple[Api, Container, str], model: FakeChatModel
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI], model: FakeChatModel
 ) -> None:
-    api, _, _ = door
     model.enqueue("They huddle [1].")
-    client(api).chat.completions.create(
+    client().chat.completions.create(
         model="ragchat/field-notes",
         messages=[
             {"role": "system", "content": "Answer in one sentence."},
@@ -153,28 +175,30 @@ def test_a_plain_sse_client_reads_data_lines_and_done(door: tuple[Api, Container
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == "Owls hunt at night [1]."
 
 
-def test_errors_come_in_openais_shape_with_its_status_codes(door: tuple[Api, Container, str]) -> None:
+def test_errors_come_in_openais_shape_with_its_status_codes(
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI]
+) -> None:
     api, container, _ = door
     with pytest.raises(openai.AuthenticationError):
-        client(api, "not-the-key").chat.completions.create(
+        client("not-the-key").chat.completions.create(
             model="ragchat/field-notes", messages=[{"role": "user", "content": QUESTION}]
         )
     unkeyed = httpx.post(f"{api.base}/v1/chat/completions", json={}, timeout=10)
     assert unkeyed.status_code == 401 and unkeyed.json()["error"]["type"] == "authentication_error"
     with pytest.raises(openai.NotFoundError) as missing:
-        client(api).chat.completions.create(model="ragchat/nope", messages=[{"role": "user", "content": QUESTION}])
+        client().chat.completions.create(model="ragchat/nope", messages=[{"role": "user", "content": QUESTION}])
     assert missing.value.code == "model_not_found"
     with pytest.raises(openai.BadRequestError, match="n = 1"):
-        client(api).chat.completions.create(
+        client().chat.completions.create(
             model="ragchat/field-notes", messages=[{"role": "user", "content": QUESTION}], n=2
         )
     with pytest.raises(openai.BadRequestError, match="last message"):
-        client(api).chat.completions.create(
+        client().chat.completions.create(
             model="ragchat/field-notes", messages=[{"role": "assistant", "content": "Hello."}]
         )
     too_long = "x" * (container.settings.chat.max_message_chars + 1)
     with pytest.raises(openai.BadRequestError, match="earlier message"):
-        client(api).chat.completions.create(
+        client().chat.completions.create(
             model="ragchat/field-notes",
             messages=[{"role": "assistant", "content": too_long}, {"role": "user", "content": QUESTION}],
         )
@@ -182,37 +206,37 @@ def test_errors_come_in_openais_shape_with_its_status_codes(door: tuple[Api, Con
 
 
 def test_a_person_sees_only_their_knowledge_bases_through_the_door(
-    door: tuple[Api, Container, str], model: FakeChatModel
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI], model: FakeChatModel
 ) -> None:
-    api, container, kb = door
+    _, container, kb = door
     with container.store.write() as db:
         stranger = users.create(db, users.NewPerson("eve@example.org", "Eve"))
         _, secret = keys.create(db, stranger, keys.NewKey("door"))
-    eve = client(api, secret)
+    eve = client(secret)
     assert eve.models.list().data == []
     with pytest.raises(openai.NotFoundError):
         eve.chat.completions.create(model=f"ragchat/{kb}", messages=[{"role": "user", "content": QUESTION}])
     assert model.history == []  # no model was asked
 
 
-def _chunks(api: Api) -> list[str]:
-    stream = client(api).chat.completions.create(
+def _chunks(client: Callable[..., openai.OpenAI]) -> list[str]:
+    stream = client().chat.completions.create(
         model="ragchat/field-notes", messages=[{"role": "user", "content": QUESTION}], stream=True
     )
     return [chunk.choices[0].delta.content for chunk in stream if chunk.choices[0].delta.content]
 
 
 def test_a_stream_joins_the_tokens_of_a_window_into_one_chunk(
-    door: tuple[Api, Container, str], model: FakeChatModel
+    door: tuple[Api, Container, str], client: Callable[..., openai.OpenAI], model: FakeChatModel
 ) -> None:
-    api, container, _ = door
+    _, container, _ = door
     words = " ".join(f"w{i}" for i in range(12)) + "."
     model.token_delay = 0.05
     container.settings.chat.stream_coalesce_ms = 0
     model.enqueue(words)
-    each = _chunks(api)
+    each = _chunks(client)
     container.settings.chat.stream_coalesce_ms = 1000
     model.enqueue(words)
-    joined = _chunks(api)
+    joined = _chunks(client)
     assert "".join(each) == "".join(joined) == words and len(each) > 6
     assert joined[0] == "w0 " and 2 <= len(joined) < len(each)  # the first token at once, the rest in few
