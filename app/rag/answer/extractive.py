@@ -415,7 +415,7 @@ _LINK_DEFINITIONS = re.compile(rf"(?:{_LINK_DEFINITION}\s*)+")
 
 def _cells(row: str) -> list[str]:
     if "|" not in row:  # a plain-text table's: columns two or more spaces apart, overflow lines joined
-        return re.split(r" {2,}", " ".join(re.split(r"\s*\n\s*", row.strip())))
+        return re.split(r" {2,}", " ".join(line.strip() for line in row.strip().split("\n")))
     return [" ".join(c.split()) for c in row.strip().strip("|").split("|")]
 
 
