@@ -134,7 +134,16 @@ def _summary(
         "provider_cpu_s": provider_cpu,
         "provider_cpu_ms_per_token": provider_cpu * 1000 / tokens,
         "load_average": os.getloadavg()[0],
+        # Each turn's seconds from its question to its first token, as the clients saw them.
+        "first_token_s": _spread(found.get("first_token_s", [])),
     }
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    ordered = sorted(values)
+    if not ordered:
+        return {"median": None, "p95": None}
+    return {"median": statistics.median(ordered), "p95": ordered[int(0.95 * (len(ordered) - 1))]}
 
 
 def _clients(url: str, sessions: list[str], turns: int) -> dict[str, Any]:
