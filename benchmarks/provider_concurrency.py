@@ -171,7 +171,7 @@ def _phase(server: Live, provider: Loopback, sessions: list[str], turns: int, ca
     return _summary(found, cap, len(sessions), cpu, provider_cpu, lags, pauses.longest * 1000, loop_cpu)
 
 
-def _workers_phase(server: Workers, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
+def workers_phase(server: Workers, provider: Loopback, sessions: list[str], turns: int, cap: int) -> dict[str, Any]:
     """A phase against a subprocess server: lags from every worker's ticker (the worst p99 of
     them is reported), CPU summed over its processes."""
     url = server.api.base.replace("http://", "ws://") + "/graphql"
@@ -241,33 +241,48 @@ def _server_phases(
             return phases
 
 
+def worker_counts() -> tuple[int, ...]:
+    """The ``ragchat serve --workers`` counts the subprocess phases run (``BENCH_WORKER_COUNTS``)."""
+    return tuple(int(c) for c in os.environ.get("BENCH_WORKER_COUNTS", "1,2").split(","))
+
+
+@contextmanager
+def worker_server(
+    kb: data.KnowledgeBase, provider: Loopback, limits: dict[str, int], count: int, streams: int, cap: int
+) -> Iterator[tuple[Workers, list[str]]]:
+    """A ``count``-worker ``ragchat serve`` over a copy of ``kb`` answering from ``provider``, with
+    ``streams`` chat sessions made and every worker warmed (indexes load, the adapter connects:
+    connections land where the kernel puts them)."""
+    with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
+        copy = kb.copy_to(Path(tmp))
+        env = {
+            "RAGCHAT_DATABASE_URL": f"sqlite:///{copy.path}",
+            "RAGCHAT_RAG__MODE": "vector",
+            "RAGCHAT_LLM__PROVIDER": "openai",
+            "RAGCHAT_LLM__MODEL": "loopback",
+            "RAGCHAT_OPENAI__BASE_URL": provider.base_url,
+            "RAGCHAT_OPENAI__API_KEY": "bench",
+            "RAGCHAT_CHAT__LIMITS": json.dumps(limits),
+        }
+        with workers(env, count, Path(tmp)) as server:
+            options = {"threshold": 0.0, "quality": "QUICK", "rewrite": "OFF"}
+            sessions = [
+                create_session(server.api, kb.project_id, provider="openai", model="loopback", **options)
+                for _ in range(streams)
+            ]
+            workers_phase(server, provider, sessions[: 4 * count], 1, cap)
+            yield server, sessions
+
+
 def _workers_phases(
     kb: data.KnowledgeBase, provider: Loopback, limits: dict[str, int], streams: int, turns: int, cap: int
 ) -> list[dict[str, Any]]:
     """``streams`` streams against a subprocess server of 1 worker, then of 2 (module docstring)."""
     phases = []
-    for count in tuple(int(c) for c in os.environ.get("BENCH_WORKER_COUNTS", "1,2").split(",")):
-        with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
-            copy = kb.copy_to(Path(tmp))
-            env = {
-                "RAGCHAT_DATABASE_URL": f"sqlite:///{copy.path}",
-                "RAGCHAT_RAG__MODE": "vector",
-                "RAGCHAT_LLM__PROVIDER": "openai",
-                "RAGCHAT_LLM__MODEL": "loopback",
-                "RAGCHAT_OPENAI__BASE_URL": provider.base_url,
-                "RAGCHAT_OPENAI__API_KEY": "bench",
-                "RAGCHAT_CHAT__LIMITS": json.dumps(limits),
-            }
-            with workers(env, count, Path(tmp)) as server:
-                options = {"threshold": 0.0, "quality": "QUICK", "rewrite": "OFF"}
-                sessions = [
-                    create_session(server.api, kb.project_id, provider="openai", model="loopback", **options)
-                    for _ in range(streams)
-                ]
-                # Warm every worker (indexes load, the adapter connects): connections land where the kernel puts them.
-                _workers_phase(server, provider, sessions[: 4 * count], 1, cap)
-                log.info("provider concurrency: %d streams, %d worker processes", streams, count)
-                phases.append({**_workers_phase(server, provider, sessions, turns, cap), "workers": count})
+    for count in worker_counts():
+        with worker_server(kb, provider, limits, count, streams, cap) as (server, sessions):
+            log.info("provider concurrency: %d streams, %d worker processes", streams, count)
+            phases.append({**workers_phase(server, provider, sessions, turns, cap), "workers": count})
     return phases
 
 

@@ -16,18 +16,20 @@ Usage: python -m benchmarks.stream_capacity [--quick]
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from benchmarks import common, data
 from benchmarks.common import Config
-from benchmarks.provider_concurrency import GOAL_LAG_P99_MS, GOAL_RATIO, Loopback, _workers_phase, loopback
-from benchmarks.server import create_session
-from benchmarks.worker_servers import workers
+from benchmarks.provider_concurrency import (
+    GOAL_LAG_P99_MS,
+    GOAL_RATIO,
+    Loopback,
+    loopback,
+    worker_counts,
+    worker_server,
+    workers_phase,
+)
 
 NAME = "stream_capacity"
 GOAL_STREAMS_TWO_WORKERS = 128
@@ -43,36 +45,20 @@ def _steps(
 ) -> list[dict[str, Any]]:
     """The steps against a ``count``-worker server, up to the first that does not hold."""
     largest = max(steps)
-    with tempfile.TemporaryDirectory(prefix="ragchat-bench-") as tmp:
-        copy = kb.copy_to(Path(tmp))
-        env = {
-            "RAGCHAT_DATABASE_URL": f"sqlite:///{copy.path}",
-            "RAGCHAT_RAG__MODE": "vector",
-            "RAGCHAT_LLM__PROVIDER": "openai",
-            "RAGCHAT_LLM__MODEL": "loopback",
-            "RAGCHAT_OPENAI__BASE_URL": provider.base_url,
-            "RAGCHAT_OPENAI__API_KEY": "bench",
-            "RAGCHAT_CHAT__LIMITS": json.dumps({"openai": 2 * largest}),
-        }
-        with workers(env, count, Path(tmp)) as server:
-            options = {"threshold": 0.0, "quality": "QUICK", "rewrite": "OFF"}
-            sessions = [
-                create_session(server.api, kb.project_id, provider="openai", model="loopback", **options)
-                for _ in range(largest)
-            ]
-            _workers_phase(server, provider, sessions[: 4 * count], 1, 2 * largest)  # warm every worker
-            single = _workers_phase(server, provider, sessions[:1], turns, 2 * largest)["tokens_per_s"]
-            phases = []
-            for streams in steps:
-                log.info("stream capacity: %d streams, %d worker processes", streams, count)
-                phase = _workers_phase(server, provider, sessions[:streams], turns, 2 * largest)
-                phase.update(workers=count, ideal_tokens_per_s=single * streams)
-                phase["ratio"] = phase["tokens_per_s"] / phase["ideal_tokens_per_s"]
-                phase["held"] = _held(phase)
-                phases.append(phase)
-                if not phase["held"]:
-                    break
-            return phases
+    cap = 2 * largest  # above every count tried: nothing waits in line
+    with worker_server(kb, provider, {"openai": cap}, count, largest, cap) as (server, sessions):
+        single = workers_phase(server, provider, sessions[:1], turns, cap)["tokens_per_s"]
+        phases = []
+        for streams in steps:
+            log.info("stream capacity: %d streams, %d worker processes", streams, count)
+            phase = workers_phase(server, provider, sessions[:streams], turns, cap)
+            phase.update(workers=count, ideal_tokens_per_s=single * streams)
+            phase["ratio"] = phase["tokens_per_s"] / phase["ideal_tokens_per_s"]
+            phase["held"] = _held(phase)
+            phases.append(phase)
+            if not phase["held"]:
+                break
+        return phases
 
 
 def run(cfg: Config) -> dict[str, Any]:
@@ -84,7 +70,7 @@ def run(cfg: Config) -> dict[str, Any]:
     turns = cfg.pick(2, 2, 1)
     delay = cfg.pick(0.02, 0.02, 0.005)
     kb = data.knowledge_base(cfg, cfg.pick(10_000, 10_000, 300))
-    counts = tuple(int(c) for c in os.environ.get("BENCH_WORKER_COUNTS", "1,2").split(","))
+    counts = worker_counts()
     with loopback(tokens, delay, lifetime=1800) as provider:
         phases = [p for count in counts for p in _steps(kb, provider, count, steps, turns)]
     capacity = {
