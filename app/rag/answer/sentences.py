@@ -56,6 +56,7 @@ _CLAUSE_WEAK = re.compile(r",\s+")
 _MIN_CLAUSE = 40
 _TITLE_MAX = 60
 _TERM_MAX = 40
+_RUNS_ON = ".,;:!?\u2026-\u2013\u2014([{"  # a line ending so ends a sentence or leads into more: not a title
 _FIELD = re.compile(r"(?:\*\*|__)[^*_\n]{1,40}(?::(?:\*\*|__)|(?:\*\*|__):)\s")  # **Label:** value
 _LABELLED = re.compile(r"[^:\n]{1,30}:\s+\S")  # Label: value
 
@@ -210,7 +211,7 @@ def _is_term(line: str, text: str, at: tuple[int, int], following: tuple[int, in
     return (
         0 < len(line) <= _TERM_MAX
         and len(line.split()) <= 5
-        and line[-1] not in ".,;:!?\u2026-\u2013\u2014([{"
+        and line[-1] not in _RUNS_ON
         and _depth(text, following) > _depth(text, at) + 1
     )
 
@@ -251,7 +252,7 @@ def _is_title(line: str, following: str) -> bool:
     return (
         0 < len(line) <= _TITLE_MAX
         and len(line.split()) <= 8
-        and line[-1] not in ".,;:!?\u2026-\u2013\u2014([{\"'\u201d\u2019"
+        and line[-1] not in _RUNS_ON + "\"'\u201d\u2019"
         and bool(_STARTS_SENTENCE.match(line))
         and bool(_STARTS_SENTENCE.match(following))
     )
