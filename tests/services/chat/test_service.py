@@ -4,6 +4,7 @@ implement the real Protocols (scripted answers, recorded prompts)."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 
 import pytest
@@ -347,12 +348,33 @@ async def test_a_stale_turn_never_writes_into_a_row_that_took_its_id(rig: Rig) -
     assert rig.service.generations_in_flight == 0
 
 
-async def test_a_client_cancelled_while_its_question_is_stored_leaves_no_answer_streaming(rig: Rig) -> None:
+class _WatchedLock:
+    """The store's write lock, telling the test when a thread other than its own starts waiting."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock, self._owner = lock, threading.get_ident()
+        self.waiting = threading.Event()
+
+    def __enter__(self) -> bool:
+        if threading.get_ident() != self._owner:
+            self.waiting.set()
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+
+async def test_a_client_cancelled_while_its_question_is_stored_leaves_no_answer_streaming(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sid = rig.new_chat()
     store = rig.container.store
-    with store._write_lock:  # the question's write waits here, in its worker thread
+    gate = _WatchedLock(store._write_lock)
+    monkeypatch.setattr(store, "_write_lock", gate)
+    with gate:  # the question's write waits here, in its worker thread
         task = asyncio.create_task(rig.service.start(sid, "penguins"))
-        await asyncio.sleep(0.05)
+        # cancel only once the write is really waiting (a fixed sleep raced a loaded machine)
+        assert await asyncio.to_thread(gate.waiting.wait, 10), "the question's write never reached the lock"
         task.cancel()
         await asyncio.sleep(0.05)
     with pytest.raises(asyncio.CancelledError):
