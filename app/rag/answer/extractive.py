@@ -333,7 +333,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                     enough = len(sentences.words(text)) >= opts.min_words
             else:
                 header = [] if unit.kind == "heading" else header
-                term = _term(source.text, units, n)
+                term = _term(source.text, units, n, cut=source.location.char_start > 0)
                 continue
             if not enough:
                 continue
@@ -375,11 +375,13 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
     return None
 
 
-def _term(text: str, units: list[sentences.Unit], n: int) -> tuple[str, int] | None:
+def _term(text: str, units: list[sentences.Unit], n: int, *, cut: bool) -> tuple[str, int] | None:
     """Unit ``n`` as a definition list's term, with its indentation, when it is a plain-text title
-    whose next unit is indented deeper (its explanation)."""
+    whose next unit is indented deeper (its explanation). Not the first words of a chunk that starts
+    inside its document (``cut``): the chunk may start inside a line, and the last words of a wrapped
+    line over its indented rest read like a term over its explanation."""
     unit = units[n]
-    if unit.kind != "title" or n + 1 >= len(units):
+    if unit.kind != "title" or n + 1 >= len(units) or (cut and not text[: unit.start].strip()):
         return None
     indent = _indent(text, unit)
     return (rendered(unit.text), indent) if _indent(text, units[n + 1]) > indent else None

@@ -6,6 +6,8 @@ its own. Documents written here, chunked by the real chunker."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.rag.answer.extractive import compose
 from tests.fakes import FakeEmbedder
 from tests.rag.answer.test_extractive import sources
@@ -73,3 +75,27 @@ def test_a_row_of_a_plain_text_table_is_quoted_on_its_own() -> None:
     assert not answer.no_answer, answer.text
     assert "SHELF" in answer.text and "1024" in answer.text
     assert "AUDIT" not in answer.text, answer.text
+
+
+VAULT = """# Seed vault
+
+The vault sorts its drawers into ranges:
+
+1. 100…199 → drawers for grain seeds. This range sits low, so that the
+   carts reach it without a ladder. And we keep some space
+   free for later. The keeper labels each drawer by hand.
+
+2. 500…599 → drawers for flower seeds, opened with the brass key. When the
+   `--spring` flag is given the sorter moves them to the front.
+"""
+
+
+def test_a_chunk_that_starts_inside_a_line_has_no_term_at_its_start() -> None:
+    # A chunk cut at a sentence mid-line: its first words over the indented rest of a wrapped list
+    # item look like a term over its explanation; only the document, not the chunk, says they are not.
+    start = VAULT.index("And we keep")
+    whole = next(sources({"vault.md": VAULT}))
+    cut = replace(whole, text=VAULT[start:], location=replace(whole.location, char_start=start))
+    answer = compose("Which flag makes the sorter move flower seeds to the front?", [cut], FakeEmbedder().embed)
+    assert "`--spring` flag is given the sorter moves them to the front" in answer.text, answer.text
+    assert "And we keep some space:" not in answer.text, answer.text
