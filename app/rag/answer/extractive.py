@@ -232,7 +232,8 @@ def compose(
     for c in chosen:
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
-    chosen = [_in_context(c, chosen, opts) for c in chosen]
+    own = frozenset(_content(_INTERROGATIVE.sub(" ", question)))
+    chosen = [_in_context(c, chosen, own, opts) for c in chosen]
     spans = {(c.source.document_id, c.doc_start, c.doc_end): c for c in reversed(chosen)}  # the first of each
     chosen = [c for c in chosen if spans[(c.source.document_id, c.doc_start, c.doc_end)] is c]
     chosen = [c for c in chosen if not any(k is not c and _inside(c, k) for k in chosen)]  # an item of a quoted list
@@ -775,15 +776,16 @@ def _adjacency(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions)
 _ANAPHOR = re.compile(r"(?:this|that|these|those|it|its|they|their|them|he|she|his|her|such|both)\b", re.I)
 
 
-def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions) -> _Candidate:
+def _in_context(c: _Candidate, chosen: list[_Candidate], asked: frozenset[str], opts: ExtractiveOptions) -> _Candidate:
     """``c`` as it can be read alone: with the sentence before it when it opens with a pronoun or
     demonstrative (same paragraph, and not itself chosen), and with the code block it introduces
-    ("… run the following command:" and the fenced command) when that block is short."""
+    ("… run the following command:" and the fenced command) when that block is short. ``asked``:
+    the question's own content words."""
     units, n, source = c.units, c.index, c.source
     if not units:
         return c
     if c.lead is not None:
-        return _under_lead_in(c, opts)
+        return _under_lead_in(c, asked, opts)
     unit, text = c.unit, c.text
     if unit.kind == "sentence" and n > 0 and _ANAPHOR.match(text):
         prev = units[n - 1]
@@ -814,10 +816,11 @@ def _introduces_code(text: str) -> bool:
 _LEAD_IN = re.compile(r":$|\bthe following\b|\bas follows\b", re.I)
 
 
-def _under_lead_in(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
+def _under_lead_in(c: _Candidate, asked: frozenset[str], opts: ExtractiveOptions) -> _Candidate:
     """A list item with its lead-in: the whole list under the lead-in when the lead-in is a sentence
     and the list short enough ("you must have all of the following:" is answered by all of them);
-    else the item as it reads, after its lead-in."""
+    else, or when the question names something only this item of the list has (asked which of
+    "four UIDs are special" is the `nobody` one), the item as it reads, after its lead-in."""
     lead = c.units[c.lead_index]
     if lead.kind != "sentence" or c.lead is None:
         return c
@@ -826,7 +829,13 @@ def _under_lead_in(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
         c, unit=lead, index=c.lead_index, text=c.lead, lead=None, doc_start=start, doc_end=start + len(lead.text)
     )
     listed = _with_list(alone, opts)
-    return listed if listed.items else c
+    if not listed.items:
+        return c
+    mine = c.text[len(c.lead) :].strip()
+    here = set(_content(mine))
+    others = set(_content(c.lead)).union(*(_content(item) for item in listed.items if item != mine))
+    only_here = any(any(_same_word(t, w) for w in here) and not any(_same_word(t, w) for w in others) for t in asked)
+    return c if only_here else listed
 
 
 def _inside(c: _Candidate, k: _Candidate) -> bool:

@@ -59,6 +59,28 @@ def test_an_item_under_a_sentence_lead_in_is_quoted_with_its_whole_list() -> Non
     assert answer.text.count("To take study leave") == 1
 
 
+VAULT = """# Seed vault
+
+## Drawer ranges
+
+The vault keeps three ranges of drawers apart:
+
+- 100…199 → drawers for grain seeds, kept dry and low.
+- 500…599 → drawers for flower seeds, opened with the brass key.
+- 900…999 → drawers for tree seeds, checked every spring.
+"""
+
+
+def test_an_item_the_question_singles_out_is_quoted_without_its_siblings() -> None:
+    # Asked about flower seeds, the one item that names them answers; its siblings are about
+    # other seeds, and quoting the whole list would bury the answer in them.
+    kept = list(sources({"vault.md": VAULT}))
+    answer = compose("Which drawers are for flower seeds?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert "apart:\n- 500…599 → drawers for flower seeds, opened with the brass key. [1]" in answer.text
+    assert "grain" not in answer.text and "tree seeds" not in answer.text
+
+
 BILLING = """# Billable hours
 
 ## Expectations
