@@ -799,10 +799,48 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], asked: frozenset[str], 
         c = _with_list(c, opts)
     elif _introduces_code(text) and n + 1 < len(units) and units[n + 1].kind == "code":
         block = units[n + 1]
-        if block.text.count("\n") <= opts.max_code_lines + 1 and len(block.text) <= opts.max_code_chars:
-            unit = sentences.Unit(c.unit.start, block.end, source.text[c.unit.start : block.end], c.unit.kind)
-            c = replace(c, unit=unit, code=block.text, doc_end=c.doc_end + (block.end - c.unit.end))
+        code: tuple[str, int] | None = (block.text, block.end)
+        if block.text.count("\n") > opts.max_code_lines + 1 or len(block.text) > opts.max_code_chars:
+            code = _code_lines(block, asked)
+        if code is not None:
+            end = code[1]
+            unit = sentences.Unit(c.unit.start, end, source.text[c.unit.start : end], c.unit.kind)
+            c = replace(c, unit=unit, code=code[0], doc_end=c.doc_end + (end - c.unit.end))
     return c
+
+
+# A line that starts a command or a statement, not the output of the one before it.
+_PROMPT = re.compile(r"\s*(?:[$#%>]|>>>|\.\.\.)\s")
+
+
+def _code_lines(block: sentences.Unit, asked: frozenset[str]) -> tuple[str, int] | None:
+    """From a code block too long to quote, the one line with more words the question has than any
+    other line (identifiers read as their parts: ``system_uid_max`` is "system uid max"), with the
+    line after it when that is its output, as a block of its own; and where that excerpt ends in the
+    document. None when no line stands out."""
+    lines = block.text.split("\n")
+    fence = lines[0].strip() if lines[0].lstrip().startswith(("```", "~~~")) else None
+    body = range(1, len(lines) - 1) if fence else range(len(lines))
+    hits = {
+        i: sum(any(_same_word(t, w) for t in asked) for w in set(_content(re.sub(r"[_\W]+", " ", lines[i]))))
+        for i in body
+    }
+    ranked = sorted(hits.values(), reverse=True)
+    if not ranked or ranked[0] == 0 or (len(ranked) > 1 and ranked[1] == ranked[0]):
+        return None
+    best = max(hits, key=hits.__getitem__)
+    taken = [best]
+    if (
+        best + 1 in hits
+        and lines[best + 1].strip()
+        and _PROMPT.match(lines[best])
+        and not _PROMPT.match(lines[best + 1])
+    ):
+        taken.append(best + 1)  # "$ pkg-config --variable=system_uid_max systemd" and its "999"
+    excerpt = "\n".join(lines[i].strip() for i in taken)
+    end = block.start + sum(len(line) + 1 for line in lines[: taken[-1] + 1]) - 1
+    marker = fence[:3] if fence else "```"
+    return f"{marker}\n{excerpt}\n{marker}", end
 
 
 def _introduces_code(text: str) -> bool:

@@ -250,3 +250,36 @@ def test_a_sentence_introducing_a_short_code_block_brings_the_block() -> None:
     assert (loc.line_start, loc.line_end) == (line_of(SECURITY, "Then run"), line_of(SECURITY, "vault-check") + 1)
     # a sentence after the block starts a paragraph of its own, not the block's last line
     assert "```\n\n" in answer.text or answer.text.endswith("```")
+
+
+LIMITS = """# Seed vault limits
+
+The vault's limits may be read with `vault-query`:
+
+```
+$ vault-query --field=drawer_count_max vault
+240
+$ vault-query --field=packet_count_min vault
+5
+$ vault-query --field=packet_weight_max vault
+900
+$ vault-query --field=shelf_height_max vault
+2100
+```
+
+Change them only with the keeper.
+"""
+
+
+def test_from_a_long_code_block_the_line_the_question_names_comes_with_its_output() -> None:
+    (whole,) = sources({"limits.md": LIMITS})
+    answer = compose("How do I read the vault's limits on packet weight?", [whole], None)
+    first = answer.evidence[0]
+    assert (
+        first.text
+        == "The vault's limits may be read with `vault-query`:\n```\n$ vault-query --field=packet_weight_max vault\n900\n```"
+    )
+    assert "drawer_count_max" not in answer.text and "shelf_height_max" not in answer.text
+    loc = first.location
+    assert LIMITS[loc.char_start : loc.char_end].endswith("--field=packet_weight_max vault\n900")
+    assert loc.line_end == line_of(LIMITS, "\n900\n") + 1
