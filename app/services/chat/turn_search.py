@@ -296,8 +296,10 @@ def _query(
     found = TurnSearch(query, done, embed_ms=round((time.perf_counter() - started) * 1000, 3))
     found.embedding_hits, found.embedding_misses = sum(hits), len(hits) - sum(hits)
     found.standalone_score, found.history_score = standalone_score, history_score
-    if alone is not None and standalone_score is not None and history_score is None and query.earlier:
-        found.alone = alone  # under the bar: a weak passage of its own may still be the right one
+    # Under the bar, a weak passage of its own may still be the right one; a bar of 1.0 asks for the
+    # history-aware query always, and gets it.
+    if alone is not None and bar is not None and bar < 1.0 and history_score is None and query.earlier:
+        found.alone = alone
     return built, found
 
 
