@@ -384,6 +384,8 @@ def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:
         rewrite=TraceRewrite(outcome=done.outcome, query=done.query, reason=done.reason, ms=done.ms),
         standalone_score=found.standalone_score,
         history_score=found.history_score,
+        own_words=found.own_words[0] if found.own_words is not None else None,
+        history_own_words=found.own_words[1] if found.own_words is not None else None,
         document_filter=TraceDocumentFilter.of(rag.document_filter),
         passes=[
             TracePass(

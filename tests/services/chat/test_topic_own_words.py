@@ -51,6 +51,9 @@ async def test_a_new_question_under_the_bar_keeps_its_own_words(rig: SecondTurnR
     assert trace.search.standalone_score < 0.99  # the score alone called it a follow-up
     assert trace.search.earlier == []
     assert _first_kept(trace) == "badges.md"
+    # The trace says why: the conversation's first passage held fewer of the message's own words.
+    own, blended = trace.search.own_words, trace.search.history_own_words
+    assert own is not None and blended is not None and own - blended >= 0.05
 
 
 async def test_a_follow_up_under_the_bar_keeps_the_conversation(rig: SecondTurnRig) -> None:
@@ -58,3 +61,5 @@ async def test_a_follow_up_under_the_bar_keeps_the_conversation(rig: SecondTurnR
     assert trace.search is not None and trace.search.standalone_score is not None
     assert trace.search.earlier == [FIRST]
     assert _first_kept(trace) == "leave.md"
+    own, blended = trace.search.own_words, trace.search.history_own_words
+    assert own is not None and blended is not None and own - blended < 0.05
