@@ -102,7 +102,8 @@ def leans_back(message: str) -> bool:
 
 # How much more of the message's own words the message's first passage must hold than the blended
 # query's first passage before the earlier turns count as outvoting them (a share of the words' idf).
-# Any margin from 0.01 to 0.09 measured the same on docs-qa and fresh-qa (docs/BENCHMARKS.md).
+# Any margin from 0.01 to 0.06 measured the same (retrieval alone) on docs-qa and fresh-qa, 0.07 to
+# 0.12 one docs-qa topic change fewer (docs/BENCHMARKS.md, "Topic changes").
 OUTVOTED_MARGIN = 0.05
 
 
@@ -120,10 +121,10 @@ def own_words(idf: Mapping[int, float], passage: str) -> float:
 def outvoted(own: float, blended: float) -> bool:
     """Whether the earlier turns outvoted a message's own words: the blended query's first passage
     holds less of them (``blended``, an :func:`own_words` share) than the first passage of the
-    message searched alone (``own``) by at least ``OUTVOTED_MARGIN``. A follow-up that names
-    nothing ("which framework does it suggest for the second phase?") finds nothing of its own
-    that the conversation's passage lacks; a new question with its own names ("can a type called
-    Uuid …") loses them to the earlier topic."""
+    message searched alone (``own``) by at least ``OUTVOTED_MARGIN``. A follow-up that names little
+    ("which form is needed for a second week?") has nothing of its own that the conversation's
+    passage lacks; a new question with names of its own ("who prints badges for guests?") loses them
+    to the earlier topic's passage, which shares only its commoner words."""
     return own - blended >= OUTVOTED_MARGIN
 
 
