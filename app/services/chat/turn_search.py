@@ -8,7 +8,9 @@
    falling back to the model-free query when the rewrite fails or times out. A message that follows
    earlier turns and is not rewritten, and does not read as a continuation ("and ...", or short with
    a pronoun pointing back), is first searched alone: when it finds a passage by itself
-   (``RAGCHAT_RAG__STANDALONE_SCORE``) it is a new topic and is searched without the earlier turns.
+   (``RAGCHAT_RAG__STANDALONE_SCORE``) it is a new topic and is searched without the earlier turns;
+   under that bar its first pass searches it both ways and keeps it alone when the earlier turns
+   outvoted its own words (app/rag/search/conversation.py, ``outvoted``).
 3. Evaluate and widen (app/rag/search/widen.py): retrieve, judge the pass, and while it is not adequate
    and the session's ``quality`` allows, retrieve again wider; answer with the best pass.
 4. Reranking of the pass answered with (app/services/chat/ranking.py): a new result.
