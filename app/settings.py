@@ -76,7 +76,8 @@ class RagDefaults(RagSettings):
     # A message after earlier turns is first searched alone: when its best passage scores at least
     # this (cosine, the embedder's scale like the threshold), it stands on its own (a new topic)
     # and is searched without the earlier turns; below it, it is a follow-up and the history-aware
-    # query is searched. 1.0: always history-aware. Tuned with `ragchat bench conversations` and
+    # query is searched, unless the earlier turns outvote its own words (app/rag/search/conversation.py,
+    # ``outvoted``). 1.0: always history-aware. Tuned with `ragchat bench conversations` and
     # the topic changes of `ragchat bench answers --dataset` (docs/BENCHMARKS.md, "Topic changes").
     standalone_score: float = Field(0.45, ge=0.0, le=1.0, allow_inf_nan=False)
     # A message that finds a passage alone but has a pronoun ("how can we use it in a monorepo?") is

@@ -11,7 +11,7 @@ tuned on benchmarks/conversations (docs/BENCHMARKS.md, "Conversations").
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +98,34 @@ def points_back(message: str) -> bool:
 def leans_back(message: str) -> bool:
     """Whether ``message`` reads as a continuation of the conversation (English cues)."""
     return bool(_CONNECTIVE.match(message)) or (len(message.split()) <= SHORT_WORDS and bool(_POINTER.search(message)))
+
+
+# How much more of the message's own words the message's first passage must hold than the blended
+# query's first passage before the earlier turns count as outvoting them (a share of the words' idf).
+# Any margin from 0.01 to 0.06 measured the same (retrieval alone) on docs-qa and fresh-qa, 0.07 to
+# 0.12 one docs-qa topic change fewer (docs/BENCHMARKS.md, "Topic changes").
+OUTVOTED_MARGIN = 0.05
+
+
+def own_words(idf: Mapping[int, float], passage: str) -> float:
+    """The share of a message's words that ``passage`` holds, each word weighted by its ``idf`` in
+    the knowledge base (the message's terms that no passage has are not in ``idf``): a rare name
+    the message asks about counts for more than "what" or "should"."""
+    total = sum(idf.values())
+    if total <= 0:
+        return 0.0
+    held = set(keyword_index.tokenizer().terms(passage))
+    return sum(weight for term, weight in idf.items() if term in held) / total
+
+
+def outvoted(own: float, blended: float) -> bool:
+    """Whether the earlier turns outvoted a message's own words: the blended query's first passage
+    holds less of them (``blended``, an :func:`own_words` share) than the first passage of the
+    message searched alone (``own``) by at least ``OUTVOTED_MARGIN``. A follow-up that names little
+    ("which form is needed for a second week?") has nothing of its own that the conversation's
+    passage lacks; a new question with names of its own ("who prints badges for guests?") loses them
+    to the earlier topic's passage, which shares only its commoner words."""
+    return own - blended >= OUTVOTED_MARGIN
 
 
 def user_turns(history: Sequence[object]) -> list[str]:

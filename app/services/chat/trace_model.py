@@ -349,7 +349,23 @@ class TraceSearch(_Camel):
             "rewritten and did not read as a continuation; at or above the server's standalone score the "
             "message stood on its own (a new topic) and was searched without the earlier turns (then "
             "`earlier` is empty), unless it has a pronoun and the earlier turns raised its best score "
-            "(`historyScore`) by the server's follow-up gain."
+            "(`historyScore`) by the server's follow-up gain. Under it, the first pass searched the message "
+            "both with and without the earlier turns (`ownWords`)."
+        ),
+    )
+    own_words: float | None = field(
+        default=None,
+        metadata=api(
+            "When the message scored under the standalone score: the share of its own words (each weighted "
+            "by how rare it is in the knowledge base) that the first passage it found alone holds. When that "
+            "is at least 0.05 more than `historyOwnWords`, the earlier turns outvoted the message's own words "
+            "and it was searched alone (then `earlier` is empty)."
+        ),
+    )
+    history_own_words: float | None = field(
+        default=None,
+        metadata=api(
+            "The same share (`ownWords`) in the first passage found with the earlier turns (0 when none was)."
         ),
     )
     history_score: float | None = field(

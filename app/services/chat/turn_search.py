@@ -8,7 +8,9 @@
    falling back to the model-free query when the rewrite fails or times out. A message that follows
    earlier turns and is not rewritten, and does not read as a continuation ("and ...", or short with
    a pronoun pointing back), is first searched alone: when it finds a passage by itself
-   (``RAGCHAT_RAG__STANDALONE_SCORE``) it is a new topic and is searched without the earlier turns.
+   (``RAGCHAT_RAG__STANDALONE_SCORE``) it is a new topic and is searched without the earlier turns;
+   under that bar its first pass searches it both ways and keeps it alone when the earlier turns
+   outvoted its own words (app/rag/search/conversation.py, ``outvoted``).
 3. Evaluate and widen (app/rag/search/widen.py): retrieve, judge the pass, and while it is not adequate
    and the session's ``quality`` allows, retrieve again wider; answer with the best pass.
 4. Reranking of the pass answered with (app/services/chat/ranking.py): a new result.
@@ -33,6 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from app.db.database import Database
 from app.errors import RagchatError
 from app.llm.base import ChatModel, ChatModels, Embedder, Reranker
+from app.rag.index import rankings
 from app.rag.search import conversation, rewrite, widen
 from app.rag.search.retrieval import RetrievalParams, RetrievalResult, nearest_score, retrieve
 from app.rag.session_settings import RagSettings
@@ -88,6 +91,12 @@ class TurnSearch:
     standalone_score: float | None = None
     # Its best score with the earlier turns, when it found a passage alone but may point back.
     history_score: float | None = None
+    # The message's own query, when its probe scored under the bar and the earlier turns joined its
+    # query: the first pass searches it too and keeps it when the earlier turns outvoted the message's
+    # own words (conversation.outvoted).
+    alone: conversation.Query | None = None
+    # Those shares of the message's own words: its own first passage's, the blended first passage's.
+    own_words: tuple[float, float] | None = None
 
     @property
     def searched(self) -> str:
@@ -210,8 +219,25 @@ async def search(
     for number in range(1, budget + 1):
         wider = widen.widen(first, number, asker.rag.threshold)
         started = time.perf_counter()
-        step = partial(_retrieve, store, built, asker.project_id, query, wider.params, alternatives, alternative_weight)
-        result, verdict = await _in_thread(step)
+        if number == 1 and found.alone is not None:
+            step_both = partial(
+                _retrieve_own,
+                store,
+                built,
+                asker.project_id,
+                query,
+                found.alone,
+                wider.params,
+                alternatives,
+                alternative_weight,
+            )
+            query, result, verdict, found.own_words = await _in_thread(step_both)
+            found.query = query
+        else:
+            step = partial(
+                _retrieve, store, built, asker.project_id, query, wider.params, alternatives, alternative_weight
+            )
+            result, verdict = await _in_thread(step)
         if judge and number < budget:  # the model's judgement is asked for only when it can change something
             verdict = await widen.judged(model(), query.text, result, verdict, timeout)
         decision = widen.decide(verdict, number, budget, best_value)
@@ -258,6 +284,7 @@ def _query(
     hits: list[bool] = []
     started = time.perf_counter()
     standalone_score = history_score = None
+    alone: conversation.Query | None = None
     if bar is not None:
         alone = conversation.build(built, text, cache_hits=hits)
         standalone_score = _nearest_score(store, built, project_id, alone)
@@ -271,12 +298,45 @@ def _query(
     found = TurnSearch(query, done, embed_ms=round((time.perf_counter() - started) * 1000, 3))
     found.embedding_hits, found.embedding_misses = sum(hits), len(hits) - sum(hits)
     found.standalone_score, found.history_score = standalone_score, history_score
+    # Under the bar, a weak passage of its own may still be the right one; a bar of 1.0 asks for the
+    # history-aware query always, and gets it.
+    if alone is not None and bar is not None and bar < 1.0 and history_score is None and query.earlier:
+        found.alone = alone
     return built, found
 
 
 def _nearest_score(store: Database, embedder: Embedder, project_id: int, query: conversation.Query) -> float | None:
     """The cosine of ``query``'s nearest passage in the knowledge base (None: it has none)."""
     return nearest_score(store, embedder, project_id, query.vector)
+
+
+def _retrieve_own(
+    store: Database,
+    embedder: Embedder,
+    project_id: int,
+    blended: conversation.Query,
+    alone: conversation.Query,
+    params: RetrievalParams,
+    alternatives: Sequence[str],
+    alternative_weight: float,
+) -> tuple[conversation.Query, RetrievalResult, widen.Verdict, tuple[float, float] | None]:
+    """In the worker thread: the first pass of a message whose probe sent it to the blended query,
+    searched both ways. The blended pass is kept unless the earlier turns outvoted the message's own
+    words (conversation.outvoted): a score bar alone cannot tell a follow-up that names nothing from
+    a new question whose own passage happens to score low, but the words can."""
+    mixed, mixed_verdict = _retrieve(store, embedder, project_id, blended, params, alternatives, alternative_weight)
+    own, own_verdict = _retrieve(store, embedder, project_id, alone, params, alternatives, alternative_weight)
+    if not own.kept:
+        return blended, mixed, mixed_verdict, None
+    with store.read() as db:
+        idf = rankings.keyword_ranking(db, project_id).idf(list(alone.terms))
+    shares = (
+        conversation.own_words(idf, own.kept[0].text),
+        conversation.own_words(idf, mixed.kept[0].text) if mixed.kept else 0.0,
+    )
+    if conversation.outvoted(*shares):
+        return alone, own, own_verdict, shares
+    return blended, mixed, mixed_verdict, shares
 
 
 def _retrieve(
@@ -326,6 +386,8 @@ def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:
         rewrite=TraceRewrite(outcome=done.outcome, query=done.query, reason=done.reason, ms=done.ms),
         standalone_score=found.standalone_score,
         history_score=found.history_score,
+        own_words=found.own_words[0] if found.own_words is not None else None,
+        history_own_words=found.own_words[1] if found.own_words is not None else None,
         document_filter=TraceDocumentFilter.of(rag.document_filter),
         passes=[
             TracePass(
