@@ -11,85 +11,21 @@ waits on SQLite or numpy (without the GIL) still overlap within the gate.
 Waits on a provider never hold a place: a rewrite or judgement of the search is awaited on the
 loop, and the embedder the turn uses (``ungated``) gives the place back while it embeds (a remote
 embedder waits on the network; the local one computes mostly without the GIL).
-
-A free place goes to the step of the turn that started first (``turn_started``), not to the step
-that asked first: a turn's start is several steps (storing the question, the query, each pass,
-the budget), and served in order of asking, 32 turns starting together take turns step by step, so
-every one of them reaches its first token only when nearly all have done their starts. Oldest first,
-the first turn's start is done after its own steps and the last's after everyone's, as before: the
-same work, the median turn's first token about twice as early. A step outside a turn counts from
-when it asks, so nothing waits behind turns that started after it.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any
 
 from app.llm.base import Embedder, SpaceId, Vectors
 
 WORKERS = 2  # one computing while another waits on SQLite or numpy (both release the GIL)
 
-# When the turn whose steps run in this context started (None: not in a turn). A task copies its
-# context, and anyio runs a worker thread's function in a copy of the caller's, so the turn's task
-# and every step it sends to a thread see it.
-_turn_since: ContextVar[float | None] = ContextVar("chat_turn_since", default=None)
-
-
-def turn_started() -> None:
-    """Mark the current context as a turn starting now: its steps go before later turns' steps."""
-    _turn_since.set(time.monotonic())
-
-
-class _Places:
-    """``places`` places, each freed one handed to the waiting step of the oldest turn."""
-
-    def __init__(self, places: int) -> None:
-        self._lock = threading.Lock()
-        self._free = places
-        self._places = places
-        self._order = itertools.count()  # ties (steps outside turns asking at once): first come
-        self._waiting: list[tuple[float, int, threading.Lock]] = []
-
-    def acquire(self) -> None:
-        since = _turn_since.get()
-        with self._lock:
-            if self._free:
-                self._free -= 1
-                return
-            handed = threading.Lock()  # released by the step that hands its place over
-            handed.acquire()
-            heapq.heappush(self._waiting, (time.monotonic() if since is None else since, next(self._order), handed))
-        handed.acquire()
-
-    def release(self) -> None:
-        with self._lock:
-            if self._waiting:  # the place passes on directly: nobody can take it in between
-                heapq.heappop(self._waiting)[2].release()
-                return
-            if self._free >= self._places:
-                raise ValueError("the gate was released more often than it was entered")
-            self._free += 1
-
-    @property
-    def waiting(self) -> int:
-        with self._lock:
-            return len(self._waiting)
-
-
-_gate = _Places(WORKERS)
+_gate = threading.BoundedSemaphore(WORKERS)
 _held = threading.local()
-
-
-def waiting() -> int:
-    """How many steps wait for a place now."""
-    return _gate.waiting
 
 
 @contextmanager
@@ -102,13 +38,12 @@ def cpu() -> Iterator[None]:
         finally:
             _held.depth -= 1
         return
-    _gate.acquire()
-    _held.depth = 1
-    try:
-        yield
-    finally:
-        _held.depth = 0
-        _gate.release()
+    with _gate:
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
 
 
 @contextmanager

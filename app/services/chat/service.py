@@ -170,7 +170,6 @@ class ChatService:
         written, they are written anyway, then the answer is stored as cancelled and the slot freed.
         (A session whose provider is changed while its question waits runs with the new one, on
         the slot it waited for.)"""
-        chat_gate.turn_started()  # this turn's steps, here and in its task, go before later turns'
         if not isinstance(settings_of, SessionSnapshot):  # not read yet
             settings_of = await anyio.to_thread.run_sync(_gated, settings_of)
         slot = await self._slot(settings_of, queued)

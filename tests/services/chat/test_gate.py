@@ -1,11 +1,10 @@
 """The gate on a chat turn's CPU-bound steps (app/services/chat/gate.py): at most WORKERS threads
 inside at once, a place given back while a thread waits on something else (a model's reply, an
-embedding), a freed place given to the step of the turn that started first, and a turn's embedder
-that is the same object from turn to turn (its cache is kept per object)."""
+embedding), and a turn's embedder that is the same object from turn to turn (its cache is kept per
+object)."""
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 from collections.abc import Callable
@@ -65,51 +64,6 @@ def test_a_step_waiting_elsewhere_gives_its_place_back() -> None:
 def test_the_gate_is_reentrant_in_a_thread() -> None:
     with chat_gate.cpu(), chat_gate.cpu():
         pass
-    assert _inside(4, 0.01) == chat_gate.WORKERS  # every place came back
-
-
-def _queued(count: int) -> None:
-    """Wait until ``count`` steps wait for a place (bounded: the test fails rather than hangs)."""
-    deadline = time.monotonic() + 10
-    while chat_gate.waiting() < count:
-        assert time.monotonic() < deadline, "the steps never queued"
-        time.sleep(0.001)
-
-
-def test_a_freed_place_goes_to_the_oldest_turns_step_not_the_first_to_ask() -> None:
-    order: list[str] = []
-    held, free = threading.Semaphore(0), threading.Event()
-
-    def hold() -> None:
-        with chat_gate.cpu():
-            held.release()
-            free.wait(10)
-
-    holders = [threading.Thread(target=hold) for _ in range(chat_gate.WORKERS)]
-    older, newer = contextvars.copy_context(), contextvars.copy_context()
-    older.run(chat_gate.turn_started)  # the older turn started first ...
-    newer.run(chat_gate.turn_started)
-
-    def step(name: str, turn: contextvars.Context) -> threading.Thread:
-        def enter() -> None:
-            with chat_gate.cpu():
-                order.append(name)
-
-        return threading.Thread(target=lambda: turn.run(enter))
-
-    steps = [step("newer", newer), step("older", older), step("outside a turn", contextvars.copy_context())]
-    try:
-        for holder in holders:
-            holder.start()
-            assert held.acquire(timeout=10)  # every place taken
-        for number, thread in enumerate(steps, start=1):  # ... but its step asks second
-            thread.start()
-            _queued(number)
-    finally:
-        free.set()
-    for thread in [*holders, *steps]:
-        thread.join(10)
-    assert order == ["older", "newer", "outside a turn"]
     assert _inside(4, 0.01) == chat_gate.WORKERS  # every place came back
 
 
