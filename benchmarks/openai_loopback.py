@@ -18,18 +18,28 @@ import re
 import sys
 
 SOURCE = re.compile(r'<source id="(\d+)"[^>]*>\n(.*?)\n</source>', re.DOTALL)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def words(request: object, tokens: int) -> list[str]:
-    """The answer's ``tokens`` pieces: the words of the prompt's first source, as one sentence citing
-    it (an answer the answer guard keeps, as ragchat's would be), padded with distinct words."""
+    """The answer's ``tokens`` pieces, a word each: the prompt's sources' own sentences in order,
+    each citing its source, the last one cut short and cited (an answer the answer guard keeps, as
+    ragchat's would be: one sentence made of a source's distinct words padded with made-up ones
+    was not, and every turn paid for the extractive answer that replaced it). Made-up words pad it
+    only when the sources run out."""
     messages = request.get("messages") if isinstance(request, dict) else None
     last = messages[-1].get("content") if isinstance(messages, list) and messages else None
     found = SOURCE.findall(last) if isinstance(last, str) else []
-    said = list(dict.fromkeys(w for w in (found[0][1].replace(".", " ").split() if found else []) if w.isalnum()))
-    said = said[: tokens - 1]  # each word once: a repeated one would be a loop the guard stops
-    said += [f"t{n}" for n in range(len(said), tokens - 1)]
-    return [f"{w} " for w in said] + ["[1]."]
+    said: list[tuple[str, str, bool]] = []  # a word, its source, whether it ends a sentence
+    for number, body in found:
+        for sentence in SENTENCE_END.split(body.strip()):
+            sentence_words = sentence.rstrip(".!?").split()
+            said += [(w, number, n == len(sentence_words) - 1) for n, w in enumerate(sentence_words)]
+    said = said[:tokens]
+    if said:
+        said[-1] = (*said[-1][:2], True)  # the last sentence, cut short or not, ends cited
+    pieces = [f"{w} [{number}]. " if ends else f"{w} " for w, number, ends in said]
+    return pieces + [f"t{n} " for n in range(len(pieces), tokens)]
 
 
 def _chunk(payload: object) -> bytes:
