@@ -199,15 +199,9 @@ async def search(
     bar = settings.rag.standalone_score if probe else None
     gain = settings.rag.follow_up_gain
     query_step = partial(_query, embedder, store, asker.project_id, done, *asked, bar=bar, gain=gain)
+    built, found = await _in_thread(query_step)
     first = params or RetrievalParams.for_session(
         settings.rag, top_k=asker.rag.top_k, threshold=asker.rag.threshold, only=asker.rag.document_filter
-    )
-    searched = partial(
-        _retrieve, store, project_id=asker.project_id, alternatives=alternatives, weight=alternative_weight
-    )
-    # The query and the first pass in one worker thread: nothing between them needs the loop.
-    built, found, opened = await _in_thread(
-        partial(_opening, query_step, searched, widen.widen(first, 1, asker.rag.threshold))
     )
     budget = asker.rag.quality.passes
     judge = capabilities.retrieval_judging
@@ -216,10 +210,8 @@ async def search(
     for number in range(1, budget + 1):
         wider = widen.widen(first, number, asker.rag.threshold)
         started = time.perf_counter()
-        if number == 1:
-            (result, verdict), started = opened
-        else:
-            result, verdict = await _in_thread(partial(searched, built, query, wider.params))
+        step = partial(_retrieve, store, built, asker.project_id, query, wider.params, alternatives, alternative_weight)
+        result, verdict = await _in_thread(step)
         if judge and number < budget:  # the model's judgement is asked for only when it can change something
             verdict = await widen.judged(model(), query.text, result, verdict, timeout)
         decision = widen.decide(verdict, number, budget, best_value)
@@ -287,19 +279,15 @@ def _nearest_score(store: Database, embedder: Embedder, project_id: int, query: 
     return nearest_score(store, embedder, project_id, query.vector)
 
 
-Searched = tuple[RetrievalResult, widen.Verdict]
-
-
 def _retrieve(
     store: Database,
     embedder: Embedder,
+    project_id: int,
     query: conversation.Query,
     params: RetrievalParams,
-    *,
-    project_id: int,
     alternatives: Sequence[str],
-    weight: float,
-) -> Searched:
+    alternative_weight: float,
+) -> tuple[RetrievalResult, widen.Verdict]:
     """In the worker thread: one pass's search and the model-free verdict on it."""
     result = retrieve(
         store,
@@ -311,21 +299,9 @@ def _retrieve(
         terms=query.terms,
         cache_key=query.key,
         alternatives=alternatives,
-        alternative_weight=weight,
+        alternative_weight=alternative_weight,
     )
     return result, widen.heuristic(query.text, result)
-
-
-def _opening(
-    query_step: Callable[[], tuple[Embedder, TurnSearch]],
-    searched: Callable[[Embedder, conversation.Query, RetrievalParams], Searched],
-    first: widen.Widening,
-) -> tuple[Embedder, TurnSearch, tuple[Searched, float]]:
-    """In the worker thread: the embedder and the query (``_query``), then the first pass with
-    ``first``'s parameters and when that pass started (its time in the trace is its own)."""
-    built, found = query_step()
-    started = time.perf_counter()
-    return built, found, (searched(built, found.query, first.params), started)
 
 
 async def _in_thread(step: Callable[[], T]) -> T:
