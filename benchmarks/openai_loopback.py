@@ -22,23 +22,25 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def words(request: object, tokens: int) -> list[str]:
-    """The answer's ``tokens`` pieces, a word each: the prompt's sources' own sentences in order,
-    each citing its source, the last one cut short and cited (an answer the answer guard keeps, as
-    ragchat's would be: one sentence made of a source's distinct words padded with made-up ones
-    was not, and every turn paid for the extractive answer that replaced it). Made-up words pad it
-    only when the sources run out."""
+    """The answer's ``tokens`` pieces, a word or a citation each (the clients count the words they
+    get, ``[1].`` among them): the prompt's sources' own sentences in order, each citing its
+    source, the last one cut short and cited (an answer the answer guard keeps, as ragchat's would
+    be: one sentence of a source's distinct words padded with made-up ones was not, and every turn
+    paid for the extractive answer that replaced it). Made-up words pad it only when the sources
+    run out."""
     messages = request.get("messages") if isinstance(request, dict) else None
     last = messages[-1].get("content") if isinstance(messages, list) and messages else None
     found = SOURCE.findall(last) if isinstance(last, str) else []
-    said: list[tuple[str, str, bool]] = []  # a word, its source, whether it ends a sentence
+    said: list[tuple[str, str]] = []  # a piece, and the source it comes from
     for number, body in found:
         for sentence in SENTENCE_END.split(body.strip()):
             sentence_words = sentence.rstrip(".!?").split()
-            said += [(w, number, n == len(sentence_words) - 1) for n, w in enumerate(sentence_words)]
+            if sentence_words:
+                said += [(f"{w} ", number) for w in sentence_words] + [(f"[{number}]. ", number)]
     said = said[:tokens]
-    if said:
-        said[-1] = (*said[-1][:2], True)  # the last sentence, cut short or not, ends cited
-    pieces = [f"{w} [{number}]. " if ends else f"{w} " for w, number, ends in said]
+    if said and not said[-1][0].startswith("["):  # cut mid-sentence: it ends cited all the same
+        said[-1] = (f"[{said[-1][1]}]. ", said[-1][1])
+    pieces = [piece for piece, _ in said]
     return pieces + [f"t{n} " for n in range(len(pieces), tokens)]
 
 
