@@ -18,18 +18,30 @@ import re
 import sys
 
 SOURCE = re.compile(r'<source id="(\d+)"[^>]*>\n(.*?)\n</source>', re.DOTALL)
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def words(request: object, tokens: int) -> list[str]:
-    """The answer's ``tokens`` pieces: the words of the prompt's first source, as one sentence citing
-    it (an answer the answer guard keeps, as ragchat's would be), padded with distinct words."""
+    """The answer's ``tokens`` pieces, a word or a citation each (the clients count the words they
+    get, ``[1].`` among them): the prompt's sources' own sentences in order, each citing its
+    source, the last one cut short and cited (an answer the answer guard keeps, as ragchat's would
+    be: one sentence of a source's distinct words padded with made-up ones was not, and every turn
+    paid for the extractive answer that replaced it). Made-up words pad it only when the sources
+    run out."""
     messages = request.get("messages") if isinstance(request, dict) else None
     last = messages[-1].get("content") if isinstance(messages, list) and messages else None
     found = SOURCE.findall(last) if isinstance(last, str) else []
-    said = list(dict.fromkeys(w for w in (found[0][1].replace(".", " ").split() if found else []) if w.isalnum()))
-    said = said[: tokens - 1]  # each word once: a repeated one would be a loop the guard stops
-    said += [f"t{n}" for n in range(len(said), tokens - 1)]
-    return [f"{w} " for w in said] + ["[1]."]
+    said: list[tuple[str, str]] = []  # a piece, and the source it comes from
+    for number, body in found:
+        for sentence in SENTENCE_END.split(body.strip()):
+            sentence_words = sentence.rstrip(".!?").split()
+            if sentence_words:
+                said += [(f"{w} ", number) for w in sentence_words] + [(f"[{number}]. ", number)]
+    said = said[:tokens]
+    if said and not said[-1][0].startswith("["):  # cut mid-sentence: it ends cited all the same
+        said[-1] = (f"[{said[-1][1]}]. ", said[-1][1])
+    pieces = [piece for piece, _ in said]
+    return pieces + [f"t{n} " for n in range(len(pieces), tokens)]
 
 
 def _chunk(payload: object) -> bytes:

@@ -11,21 +11,54 @@ waits on SQLite or numpy (without the GIL) still overlap within the gate.
 Waits on a provider never hold a place: a rewrite or judgement of the search is awaited on the
 loop, and the embedder the turn uses (``ungated``) gives the place back while it embeds (a remote
 embedder waits on the network; the local one computes mostly without the GIL).
+
+A step waits for its thread on the event loop (``run``): at most ``THREADS`` of the turns' steps
+are in worker threads at once, the rest wait without one. Sent to anyio's shared pool (40 threads)
+to wait for a place there, 40 turns starting together took every thread, and any other work's
+thread (a turn's access check, another request's read) waited behind them.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
+from asyncio import AbstractEventLoop, get_running_loop
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
 
 from app.llm.base import Embedder, SpaceId, Vectors
 
+T = TypeVar("T")
 WORKERS = 2  # one computing while another waits on SQLite or numpy (both release the GIL)
+# Steps in worker threads at once: the places' holders, and steps whose place is given back while
+# they wait on an embedder (those overlap up to this many).
+THREADS = 16
 
 _gate = threading.BoundedSemaphore(WORKERS)
 _held = threading.local()
+_limiters: weakref.WeakKeyDictionary[AbstractEventLoop, anyio.CapacityLimiter] = weakref.WeakKeyDictionary()
+
+
+async def run(step: Callable[[], T]) -> T:
+    """``step`` in a worker thread, through the gate: it waits for one of ``THREADS`` threads on the
+    loop, then for a place in the thread."""
+    return await anyio.to_thread.run_sync(_gated, step, limiter=_threads())
+
+
+def _threads() -> anyio.CapacityLimiter:
+    loop = get_running_loop()
+    if (found := _limiters.get(loop)) is None:
+        found = _limiters[loop] = anyio.CapacityLimiter(THREADS)
+    return found
+
+
+def _gated(step: Callable[[], T]) -> T:
+    with cpu():
+        return step()
 
 
 @contextmanager

@@ -171,9 +171,9 @@ class ChatService:
         (A session whose provider is changed while its question waits runs with the new one, on
         the slot it waited for.)"""
         if not isinstance(settings_of, SessionSnapshot):  # not read yet
-            settings_of = await anyio.to_thread.run_sync(_gated, settings_of)
+            settings_of = await chat_gate.run(settings_of)
         slot = await self._slot(settings_of, queued)
-        job = asyncio.ensure_future(anyio.to_thread.run_sync(_gated, begin))
+        job = asyncio.ensure_future(chat_gate.run(begin))
         try:
             turn = await asyncio.shield(job)
         except asyncio.CancelledError:
@@ -231,7 +231,7 @@ class ChatService:
                 model = trace.traced(self.models.get(turn.chat.provider, turn.chat.model))
                 with trace.stage(Stage.BUDGET):  # tokenizing is CPU work (and may load a local model): off the loop
                     budgeted = partial(self._prompt, turn, model, candidates, trace)
-                    prompt = await anyio.to_thread.run_sync(_gated, budgeted)
+                    prompt = await chat_gate.run(budgeted)
                 sources = [_ref(source, candidates[source.number - 1]) for source in prompt.sources]
                 no_context = turn.chat.rag.enable_rag and not sources
                 trace.set_sources(sources, no_context)
@@ -251,7 +251,7 @@ class ChatService:
                     await tokens.aclose()  # type: ignore[attr-defined]
                 trace.set_sources(sources, no_context)  # with the passages tools read, if any
                 settle = partial(self._checked, turn, answer_guard, sources, choice, trace)
-            content, answer = await anyio.to_thread.run_sync(_gated, partial(self._finish, turn, settle, trace))
+            content, answer = await chat_gate.run(partial(self._finish, turn, settle, trace))
             stored = True
             ended.stored(answer is not None)
             if answer is not None:
@@ -365,7 +365,7 @@ class ChatService:
         """Store the failure; False when the answer's row is gone (or no longer this turn's)."""
         # Shielded: this must reach the database even while the turn is being cancelled.
         job = asyncio.ensure_future(
-            anyio.to_thread.run_sync(_gated, partial(self._store_failure, turn, "".join(parts), error, trace.build()))
+            chat_gate.run(partial(self._store_failure, turn, "".join(parts), error, trace.build()))
         )
         try:
             return await asyncio.shield(job)
@@ -515,12 +515,6 @@ class ChatService:
         except ProviderError as exc:
             log.warning("attribution without embeddings: %s", exc.message)
             return citations.attribute(answer, sources, None)
-
-
-def _gated(step: Callable[[], T]) -> T:
-    """A step of the turn in its worker thread, through the gate (app/services/chat/gate.py)."""
-    with chat_gate.cpu():
-        return step()
 
 
 def _given(content: str, cited: list[tuple[SourceRef, CitationKind]]) -> Settled:

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
-import anyio.to_thread
 from sqlalchemy.exc import DBAPIError
 
 from app.db.database import Database
@@ -366,12 +365,7 @@ def _retrieve(
 
 async def _in_thread(step: Callable[[], T]) -> T:
     """``step`` in a worker thread, through the chat turn's gate (app/services/chat/gate.py)."""
-    return await anyio.to_thread.run_sync(_gated, step)
-
-
-def _gated(step: Callable[[], T]) -> T:
-    with chat_gate.cpu():
-        return step()
+    return await chat_gate.run(step)
 
 
 def trace_entry(found: TurnSearch, rag: RagSettings) -> TraceSearch:

@@ -5,9 +5,13 @@ object)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
+
+import anyio
+import anyio.to_thread
 
 from app.services.chat import gate as chat_gate
 from tests.fakes import FakeEmbedder
@@ -76,3 +80,25 @@ def test_a_turns_embedder_is_one_object_per_embedder() -> None:
     assert (first.embed(["penguins"]) == fake.embed(["penguins"])).all()
     current[0] = FakeEmbedder()
     assert get() is not first
+
+
+async def test_steps_waiting_for_a_place_leave_the_worker_threads_to_other_work() -> None:
+    """More turns' steps than the shared pool has threads (40) wait for a place: they wait on the
+    loop, not in threads, so another thread's work runs meanwhile."""
+    held, free = threading.Semaphore(0), threading.Event()
+
+    def hold() -> None:
+        held.release()
+        free.wait(10)
+
+    holders = [asyncio.ensure_future(chat_gate.run(hold)) for _ in range(chat_gate.WORKERS)]
+    try:
+        for _ in holders:  # every place taken
+            assert await anyio.to_thread.run_sync(held.acquire, True, 10)
+        waiting = [asyncio.ensure_future(chat_gate.run(lambda: None)) for _ in range(60)]
+        await asyncio.sleep(0)
+        with anyio.fail_after(10):  # a bound, so that the old behaviour fails rather than hangs
+            assert await anyio.to_thread.run_sync(lambda: "another thread's work") == "another thread's work"
+    finally:
+        free.set()
+    await asyncio.gather(*holders, *waiting)
