@@ -315,10 +315,10 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
             if unit.kind == "table":
-                text = _row(_cells(rendered(unit.text)), header)
+                text = _row(_cells(_asterisks(rendered(unit.text))), header)
                 enough = len(sentences.words(text)) >= 2
             elif unit.kind in sentences.PROSE:
-                text = rendered(_OWN_MARKERS.sub("", unit.normalised))
+                text = _quoted(unit)
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
@@ -368,7 +368,7 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
             continue  # the rest of a sibling item's text
         if unit.kind not in sentences.PROSE:
             return None
-        lead = rendered(_OWN_MARKERS.sub("", unit.normalised))
+        lead = _quoted(unit)
         if unit.kind == "item" and _LABEL.fullmatch(lead):
             lead += ":"
         return (lead, j) if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
@@ -411,6 +411,35 @@ def _indent(text: str, unit: sentences.Unit) -> int:
 # `\S+` a line of them could be split 2^n ways before a mismatch at its end).
 _LINK_DEFINITION = r"\[[^\]\n]+\]:[ \t]*[^\s\[\]]+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?"
 _LINK_DEFINITIONS = re.compile(rf"(?:{_LINK_DEFINITION}\s*)+")
+
+
+def _quoted(unit: sentences.Unit) -> str:
+    """A unit as an answer quotes it: on one line, as it reads rendered, without the document's own
+    ``[n]`` markers, emphasis written with asterisks."""
+    return _asterisks(rendered(_OWN_MARKERS.sub("", unit.normalised)))
+
+
+# Underscore emphasis ("do _not_ follow", "__never__"): CommonMark's flanking rules, simplified — the
+# opening mark not after a letter or digit and before a non-space, the closing one the reverse, so
+# identifiers ("into_inner", "__init__" in code) stay as they are.
+_UNDERSCORES = re.compile(r"(?<![\w\\])(_{1,2})(?=[^\s_])([^_\n]*?[^\s_\\])\1(?![\w])")
+_CODE_SPAN = re.compile(r"(`+)[^`]*?\1")
+
+
+def _asterisks(text: str) -> str:
+    """``text`` with underscore emphasis written as asterisk emphasis (outside code spans): the same
+    Markdown, one way of writing it, so "_not_" reads and matches as "*not*" does. Rendered the
+    same, and a reader's search or a judge that ignores asterisks sees the plain word."""
+    if "_" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_UNDERSCORES.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text[last : span.start()]))
+        out.append(span[0])
+        last = span.end()
+    out.append(_UNDERSCORES.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text[last:]))
+    return "".join(out)
 
 
 def _cells(row: str) -> list[str]:
@@ -788,7 +817,7 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions
         gap = source.text[prev.end : unit.start]
         taken = any(k.source is source and k.index == n - 1 for k in chosen)
         if prev.kind in sentences.PROSE and "\n\n" not in gap and not taken and len(prev.text) <= opts.max_chars:
-            before = rendered(_OWN_MARKERS.sub("", prev.normalised))
+            before = _quoted(prev)
             unit = sentences.Unit(prev.start, unit.end, source.text[prev.start : unit.end], prev.kind)
             c = replace(c, unit=unit, text=f"{before} {text}", doc_start=c.doc_start - (c.unit.start - prev.start))
     if _LEAD_IN.search(text) and n + 1 < len(units) and units[n + 1].kind == "item":
@@ -846,7 +875,7 @@ def _with_list(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
             continue
         if unit.kind != "item":
             break
-        items.append(rendered(_OWN_MARKERS.sub("", unit.normalised)))
+        items.append(_quoted(unit))
         previous, end = unit, unit.end
         if len(items) > opts.max_list_items:
             return c
