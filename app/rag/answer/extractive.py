@@ -314,8 +314,11 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
             if unit.kind == "table" and n + 1 < len(units) and units[n + 1].kind == "rule":
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
+            columns = header  # a row's column names, when the row does not write them itself
             if unit.kind == "table":
-                text = _row(_cells(_asterisks(rendered(unit.text))), header)
+                cells = _cells(_asterisks(rendered(unit.text)))
+                text = _row(cells, header)
+                columns = [] if _named_columns(cells, header) else header
                 enough = len(sentences.words(text)) >= 2
             elif unit.kind in sentences.PROSE:
                 text = _quoted(unit)
@@ -339,7 +342,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 continue
             start = source.location.char_start + unit.start
             terms = frozenset(_content(text))
-            about = _about(source, paths[n], " ".join([*header, *(term[:1] if term else ())]))
+            about = _about(source, paths[n], " ".join([*columns, *(term[:1] if term else ())]))
             context = frozenset(_content(about))
             out.append(
                 _Candidate(
@@ -448,11 +451,18 @@ def _cells(row: str) -> list[str]:
     return [" ".join(c.split()) for c in row.strip().strip("|").split("|")]
 
 
+def _named_columns(cells: list[str], header: list[str]) -> bool:
+    """Whether ``_row`` writes the columns' names into the row's line ("`to_`: cost Expensive, …"):
+    then they are the row's own words, what it says, not only what it is about — "how costly is
+    `to_`?" is answered by the row whose "cost" column says so."""
+    return len(cells) != 2 and len(header) == len(cells)
+
+
 def _row(cells: list[str], header: list[str]) -> str:
     """A table row as a line: "Weight: 310 g"; with more columns, "Water level: range 0.3 to 12 m, …"."""
     if len(cells) == 2:
         return f"{cells[0]}: {cells[1]}"
-    if len(header) == len(cells):
+    if _named_columns(cells, header):
         return f"{cells[0]}: " + ", ".join(f"{h.lower()} {c}" for h, c in zip(header[1:], cells[1:], strict=True))
     return " | ".join(cells)
 

@@ -5,6 +5,7 @@ the deterministic fake."""
 from __future__ import annotations
 
 from app.rag.answer.extractive import compose
+from tests.fakes import FakeEmbedder
 from tests.rag.answer.test_extractive import sources
 
 SECRETS = """# Keeping secrets
@@ -21,3 +22,23 @@ def test_underscore_emphasis_is_quoted_as_asterisk_emphasis_and_identifiers_stay
     assert "Deploy keys must *never* be committed to the repository, not even to a **feature** branch." in answer.text
     loader = compose("Where does the loader read overrides from?", list(sources({"secrets.md": SECRETS})), None)
     assert "`_local_` overrides from `settings_file`" in loader.text, loader.text
+
+
+PREFIXES = """# Conversion prefixes
+
+Conversions prefixed `to_` stay at the same level of abstraction but do some work.
+
+Conversions prefixed `as_` expose a view into the underlying representation.
+
+| Prefix | Cost | Ownership |
+| ------ | ---- | --------- |
+| `as_` | Free | borrowed to borrowed |
+| `to_` | Expensive | borrowed to owned |
+"""
+
+
+def test_a_table_row_that_writes_its_column_names_has_them_as_its_own_words() -> None:
+    # "costly" is the row's "cost" column: the words the row says, not only what it is about.
+    kept = list(sources({"prefixes.md": PREFIXES}))
+    answer = compose("What does a `to_` prefix tell callers about how costly it is?", kept, FakeEmbedder().embed)
+    assert "`to_`: cost Expensive, ownership borrowed to owned" in [e.text for e in answer.evidence], answer.text
