@@ -522,14 +522,16 @@ def _score(
         )
         editions[id(source)] = _other_edition(names, _title(source))
     entities = _entities(names)
+    short = _acronyms(question, names)
     for c in candidates:
         said = mentions[c.source.document_id]
-        c.missing_entity = any(not _names(e, said) for e in entities)
+        c.missing_entity = any(not _names(e, said) and not _names(short.get(e, e), said) for e in entities)
         c.other_edition = editions[id(c.source)]
         # A sentence that writes the name is about it as much as a page whose heading does: "An error that
         # is not Send cannot …" under "Error types" against every sentence under a heading "Send and Sync".
         carried = sentences.runs(c.about) | sentences.runs(c.text)
-        c.subject = sum(_names(e, carried) for e in names) / len(names) if names else 0.0
+        carries = [_names(e, carried) or _names(short.get(e, e), carried) for e in names]
+        c.subject = sum(carries) / len(names) if names else 0.0
         # The question's names, and words the sentence's document name or headings have (its subject),
         # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
         focus = [t for t in asked if t not in named and not meets[t] & c.context]
@@ -578,6 +580,27 @@ def _names(name: str, said: set[str]) -> bool:
         or f"{name}s" in said
         or (len(name) > 3 and name.endswith("s") and name[:-1] in said)
     )
+
+
+def _acronyms(question: str, names: dict[str, str]) -> dict[str, str]:
+    """Each word of a name the question spells out in two to five capitalised words, with the
+    name's acronym: "Individual Development Plan" -> "idp" for each of its words, so a sentence that
+    writes "An IDP is no longer required …" names what the question names, as one that spells it out
+    does (the other way round, a question's "IDP" finds the words through ``sentences.initials``)."""
+    out: dict[str, str] = {}
+    run: list[str] = []
+    for word in [*question.split(), ""]:
+        token = word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d")
+        squashed = token.lower()
+        if squashed in names and token[:1].isupper() and token.isalpha():
+            run.append(squashed)
+            if not word.endswith((".", ",", ";", ":", "!", "?", ")")):
+                continue
+        short = "".join(w[0] for w in run)
+        if 2 <= len(run) <= 5 and short not in sentences.STOP_WORDS:  # "Office Relocation" is no "or"
+            out.update(dict.fromkeys(run, short))
+        run = []
+    return out
 
 
 def _entities(names: dict[str, str]) -> list[str]:

@@ -42,3 +42,22 @@ def test_a_table_row_that_writes_its_column_names_has_them_as_its_own_words() ->
     kept = list(sources({"prefixes.md": PREFIXES}))
     answer = compose("What does a `to_` prefix tell callers about how costly it is?", kept, FakeEmbedder().embed)
     assert "`to_`: cost Expensive, ownership borrowed to owned" in [e.text for e in answer.evidence], answer.text
+
+
+EXPENSES = """# Expenses
+
+A Travel Expense Report (TERs) is a form in the finance portal that lists what a trip cost.
+
+## Reports and small trips
+
+A TER is no longer required for day trips.
+
+Keep the receipts on file in the portal for a year after each trip.
+"""
+
+
+def test_a_sentence_that_writes_the_acronym_of_a_name_the_question_spells_out_names_it() -> None:
+    # "TER" is "Travel Expense Report": the sentence that answers writes it short.
+    kept = list(sources({"expenses.md": EXPENSES}, target=30))
+    answer = compose("Do I still need a Travel Expense Report on file for a day trip?", kept, FakeEmbedder().embed)
+    assert "A TER is no longer required" in answer.text, answer.text
