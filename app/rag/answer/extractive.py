@@ -73,6 +73,7 @@ class ExtractiveOptions:
     relative_floor: float = 0.77
     cosine_weight: float = 0.55
     overlap_weight: float = 0.35
+    heading_overlap: float = 0.5  # a question word only the sentence's headings have counts this much
     rank_weight: float = 0.10
     kind_weight: float = 0.10
     subject_weight: float = 0.20
@@ -532,11 +533,14 @@ def _score(
         carried = sentences.runs(c.about) | sentences.runs(c.text)
         carries = [_names(e, carried) or _names(short.get(e, e), carried) for e in names]
         c.subject = sum(carries) / len(names) if names else 0.0
-        # The question's names, and words the sentence's document name or headings have (its subject),
-        # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
-        focus = [t for t in asked if t not in named and not meets[t] & c.context]
+        # The question's names say nothing about which sentence answers (``subject`` measures them): the
+        # overlap is over the rest, the focus. A focus word only the sentence's headings or document name
+        # have counts in part: every sentence of the section shares it, yet a list under "Criteria for a
+        # Production-Like Environment" is what answers "what makes an environment production-like?".
+        focus = [t for t in asked if t not in named]
         total = sum(weight[t] for t in focus)
-        c.overlap = sum(weight[t] for t in focus if meets[t] & c.terms) / total if total else 1.0
+        met = sum(weight[t] * _met(meets[t], c, opts) for t in focus)
+        c.overlap = met / total if total else 1.0
         c.fit = 1.0 if wanted is not None and wanted.search(c.text) else 0.0
     if embed is not None:
         embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False, **asks))[: opts.embed_limit]
@@ -685,6 +689,14 @@ def _other_edition(asked: dict[str, str], title: str) -> bool:
 def _form(code: str) -> str:
     """A code's shape: "q3" and "q2" -> "a9", "2024" -> "9999"."""
     return re.sub(r"\d", "9", re.sub(r"[^\W\d]", "a", code))
+
+
+def _met(forms: set[str], c: _Candidate, opts: ExtractiveOptions) -> float:
+    """How far a sentence has one of the question's words (``forms``: the word as the candidates
+    write it): 1 in its own words, ``heading_overlap`` when only its headings, document name or
+    table header do — under "Criteria for a Production-Like Environment", "Runs the same operating
+    system as production" is about being production-like, though it does not say so."""
+    return 1.0 if forms & c.terms else opts.heading_overlap if forms & c.context else 0.0
 
 
 def _blend(c: _Candidate, opts: ExtractiveOptions, *, cosine: bool, subject: bool = True, kind: bool = True) -> float:

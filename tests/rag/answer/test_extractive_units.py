@@ -61,3 +61,24 @@ def test_a_sentence_that_writes_the_acronym_of_a_name_the_question_spells_out_na
     kept = list(sources({"expenses.md": EXPENSES}, target=30))
     answer = compose("Do I still need a Travel Expense Report on file for a day trip?", kept, FakeEmbedder().embed)
     assert "A TER is no longer required" in answer.text, answer.text
+
+
+ENVIRONMENTS = """# Environments
+
+## The first deployment
+
+The first deployment should be shown to the customer in a production-like environment to get feedback early.
+
+## Criteria for a production-like environment
+
+- Runs the same operating system as production.
+- Is sized and configured the same way as production.
+- Mirrors the networking topology of production.
+"""
+
+
+def test_a_question_word_its_heading_has_counts_for_a_sentence_in_part() -> None:
+    # The criteria never say "production-like" themselves: their heading does (words alone, no embedder).
+    kept = list(sources({"environments.md": ENVIRONMENTS}))
+    answer = compose("What does it take for a staging environment to count as production-like?", kept, None)
+    assert "Runs the same operating system as production." in answer.text, answer.text
