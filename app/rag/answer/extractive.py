@@ -508,7 +508,7 @@ def _score(
     weight = {t: math.log(1 + n / (1 + sum(bool(meets[t] & c.terms) for c in candidates))) for t in asked}
     weight.update({t: opts.history_term_weight * weight[t] for t in asked - own})
     wanted = _answer_kind(question)
-    names = sentences.names(question)
+    names = sentences.names(question) | {v.replace(".", ""): v for v in _VERSION.findall(question)}
     # A part the question gives nothing to measure (no name for ``subject``, no kind of answer for
     # ``kind``) is left out of the blend, as the cosine is without embeddings: a zero every sentence
     # shares would only lower every score against the bar.
@@ -584,6 +584,10 @@ def _names(name: str, said: set[str]) -> bool:
         or f"{name}s" in said
         or (len(name) > 3 and name.endswith("s") and name[:-1] in said)
     )
+
+
+# A version or decimal the question writes ("go 1.0", "Python 3.11"): a number, so a name, as "2024" is.
+_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\w)")
 
 
 def _acronyms(question: str, names: dict[str, str]) -> dict[str, str]:

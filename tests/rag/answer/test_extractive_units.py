@@ -82,3 +82,22 @@ def test_a_question_word_its_heading_has_counts_for_a_sentence_in_part() -> None
     kept = list(sources({"environments.md": ENVIRONMENTS}))
     answer = compose("What does it take for a staging environment to count as production-like?", kept, None)
     assert "Runs the same operating system as production." in answer.text, answer.text
+
+
+RELEASE_NEW = """# Release 3.12
+
+The fast option is new in this release, and it replaces the quick option.
+"""
+
+RELEASE_OLD = """# Release 3.11
+
+The slow option is new in this release, and it replaces the careful option.
+"""
+
+
+def test_a_version_the_question_writes_is_a_name_a_source_must_have() -> None:
+    # "3.11" is a number like "2024": the 3.12 notes do not answer for 3.11, however alike they read.
+    kept = list(sources({"release-new.md": RELEASE_NEW, "release-old.md": RELEASE_OLD}))
+    answer = compose("Which option is new in release 3.11?", kept, FakeEmbedder().embed)
+    assert "The slow option is new" in answer.text, answer.text
+    assert "fast" not in answer.text, answer.text
