@@ -73,7 +73,7 @@ class ExtractiveOptions:
     relative_floor: float = 0.77
     cosine_weight: float = 0.55
     overlap_weight: float = 0.35
-    heading_overlap: float = 0.5  # a question word only the sentence's headings have counts this much
+    heading_overlap: float = 0.5  # a question word the sentence's headings have counts this much
     rank_weight: float = 0.10
     kind_weight: float = 0.10
     subject_weight: float = 0.20
@@ -526,17 +526,17 @@ def _score(
     short = _acronyms(question, names)
     for c in candidates:
         said = mentions[c.source.document_id]
-        c.missing_entity = any(not _names(e, said) and not _names(short.get(e, e), said) for e in entities)
+        c.missing_entity = any(not _names(e, said) and not _names(short.get(e) or e, said) for e in entities)
         c.other_edition = editions[id(c.source)]
         # A sentence that writes the name is about it as much as a page whose heading does: "An error that
         # is not Send cannot …" under "Error types" against every sentence under a heading "Send and Sync".
         carried = sentences.runs(c.about) | sentences.runs(c.text)
-        carries = [_names(e, carried) or _names(short.get(e, e), carried) for e in names]
+        carries = [_names(e, carried) or _names(short.get(e) or e, carried) for e in names]
         c.subject = sum(carries) / len(names) if names else 0.0
         # The question's names say nothing about which sentence answers (``subject`` measures them): the
-        # overlap is over the rest, the focus. A focus word only the sentence's headings or document name
-        # have counts in part: every sentence of the section shares it, yet a list under "Criteria for a
-        # Production-Like Environment" is what answers "what makes an environment production-like?".
+        # overlap is over the rest, the focus. A focus word the sentence's headings or document name have
+        # counts in part for each sentence under them (``_met``): it does not tell them apart, yet a list
+        # under "Criteria for a Production-Like Environment" is what answers "what makes one so?".
         focus = [t for t in asked if t not in named]
         total = sum(weight[t] for t in focus)
         met = sum(weight[t] * _met(meets[t], c, opts) for t in focus)
@@ -697,10 +697,11 @@ def _form(code: str) -> str:
 
 def _met(forms: set[str], c: _Candidate, opts: ExtractiveOptions) -> float:
     """How far a sentence has one of the question's words (``forms``: the word as the candidates
-    write it): 1 in its own words, ``heading_overlap`` when only its headings, document name or
-    table header do — under "Criteria for a Production-Like Environment", "Runs the same operating
-    system as production" is about being production-like, though it does not say so."""
-    return 1.0 if forms & c.terms else opts.heading_overlap if forms & c.context else 0.0
+    write it): ``heading_overlap`` when its headings, document name or table header have it — every
+    sentence under them alike, whether or not it repeats the word, so the heading does not tell them
+    apart, but under "Criteria for a Production-Like Environment", "Runs the same operating system as
+    production" is about being production-like though it does not say so —, else 1 in its own words."""
+    return opts.heading_overlap if forms & c.context else 1.0 if forms & c.terms else 0.0
 
 
 def _blend(c: _Candidate, opts: ExtractiveOptions, *, cosine: bool, subject: bool = True, kind: bool = True) -> float:
