@@ -84,20 +84,17 @@ def test_a_question_word_its_heading_has_counts_for_a_sentence_in_part() -> None
     assert "Runs the same operating system as production." in answer.text, answer.text
 
 
-RELEASE_NEW = """# Release 3.12
+STABILITY = """# Stability
 
-The fast option is new in this release, and it replaces the quick option.
-"""
+Public dependencies are crates whose types appear in your public API.
 
-RELEASE_OLD = """# Release 3.11
-
-The slow option is new in this release, and it replaces the careful option.
+A crate cannot be marked stable (>=1.0.0) unless every public dependency is stable too.
 """
 
 
-def test_a_version_the_question_writes_is_a_name_a_source_must_have() -> None:
-    # "3.11" is a number like "2024": the 3.12 notes do not answer for 3.11, however alike they read.
-    kept = list(sources({"release-new.md": RELEASE_NEW, "release-old.md": RELEASE_OLD}))
-    answer = compose("Which option is new in release 3.11?", kept, FakeEmbedder().embed)
-    assert "The slow option is new" in answer.text, answer.text
-    assert "fast" not in answer.text, answer.text
+def test_a_version_the_question_writes_is_a_name_the_sentence_that_writes_it_has() -> None:
+    # "1.0" is a number like "2024": the sentence that writes it is about it as much as the one that
+    # writes the question's other name, "API".
+    kept = list(sources({"stability.md": STABILITY}))
+    answer = compose("Can my crate go 1.0 while its public API uses a dependency at 0.x?", kept, None)
+    assert "A crate cannot be marked stable (>=1.0.0)" in answer.text, answer.text
