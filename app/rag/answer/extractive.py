@@ -73,6 +73,7 @@ class ExtractiveOptions:
     relative_floor: float = 0.77
     cosine_weight: float = 0.55
     overlap_weight: float = 0.35
+    heading_overlap: float = 0.5  # a question word the sentence's headings have counts this much
     rank_weight: float = 0.10
     kind_weight: float = 0.10
     subject_weight: float = 0.20
@@ -315,11 +316,14 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
             if unit.kind == "table" and n + 1 < len(units) and units[n + 1].kind == "rule":
                 header = _cells(unit.text)  # a header row: context for the rows below, not a candidate
                 continue
+            columns = header  # a row's column names, when the row does not write them itself
             if unit.kind == "table":
-                text = _row(_cells(rendered(unit.text)), header)
+                cells = _cells(_asterisks(rendered(unit.text)))
+                text = _row(cells, header)
+                columns = [] if _named_columns(cells, header) else header
                 enough = len(sentences.words(text)) >= 2
             elif unit.kind in sentences.PROSE:
-                text = rendered(_OWN_MARKERS.sub("", unit.normalised))
+                text = _quoted(unit)
                 enough = len(sentences.words(text)) >= opts.min_words
                 if unit is first_prose and source.location.char_start > 0 and text[:1].islower():
                     continue  # the tail of a sentence the chunk boundary cut
@@ -340,7 +344,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 continue
             start = source.location.char_start + unit.start
             terms = frozenset(_content(text))
-            about = _about(source, paths[n], " ".join([*header, *(term[:1] if term else ())]))
+            about = _about(source, paths[n], " ".join([*columns, *(term[:1] if term else ())]))
             context = frozenset(_content(about))
             out.append(
                 _Candidate(
@@ -369,7 +373,7 @@ def _lead_in(text: str, units: list[sentences.Unit], n: int, opts: ExtractiveOpt
             continue  # the rest of a sibling item's text
         if unit.kind not in sentences.PROSE:
             return None
-        lead = rendered(_OWN_MARKERS.sub("", unit.normalised))
+        lead = _quoted(unit)
         if unit.kind == "item" and _LABEL.fullmatch(lead):
             lead += ":"
         return (lead, j) if lead.endswith(":") and len(lead) <= opts.max_lead_chars else None
@@ -416,17 +420,53 @@ _LINK_DEFINITION = r"\[[^\]\n]+\]:[ \t]*[^\s\[\]]+(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\
 _LINK_DEFINITIONS = re.compile(rf"(?:{_LINK_DEFINITION}\s*)+")
 
 
+def _quoted(unit: sentences.Unit) -> str:
+    """A unit as an answer quotes it: on one line, as it reads rendered, without the document's own
+    ``[n]`` markers, emphasis written with asterisks."""
+    return _asterisks(rendered(_OWN_MARKERS.sub("", unit.normalised)))
+
+
+# Underscore emphasis ("do _not_ follow", "__never__"): CommonMark's flanking rules, simplified — the
+# opening mark not after a letter or digit and before a non-space, the closing one the reverse, so
+# identifiers ("into_inner", "__init__" in code) stay as they are.
+_UNDERSCORES = re.compile(r"(?<![\w\\])(_{1,2})(?=[^\s_])([^_\n]*?[^\s_\\])\1(?![\w])")
+_CODE_SPAN = re.compile(r"(`+)[^`]*?\1")
+
+
+def _asterisks(text: str) -> str:
+    """``text`` with underscore emphasis written as asterisk emphasis (outside code spans): the same
+    Markdown, one way of writing it, so "_not_" reads and matches as "*not*" does. Rendered the
+    same, and a reader's search or a judge that ignores asterisks sees the plain word."""
+    if "_" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for span in _CODE_SPAN.finditer(text):
+        out.append(_UNDERSCORES.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text[last : span.start()]))
+        out.append(span[0])
+        last = span.end()
+    out.append(_UNDERSCORES.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text[last:]))
+    return "".join(out)
+
+
 def _cells(row: str) -> list[str]:
     if "|" not in row:  # a plain-text table's: columns two or more spaces apart, overflow lines joined
         return re.split(r" {2,}", " ".join(line.strip() for line in row.strip().split("\n")))
     return [" ".join(c.split()) for c in row.strip().strip("|").split("|")]
 
 
+def _named_columns(cells: list[str], header: list[str]) -> bool:
+    """Whether ``_row`` writes the columns' names into the row's line ("`to_`: cost Expensive, …"):
+    then they are the row's own words, what it says, not only what it is about — "how costly is
+    `to_`?" is answered by the row whose "cost" column says so."""
+    return len(cells) != 2 and len(header) == len(cells)
+
+
 def _row(cells: list[str], header: list[str]) -> str:
     """A table row as a line: "Weight: 310 g"; with more columns, "Water level: range 0.3 to 12 m, …"."""
     if len(cells) == 2:
         return f"{cells[0]}: {cells[1]}"
-    if len(header) == len(cells):
+    if _named_columns(cells, header):
         return f"{cells[0]}: " + ", ".join(f"{h.lower()} {c}" for h, c in zip(header[1:], cells[1:], strict=True))
     return " | ".join(cells)
 
@@ -471,7 +511,7 @@ def _score(
     weight = {t: math.log(1 + n / (1 + sum(bool(meets[t] & c.terms) for c in candidates))) for t in asked}
     weight.update({t: opts.history_term_weight * weight[t] for t in asked - own})
     wanted = _answer_kind(question)
-    names = sentences.names(question)
+    names = sentences.names(question) | {v.replace(".", ""): v for v in _VERSION.findall(question)}
     # A part the question gives nothing to measure (no name for ``subject``, no kind of answer for
     # ``kind``) is left out of the blend, as the cosine is without embeddings: a zero every sentence
     # shares would only lower every score against the bar.
@@ -486,19 +526,24 @@ def _score(
         )
         editions[id(source)] = _other_edition(names, _title(source))
     entities = _entities(names)
+    short = _acronyms(question, names)
     for c in candidates:
         said = mentions[c.source.document_id]
-        c.missing_entity = any(not _names(e, said) for e in entities)
+        c.missing_entity = any(not _names(e, said) and not _names(short.get(e) or e, said) for e in entities)
         c.other_edition = editions[id(c.source)]
         # A sentence that writes the name is about it as much as a page whose heading does: "An error that
         # is not Send cannot …" under "Error types" against every sentence under a heading "Send and Sync".
         carried = sentences.runs(c.about) | sentences.runs(c.text)
-        c.subject = sum(_names(e, carried) for e in names) / len(names) if names else 0.0
-        # The question's names, and words the sentence's document name or headings have (its subject),
-        # say nothing about which of its sentences answers: the overlap is over the rest, the focus.
-        focus = [t for t in asked if t not in named and not meets[t] & c.context]
+        carries = [_names(e, carried) or _names(short.get(e) or e, carried) for e in names]
+        c.subject = sum(carries) / len(names) if names else 0.0
+        # The question's names say nothing about which sentence answers (``subject`` measures them): the
+        # overlap is over the rest, the focus. A focus word the sentence's headings or document name have
+        # counts in part for each sentence under them (``_met``): it does not tell them apart, yet a list
+        # under "Criteria for a Production-Like Environment" is what answers "what makes one so?".
+        focus = [t for t in asked if t not in named]
         total = sum(weight[t] for t in focus)
-        c.overlap = sum(weight[t] for t in focus if meets[t] & c.terms) / total if total else 1.0
+        met = sum(weight[t] * _met(meets[t], c, opts) for t in focus)
+        c.overlap = met / total if total else 1.0
         c.fit = 1.0 if wanted is not None and wanted.search(c.text) else 0.0
     if embed is not None:
         embedded = sorted(candidates, key=lambda c: -_blend(c, opts, cosine=False, **asks))[: opts.embed_limit]
@@ -542,6 +587,31 @@ def _names(name: str, said: set[str]) -> bool:
         or f"{name}s" in said
         or (len(name) > 3 and name.endswith("s") and name[:-1] in said)
     )
+
+
+# A version or decimal the question writes ("go 1.0", "Python 3.11"): a number, so a name, as "2024" is.
+_VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\w)")
+
+
+def _acronyms(question: str, names: dict[str, str]) -> dict[str, str]:
+    """Each word of a name the question spells out in two to five capitalised words, with the
+    name's acronym: "Individual Development Plan" -> "idp" for each of its words, so a sentence that
+    writes "An IDP is no longer required …" names what the question names, as one that spells it out
+    does (the other way round, a question's "IDP" finds the words through ``sentences.initials``)."""
+    out: dict[str, str] = {}
+    run: list[str] = []
+    for word in [*question.split(), ""]:
+        token = word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d")
+        squashed = token.lower()
+        if squashed in names and token[:1].isupper() and token.isalpha():
+            run.append(squashed)
+            if not word.endswith((".", ",", ";", ":", "!", "?", ")")):
+                continue
+        short = "".join(w[0] for w in run)
+        if 2 <= len(run) <= 5 and short not in sentences.STOP_WORDS:  # "Office Relocation" is no "or"
+            out.update(dict.fromkeys(run, short))
+        run = []
+    return out
 
 
 def _entities(names: dict[str, str]) -> list[str]:
@@ -626,6 +696,15 @@ def _other_edition(asked: dict[str, str], title: str) -> bool:
 def _form(code: str) -> str:
     """A code's shape: "q3" and "q2" -> "a9", "2024" -> "9999"."""
     return re.sub(r"\d", "9", re.sub(r"[^\W\d]", "a", code))
+
+
+def _met(forms: set[str], c: _Candidate, opts: ExtractiveOptions) -> float:
+    """How far a sentence has one of the question's words (``forms``: the word as the candidates
+    write it): ``heading_overlap`` when its headings, document name or table header have it — every
+    sentence under them alike, whether or not it repeats the word, so the heading does not tell them
+    apart, but under "Criteria for a Production-Like Environment", "Runs the same operating system as
+    production" is about being production-like though it does not say so —, else 1 in its own words."""
+    return opts.heading_overlap if forms & c.context else 1.0 if forms & c.terms else 0.0
 
 
 def _blend(c: _Candidate, opts: ExtractiveOptions, *, cosine: bool, subject: bool = True, kind: bool = True) -> float:
@@ -792,7 +871,7 @@ def _in_context(c: _Candidate, chosen: list[_Candidate], asked: frozenset[str], 
         gap = source.text[prev.end : unit.start]
         taken = any(k.source is source and k.index == n - 1 for k in chosen)
         if prev.kind in sentences.PROSE and "\n\n" not in gap and not taken and len(prev.text) <= opts.max_chars:
-            before = rendered(_OWN_MARKERS.sub("", prev.normalised))
+            before = _quoted(prev)
             unit = sentences.Unit(prev.start, unit.end, source.text[prev.start : unit.end], prev.kind)
             c = replace(c, unit=unit, text=f"{before} {text}", doc_start=c.doc_start - (c.unit.start - prev.start))
     if _LEAD_IN.search(text) and n + 1 < len(units) and units[n + 1].kind == "item":
@@ -895,7 +974,7 @@ def _with_list(c: _Candidate, opts: ExtractiveOptions) -> _Candidate:
             continue
         if unit.kind != "item":
             break
-        items.append(rendered(_OWN_MARKERS.sub("", unit.normalised)))
+        items.append(_quoted(unit))
         previous, end = unit, unit.end
         if len(items) > opts.max_list_items:
             return c

@@ -164,7 +164,7 @@ def test_deterministic_whatever_order_the_sources_come_in() -> None:
     question = "How many desks does the Leeds office have?"
     first = compose(question, kept, FakeEmbedder().embed)
     assert compose(question, list(reversed(kept)), FakeEmbedder().embed) == first
-    assert first.evidence[0].text == "Desks: 142"
+    assert "Desks: 142" in [e.text for e in first.evidence]
 
 
 def test_the_document_own_bracketed_numbers_do_not_become_citations() -> None:
