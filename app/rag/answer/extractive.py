@@ -318,7 +318,7 @@ def _candidates(ordered: Sequence[Passage], opts: ExtractiveOptions) -> list[_Ca
                 continue
             columns = header  # a row's column names, when the row does not write them itself
             if unit.kind == "table":
-                cells = _cells(_asterisks(rendered(unit.text)))
+                cells = _cells(rendered(unit.text))
                 text = _row(cells, header)
                 columns = [] if _named_columns(cells, header) else header
                 enough = len(sentences.words(text)) >= 2
@@ -422,31 +422,8 @@ _LINK_DEFINITIONS = re.compile(rf"(?:{_LINK_DEFINITION}\s*)+")
 
 def _quoted(unit: sentences.Unit) -> str:
     """A unit as an answer quotes it: on one line, as it reads rendered, without the document's own
-    ``[n]`` markers, emphasis written with asterisks."""
-    return _asterisks(rendered(_OWN_MARKERS.sub("", unit.normalised)))
-
-
-# Underscore emphasis ("do _not_ follow", "__never__"): CommonMark's flanking rules, simplified — the
-# opening mark not after a letter or digit and before a non-space, the closing one the reverse, so
-# identifiers ("into_inner", "__init__" in code) stay as they are.
-_UNDERSCORES = re.compile(r"(?<![\w\\])(_{1,2})(?=[^\s_])([^_\n]*?[^\s_\\])\1(?![\w])")
-_CODE_SPAN = re.compile(r"(`+)[^`]*?\1")
-
-
-def _asterisks(text: str) -> str:
-    """``text`` with underscore emphasis written as asterisk emphasis (outside code spans): the same
-    Markdown, one way of writing it, so "_not_" reads and matches as "*not*" does. Rendered the
-    same, and a reader's search or a judge that ignores asterisks sees the plain word."""
-    if "_" not in text:
-        return text
-    out: list[str] = []
-    last = 0
-    for span in _CODE_SPAN.finditer(text):
-        out.append(_UNDERSCORES.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text[last : span.start()]))
-        out.append(span[0])
-        last = span.end()
-    out.append(_UNDERSCORES.sub(lambda m: "*" * len(m[1]) + m[2] + "*" * len(m[1]), text[last:]))
-    return "".join(out)
+    ``[n]`` markers."""
+    return rendered(_OWN_MARKERS.sub("", unit.normalised))
 
 
 def _cells(row: str) -> list[str]:

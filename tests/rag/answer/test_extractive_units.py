@@ -1,4 +1,4 @@
-"""How a quoted sentence reads and which unit it is scored as: emphasis, names a sentence writes as
+"""Which unit a sentence is scored as: names a sentence writes as
 an acronym, a table's column names. Documents written here, chunked by the real chunker, embedded by
 the deterministic fake."""
 
@@ -7,22 +7,6 @@ from __future__ import annotations
 from app.rag.answer.extractive import compose
 from tests.fakes import FakeEmbedder
 from tests.rag.answer.test_extractive import sources
-
-SECRETS = """# Keeping secrets
-
-Deploy keys must _never_ be committed to the repository, not even to a __feature__ branch.
-
-The loader reads `_local_` overrides from `settings_file` before anything else.
-"""
-
-
-def test_underscore_emphasis_is_quoted_as_asterisk_emphasis_and_identifiers_stay() -> None:
-    # "_never_" and "*never*" render alike; one way of writing emphasis lets the plain word be found.
-    answer = compose("Can deploy keys be committed to a feature branch?", list(sources({"secrets.md": SECRETS})), None)
-    assert "Deploy keys must *never* be committed to the repository, not even to a **feature** branch." in answer.text
-    loader = compose("Where does the loader read overrides from?", list(sources({"secrets.md": SECRETS})), None)
-    assert "`_local_` overrides from `settings_file`" in loader.text, loader.text
-
 
 PREFIXES = """# Conversion prefixes
 
