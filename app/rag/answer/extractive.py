@@ -468,12 +468,14 @@ def _score(
     weight = {t: math.log(1 + n / (1 + sum(bool(meets[t] & c.terms) for c in candidates))) for t in asked}
     weight.update({t: opts.history_term_weight * weight[t] for t in asked - own})
     wanted = _answer_kind(question)
-    names = sentences.names(question)
+    names, theirs = _asked_names(question)
     # A part the question gives nothing to measure (no name for ``subject``, no kind of answer for
     # ``kind``) is left out of the blend, as the cosine is without embeddings: a zero every sentence
     # shares would only lower every score against the bar.
+    # The asker's own case ("an SUV", "my type `Foo`") is neither what a source must name nor what
+    # makes a sentence about the question: it stays out of the focus words all the same.
+    named = set(_content(" ".join([*names.values(), *theirs.values()])))
     asks = {"subject": bool(names), "kind": wanted is not None}
-    named = set(_content(" ".join(names.values())))
     mentions: dict[int, set[str]] = {}  # per document: what all its given chunks name
     editions: dict[int, bool] = {}  # per source: whether its title is another edition's
     for source in {id(c.source): c.source for c in candidates}.values():
@@ -482,6 +484,10 @@ def _score(
             sentences.runs(about), sentences.initials(about), map(sentences.stem, sentences.words(about))
         )
         editions[id(source)] = _other_edition(names, _title(source))
+    # The asker's case counts as a name where a source writes it (then a sentence about it is about
+    # the question: "a follow-up PR" where pages say "PR").
+    names |= {k: v for k, v in theirs.items() if any(_names(k, said) for said in mentions.values())}
+    asks["subject"] = bool(names)
     entities = _entities(names)
     for c in candidates:
         said = mentions[c.source.document_id]
@@ -541,6 +547,28 @@ def _names(name: str, said: set[str]) -> bool:
     )
 
 
+def _asked_names(question: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The names the question asks about, and the names of the asker's own case, apart.
+
+    Besides :func:`sentences.names`: a version after a name ("Python 2.7"). The asker's own case is
+    a name they introduce as theirs or as one instance of a kind, right after "my", "our", "a" or
+    "an", with at most two lower-case words between ("an SUV", "my type `Foo`", "an API key"): documents
+    state the rule for the kind ("the lowest cost compact car"), not for the asker's example, so a
+    source that never writes it is not about something else."""
+    names = sentences.names(question)
+    for version in _VERSION.findall(question):
+        names.setdefault(re.sub(r"\D", "", version), version)
+    own = {re.sub(r"[^\w]|_", "", m["name"]).lower() for m in _OWN_CASE.finditer(question)}
+    theirs = {k: v for k, v in names.items() if k in own}
+    return {k: v for k, v in names.items() if k not in own}, theirs
+
+
+_VERSION = re.compile(r"(?<=[A-Za-z] )v?(\d+(?:\.\d+)+)\b(?![.,]\d|\s*%)")
+_OWN_CASE = re.compile(
+    r"\b(?i:my|our|an?)\s+(?:[a-z][a-z-]*\s+){0,2}[`\"'\u201c]?(?P<name>[^\s`\"'\u201d?!,;:]+)"
+)
+
+
 def _entities(names: dict[str, str]) -> list[str]:
     """The question's names a source must have to be about what it asks (quantities left out)."""
     return [squashed for squashed, written in names.items() if not _QUANTITY.fullmatch(written)]
@@ -586,8 +614,8 @@ def _beyond_sources(
 def _unmentioned(question: str, sources: Sequence[Passage]) -> set[str]:
     """The question's focus words (content words, names left out) that are in no source, when they
     are at least half of them; else none."""
-    names = sentences.names(question)
-    named = set(_content(" ".join(names.values())))
+    names, theirs = _asked_names(question)
+    named = set(_content(" ".join([*names.values(), *theirs.values()])))
     focus = {t for t in _content(_INTERROGATIVE.sub(" ", question)) if t not in named}
     said = set(_content(" ".join(f"{_about(s, s.location.heading_path)} {s.text}" for s in sources)))
     missing = {t for t in focus if not any(_same_word(t, w) for w in said)}
