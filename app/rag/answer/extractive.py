@@ -556,13 +556,25 @@ def _asked_names(question: str) -> tuple[dict[str, str], dict[str, str]]:
     state the rule for the kind ("the lowest cost compact car"), not for the asker's example, so a
     source that never writes it is not about something else."""
     names = sentences.names(question)
+    for span in _CODE_SPAN.findall(question):
+        if not re.search(r"_|::|#", span):
+            continue  # "`static`", "`const`": a word in code quotes, which prose writes as a word ("Constants")
+        squashed = re.sub(r"[^\w]|_", "", span).lower()
+        if len(squashed) >= 2 and squashed not in sentences.STOP_WORDS:
+            names.setdefault(squashed, span)
     for version in _VERSION.findall(question):
         names.setdefault(re.sub(r"\D", "", version), version)
     own = {re.sub(r"[^\w]|_", "", m["name"]).lower() for m in _OWN_CASE.finditer(question)}
+    own |= {re.sub(r"[^\w]|_", "", m).lower() for m in _PROPOSED.findall(question)}
     theirs = {k: v for k, v in names.items() if k in own}
     return {k: v for k, v in names.items() if k not in own}, theirs
 
 
+# An identifier in code quotes ("`must_use`", "`#[inline]`", "`Box::into_raw`"), not an expression: with an
+# underscore, a path or an attribute's "#" it can only be written as itself.
+_CODE_SPAN = re.compile(r"`(#?\[?[A-Za-z_]\w*(?:::\w+)*\]?)`")
+# A name the asker proposes: "be called `get_name`", "named `Uuid`".
+_PROPOSED = re.compile(r"\b(?:called|named|call (?:it|them)|name (?:it|them))\s+[`\"'\u201c]?([^\s`\"'\u201d?!,;:]+)", re.I)
 _VERSION = re.compile(r"(?<=[A-Za-z] )v?(\d+(?:\.\d+)+)\b(?![.,]\d|\s*%)")
 _OWN_CASE = re.compile(
     r"\b(?i:my|our|an?)\s+(?:[a-z][a-z-]*\s+){0,2}[`\"'\u201c]?(?P<name>[^\s`\"'\u201d?!,;:]+)"
