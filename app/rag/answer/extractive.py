@@ -577,11 +577,11 @@ def _asked_names(question: str) -> tuple[dict[str, str], dict[str, str]]:
 # underscore, a path or an attribute's "#" it can only be written as itself.
 _CODE_SPAN = re.compile(r"`(#?\[?[A-Za-z_]\w*(?:::\w+)*\]?)`")
 # A name the asker proposes: "be called `get_name`", "named `Uuid`".
-_PROPOSED = re.compile(r"\b(?:called|named|call (?:it|them)|name (?:it|them))\s+[`\"'\u201c]?([^\s`\"'\u201d?!,;:]+)", re.I)
-_VERSION = re.compile(r"(?<=[A-Za-z] )v?(\d+(?:\.\d+)+)\b(?![.,]\d|\s*%)")
-_OWN_CASE = re.compile(
-    r"\b(?i:my|our|an?)\s+(?:[a-z][a-z-]*\s+){0,2}[`\"'\u201c]?(?P<name>[^\s`\"'\u201d?!,;:]+)"
+_PROPOSED = re.compile(
+    r"\b(?:called|named|call (?:it|them)|name (?:it|them))\s+[`\"'\u201c]?([^\s`\"'\u201d?!,;:]+)", re.I
 )
+_VERSION = re.compile(r"(?<=[A-Za-z] )v?(\d+(?:\.\d+)+)\b(?![.,]\d|\s*%)")
+_OWN_CASE = re.compile(r"\b(?i:my|our|an?)\s+(?:[a-z][a-z-]*\s+){0,2}[`\"'\u201c]?(?P<name>[^\s`\"'\u201d?!,;:]+)")
 
 
 def _entities(names: dict[str, str]) -> list[str]:

@@ -56,7 +56,9 @@ def test_a_name_the_asker_gives_as_their_own_case_need_not_be_in_the_sources() -
 
 def test_an_example_name_after_a_kind_word_is_the_askers_case_too() -> None:
     kept = list(sources({"secrets.md": SECRETS}))
-    answer = compose("Someone pushed an API key to a branch that was never merged. Are we fine?", kept, FakeEmbedder().embed)
+    answer = compose(
+        "Someone pushed an API key to a branch that was never merged. Are we fine?", kept, FakeEmbedder().embed
+    )
     assert not answer.no_answer, answer.text
     assert "stays in the git history" in answer.text
 
