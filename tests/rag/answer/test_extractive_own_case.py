@@ -95,3 +95,27 @@ def test_a_version_no_source_writes_has_no_answer() -> None:
     embed = FakeEmbedder().embed
     assert compose("Does Poolkit work on Python 2.7?", kept, embed).no_answer
     assert not compose("Does Poolkit work on Python 3.9?", kept, embed).no_answer
+
+
+BRANCHES = """# Branches
+
+## Tests
+
+Tests may follow in a later branch when the release is urgent and the lead agrees.
+"""
+
+REVIEWS = """# Reviews
+
+## Tests
+
+Tests are committed in the same PR as the code they test, never in a later one.
+"""
+
+
+def test_the_askers_case_is_a_name_like_any_other_where_a_source_writes_it() -> None:
+    # "a follow-up PR" is the asker's case, but the review page does say "PR": the page that never
+    # does is not about it, however well it scores on the other words.
+    kept = list(sources({"branches.md": BRANCHES, "reviews.md": REVIEWS}))
+    answer = compose("Can I merge now and send the tests in a follow-up PR?", kept, FakeEmbedder().embed)
+    assert not answer.no_answer, answer.text
+    assert answer.evidence[0].document_name == "reviews.md", answer.text
