@@ -531,14 +531,18 @@ def _rank(
 # it?" scores 0.05 against the section that answers it, "What does -n do?" 0.24 against the flag's
 # list item (docs/BENCHMARKS.md, "Short questions").
 SHORT_QUESTION_WORDS = 6
+# How far under the threshold the words may carry a chunk: at the default 0.30, any chunk not facing away
+# from the question; a session that asks for 0.90 still gets nothing under 0.60.
+WORDS_MARGIN = 0.30
 
 
 def words_pass(db: Session, project_id: int, result: RetrievalResult) -> None:
     """When no candidate of a short question reaches the threshold, the keyword ranking's first one
     passes it if it holds every word of the question that the knowledge base has (each word weighted
-    by its idf, so the share is 1): the cosine of a few generic words says little, the words do. Only
-    then — a search that keeps something is left as it is, and a chunk that misses any of the
-    question's words (an unanswerable "does it support X?" over a document about Y) is not let in."""
+    by its idf, so the share is 1) and scores at least ``WORDS_MARGIN`` under the threshold: the
+    cosine of a few generic words says little, the words do. Only then — a search that keeps something
+    is left as it is, and a chunk that misses any of the question's words (an unanswerable "does it
+    support X?" over a document about Y) is not let in."""
     params = result.params
     words = keyword_index.tokenizer().question(result.query)
     if not words or len(_WORDS.findall(result.query)) > SHORT_QUESTION_WORDS:
@@ -546,11 +550,11 @@ def words_pass(db: Session, project_id: int, result: RetrievalResult) -> None:
     if any(c.score is None or c.score >= params.threshold for c in result.candidates):
         return
     first = next((i for i, c in enumerate(result.candidates) if c.keyword_rank == 1), None)
-    if first is None:
+    if first is None or (result.candidates[first].score or 0.0) < params.threshold - WORDS_MARGIN:
         return
     idf = rankings.keyword_ranking(db, project_id).idf(list(words))
     if conversation.own_words(idf, result.candidates[first].text) >= FULL_SHARE:
-        result.candidates[first] = replace(result.candidates[first], words_pass=True)
+        result.candidates[first] = replace(result.candidates[first], passed_on_words=True)
 
 
 FULL_SHARE = 1.0 - 1e-9  # every word (float sums of idf)
@@ -569,7 +573,7 @@ def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalPara
             continue
         if candidate.chunk_id in duplicates:
             fate = CandidateFate.NEAR_DUPLICATE
-        elif candidate.score is not None and candidate.score < params.threshold and not candidate.words_pass:
+        elif candidate.score is not None and candidate.score < params.threshold and not candidate.passed_on_words:
             fate = CandidateFate.BELOW_THRESHOLD
         elif kept >= params.top_k:
             fate = CandidateFate.BEYOND_TOP_K

@@ -241,7 +241,7 @@ def test_a_short_question_keeps_the_passage_holding_all_its_words(
     # The cosine of a few generic words says little; the only chunk with all of them answers.
     embedder, pid = _readme_project(container)
     result = retrieve(container.store, embedder, pid, question, RetrievalParams(top_k=5, threshold=0.3))
-    assert [(c.document_name, c.words_pass) for c in result.kept] == [(document, True)]
+    assert [(c.document_name, c.passed_on_words) for c in result.kept] == [(document, True)]
     assert result.kept[0].score is not None and result.kept[0].score < 0.3
 
 
@@ -253,7 +253,9 @@ def test_words_let_in_nothing_that_misses_a_word_or_when_the_cosine_found_someth
     # Something passed on its cosine: the search is left as it was.
     found = retrieve(container.store, embedder, pid, "How do I install it?", replace(params, threshold=0.15))
     assert sorted(c.document_name for c in found.kept) == ["about.txt", "options.txt"]
-    assert not any(c.words_pass for c in found.candidates)
+    assert not any(c.passed_on_words for c in found.candidates)
     # A question of more words embeds its meaning: its cosine decides alone.
+    # A strict session's threshold still means what it says: the words carry a chunk 0.30 at most.
+    assert retrieve(container.store, embedder, pid, "What does -n do?", replace(params, threshold=0.6)).kept == []
     embedder.pin("How do I install it on a laptop at home?", [1, 0, 0, 0])
     assert retrieve(container.store, embedder, pid, "How do I install it on a laptop at home?", params).kept == []
