@@ -222,6 +222,19 @@ def test_search_and_retrieval_preview(api: Api) -> None:
     assert bad["fields"] == [{"field": "threshold"}]
 
 
+def test_a_search_says_which_hit_passed_on_its_words(api: Api) -> None:
+    # The test embedder scores "How do I install it?" 0.26 against the only text holding "install":
+    # under the threshold, so it is kept on its words, and the hit says so.
+    project = api.run(CREATE_PROJECT, name="tool")["createProject"]["id"]
+    api.run(ADD_DOC, p=project, name="install.md", text="Getting started. Install via pip: pip install frobnicate")
+    api.run(ADD_DOC, p=project, name="options.md", text="Options: the n flag skips summary statistics.")
+    query = 'query($p: ID!) { search(projectId: $p, query: "How do I install it?", topK: 5, threshold: 0.3) { ... on SearchResults { kept { documentName score passedOnWords } hits { ... on SearchHitConnection { edges { node { documentName passedOnWords } } } } } } }'
+    found = api.run(query, p=project)["search"]
+    (kept,) = found["kept"]
+    assert kept["documentName"] == "install.md" and kept["passedOnWords"] is True and kept["score"] < 0.3
+    assert [n["passedOnWords"] for n in nodes(found["hits"]) if n["documentName"] == "options.md"] == [False]
+
+
 def test_delete_document_and_session(api: Api, fake_container: Container) -> None:
     pid = _kb(api)
     docs = nodes(

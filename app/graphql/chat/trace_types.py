@@ -22,6 +22,7 @@ from app.rag.search.degradation import Degradation
 from app.services.chat import trace_model
 from app.services.chat.trace_model import (
     KEYWORD_RANK,
+    PASSED_ON_WORDS,
     SCORE,
     VECTOR_RANK,
     RetrievalTrace,
@@ -32,6 +33,7 @@ from app.services.chat.trace_model import (
 
 __all__ = [
     "KEYWORD_RANK",
+    "PASSED_ON_WORDS",
     "SCORE",
     "VECTOR_RANK",
     "Degradation",

@@ -8,6 +8,7 @@ import strawberry
 
 from app.graphql.chat.trace_types import (
     KEYWORD_RANK,
+    PASSED_ON_WORDS,
     SCORE,
     VECTOR_RANK,
     Degradation,
@@ -46,6 +47,7 @@ class SearchHit:
         description="The reranker's score (its own scale, only comparable within one search); null when no "
         "reranker scored it.",
     )
+    passed_on_words: bool = strawberry.field(default=False, description=PASSED_ON_WORDS)
 
 
 # A hit's cursor is its position in the ranked list.
@@ -135,6 +137,7 @@ def _hit(c: Candidate) -> SearchHit:
         fused_rank=c.fused_rank,
         fate=CandidateFate(c.fate),
         rerank_score=c.rerank_score,
+        passed_on_words=c.passed_on_words,
     )
 
 

@@ -61,6 +61,9 @@ class Candidate:
     rerank_score: float | None = None  # the reranker's, when one ranked this candidate (app/rag/search/rerank.py)
     ordinal: int | None = None  # its position in its document (None: unknown)
     ordinal_end: int | None = None  # the last chunk merged into it, when adjacent chunks were
+    # Passes the threshold on its words (app/rag/search/retrieval.py, :func:`words_pass`): a short question
+    # whose cosine says little, and this chunk holds every one of its words the knowledge base has.
+    passed_on_words: bool = False
 
     @property
     def ordinal_span(self) -> tuple[int, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,7 +28,7 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag.index import keyword_index, rankings, spaces, vector_store
-from app.rag.search import document_filter, feedback, fusion, hygiene, query_cache
+from app.rag.search import conversation, document_filter, feedback, fusion, hygiene, query_cache
 from app.rag.search.candidates import Candidate, CandidateFate, Location
 from app.rag.search.degradation import Degradation, DegradationReason
 from app.rag.search.document_filter import DocumentFilter
@@ -222,6 +223,8 @@ def retrieve(
         if params.neighbours:
             with _timed(t, Stage.RETRIEVAL_LOAD):
                 _add_neighbours(db, project_id, space.table, query_vector, result)
+        with _timed(t, Stage.RETRIEVAL_RANK):
+            words_pass(db, project_id, result)
     with _timed(t, Stage.RETRIEVAL_RANK):
         apply_threshold_and_top_k(result.candidates, params)
     if key is not None and not result.degraded:  # a degraded search is worth trying again
@@ -524,6 +527,40 @@ def _rank(
     return candidates
 
 
+# A question of at most this many words embeds as little more than its question words: "How do I install
+# it?" scores 0.05 against the section that answers it, "What does -n do?" 0.24 against the flag's
+# list item (docs/BENCHMARKS.md, "Short questions").
+SHORT_QUESTION_WORDS = 6
+# How far under the threshold the words may carry a chunk: at the default 0.30, any chunk not facing away
+# from the question; a session that asks for 0.90 still gets nothing under 0.60.
+WORDS_MARGIN = 0.30
+
+
+def words_pass(db: Session, project_id: int, result: RetrievalResult) -> None:
+    """When no candidate of a short question reaches the threshold, the keyword ranking's first one
+    passes it if it holds every word of the question that the knowledge base has (each word weighted
+    by its idf, so the share is 1) and scores at least ``WORDS_MARGIN`` under the threshold: the
+    cosine of a few generic words says little, the words do. Only then — a search that keeps something
+    is left as it is, and a chunk that misses any of the question's words (an unanswerable "does it
+    support X?" over a document about Y) is not let in."""
+    params = result.params
+    words = keyword_index.tokenizer().question(result.query)
+    if not words or len(_WORDS.findall(result.query)) > SHORT_QUESTION_WORDS:
+        return
+    if any(c.score is None or c.score >= params.threshold for c in result.candidates):
+        return
+    first = next((i for i, c in enumerate(result.candidates) if c.keyword_rank == 1), None)
+    if first is None or (result.candidates[first].score or 0.0) < params.threshold - WORDS_MARGIN:
+        return
+    idf = rankings.keyword_ranking(db, project_id).idf(list(words))
+    if conversation.own_words(idf, result.candidates[first].text) >= FULL_SHARE:
+        result.candidates[first] = replace(result.candidates[first], passed_on_words=True)
+
+
+FULL_SHARE = 1.0 - 1e-9  # every word (float sums of idf)
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
 def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalParams) -> None:
     """Each candidate's fate, in its ranked order: ``candidates`` (a list of the caller's own) gets a
     new candidate wherever a fate changes. Run again after a reranker reorders them: a chunk merged
@@ -536,7 +573,7 @@ def apply_threshold_and_top_k(candidates: list[Candidate], params: RetrievalPara
             continue
         if candidate.chunk_id in duplicates:
             fate = CandidateFate.NEAR_DUPLICATE
-        elif candidate.score is not None and candidate.score < params.threshold:
+        elif candidate.score is not None and candidate.score < params.threshold and not candidate.passed_on_words:
             fate = CandidateFate.BELOW_THRESHOLD
         elif kept >= params.top_k:
             fate = CandidateFate.BEYOND_TOP_K

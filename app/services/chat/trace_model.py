@@ -53,6 +53,11 @@ def api(description: str, *, name: str | None = None, read: str | None = None) -
 STORED_ONLY: dict[str, Any] = {"stored_only": True}
 
 # Descriptions other types share with the trace's candidates (search hits, chat sources).
+PASSED_ON_WORDS = (
+    "It passed the threshold on its words, not its score: nothing of a short question (six words at most) "
+    "reached the threshold, and this, the keyword ranking's first, holds every word of the question that the "
+    "knowledge base has and scores at most 0.30 under the threshold."
+)
 SCORE = (
     "Cosine similarity to the question, 0-1 (higher is closer; the threshold's scale). Null only when there is "
     "none: the stored vectors could not be read and keyword search alone found the chunk (see `degraded`)."
@@ -117,6 +122,10 @@ class TraceCandidate(_Camel):
             "The reranker's score (its own scale, only comparable within one question); null when no reranker "
             "scored it. Reranked candidates are ordered by this blended with their fused rank."
         ),
+    )
+    passed_on_words: bool = field(  # absent in older traces
+        default=False,
+        metadata=api(PASSED_ON_WORDS),
     )
 
 

@@ -4,6 +4,7 @@ threshold then top_k, fusion."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -210,3 +211,51 @@ def test_the_nearest_score_is_the_best_candidates_score(container: Container) ->
         )
     empty = projects.create(container.store, "empty").id
     assert nearest_score(container.store, embedder, empty, [1, 0, 0, 0]) is None
+
+
+def _readme_project(container: Container) -> tuple[FakeEmbedder, int]:
+    """A tool's README in three one-chunk documents whose cosines to the questions below are all under
+    0.30, as a small embedding model scores a short question against the section that answers it."""
+    embedder = FakeEmbedder(dimensions=4)
+    for question in ("How do I install it?", "What does -n do?", "Does it support Python 2.7?"):
+        embedder.pin(question, [1, 0, 0, 0])
+    embedder.pin("Getting started. Install via pip: pip install frobnicate", [0.05, 1, 0, 0])  # cosine 0.05
+    embedder.pin("Options. - `-n`: skips the summary statistics", [0.24, 0, 0.97, 0])  # cosine 0.24
+    embedder.pin("Frobnicate totals widgets and runs on Python 3.9 or newer.", [0.2, 0, 0, 1])  # cosine 0.2
+    embedder.pin("Plugins add support for gadgets.", [0.1, 0, 0, 1])  # cosine 0.1
+    files = {
+        "install.txt": "Getting started. Install via pip: pip install frobnicate",
+        "options.txt": "Options. - `-n`: skips the summary statistics",
+        "about.txt": "Frobnicate totals widgets and runs on Python 3.9 or newer.",
+        "plugins.txt": "Plugins add support for gadgets.",
+    }
+    return embedder, _ingest(container, embedder, "readme", files)
+
+
+@pytest.mark.parametrize(
+    ("question", "document"), [("How do I install it?", "install.txt"), ("What does -n do?", "options.txt")]
+)
+def test_a_short_question_keeps_the_passage_holding_all_its_words(
+    container: Container, question: str, document: str
+) -> None:
+    # The cosine of a few generic words says little; the only chunk with all of them answers.
+    embedder, pid = _readme_project(container)
+    result = retrieve(container.store, embedder, pid, question, RetrievalParams(top_k=5, threshold=0.3))
+    assert [(c.document_name, c.passed_on_words) for c in result.kept] == [(document, True)]
+    assert result.kept[0].score is not None and result.kept[0].score < 0.3
+
+
+def test_words_let_in_nothing_that_misses_a_word_or_when_the_cosine_found_something(container: Container) -> None:
+    embedder, pid = _readme_project(container)
+    params = RetrievalParams(top_k=5, threshold=0.3)
+    # "support" and "Python" are in the knowledge base, never in one chunk: nothing answers this.
+    assert retrieve(container.store, embedder, pid, "Does it support Python 2.7?", params).kept == []
+    # Something passed on its cosine: the search is left as it was.
+    found = retrieve(container.store, embedder, pid, "How do I install it?", replace(params, threshold=0.15))
+    assert sorted(c.document_name for c in found.kept) == ["about.txt", "options.txt"]
+    assert not any(c.passed_on_words for c in found.candidates)
+    # A question of more words embeds its meaning: its cosine decides alone.
+    # A strict session's threshold still means what it says: the words carry a chunk 0.30 at most.
+    assert retrieve(container.store, embedder, pid, "What does -n do?", replace(params, threshold=0.6)).kept == []
+    embedder.pin("How do I install it on a laptop at home?", [1, 0, 0, 0])
+    assert retrieve(container.store, embedder, pid, "How do I install it on a laptop at home?", params).kept == []

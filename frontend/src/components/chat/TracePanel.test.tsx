@@ -9,7 +9,7 @@ import { TracePanel } from "./TracePanel";
 const where = { page: null, lineStart: 1, lineEnd: 5, headingPath: "" };
 
 function candidate(n: number, fate: TraceFieldsFragment["candidates"][number]["fate"], score: number | null) {
-  return { chunkId: String(n), documentId: "1", documentName: `doc-${n}.md`, score, vectorRank: score === null ? null : n, keywordRank: n + 1, fusedRank: n, fusedScore: 0.03, rerankScore: null, fate, location: where };
+  return { chunkId: String(n), documentId: "1", documentName: `doc-${n}.md`, score, vectorRank: score === null ? null : n, keywordRank: n + 1, fusedRank: n, fusedScore: 0.03, rerankScore: null, passedOnWords: false, fate, location: where };
 }
 
 const trace: TraceFieldsFragment = {
@@ -87,6 +87,14 @@ describe("TracePanel", () => {
     expect(rows[0]).toHaveTextContent("3.000");
     expect(within(rows[2]!).getAllByText("—").length).toBeGreaterThan(0);
     expect(screen.getByRole("columnheader", { name: "Rerank" })).toBeInTheDocument();
+  });
+
+  it("says why a source under the threshold was kept: on its words", () => {
+    const words = { ...trace, candidates: [{ ...candidate(1, "KEPT", 0.05), passedOnWords: true }] };
+    render(<TracePanel trace={words} open onClose={vi.fn()} />);
+    const row = within(screen.getByRole("dialog", { name: "Why this answer" })).getByTestId("trace-candidate");
+    expect(row).toHaveTextContent("score 0.05 < 0.40, kept on its words");
+    expect(row).not.toHaveTextContent("≥");
   });
 
   it("shows no rerank column and no ranking section when no stage ran", () => {

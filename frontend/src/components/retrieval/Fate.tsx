@@ -59,11 +59,13 @@ export function FateLegend({ counts, label, onlyPresent = false, small = false }
 /** Why a candidate met its fate, in words, from its numbers and the settings. */
 export function fateReason(
   fate: CandidateFate,
-  candidate: { score: number | null; fusedRank: number },
+  candidate: { score: number | null; fusedRank: number; passedOnWords?: boolean },
   settings: { threshold: number; topK: number },
 ): string {
   switch (fate) {
     case "KEPT":
+      if (candidate.passedOnWords && candidate.score !== null && candidate.score < settings.threshold)
+        return `score ${formatScore(candidate.score)} < ${settings.threshold.toFixed(2)}, kept on its words: it holds every word of a short question that nothing else matched`;
       return `score ${formatScore(candidate.score)} ≥ ${settings.threshold.toFixed(2)}, within the top ${settings.topK}`;
     case "BELOW_THRESHOLD":
       return `score ${formatScore(candidate.score)} < threshold ${settings.threshold.toFixed(2)}`;

@@ -16,7 +16,7 @@ function answer(topK: number, threshold: number, ranking: Ranking | null = null)
     const passes = score >= threshold;
     const fate = passes && kept < topK ? "KEPT" : passes ? "BEYOND_TOP_K" : "BELOW_THRESHOLD";
     if (fate === "KEPT") kept += 1;
-    return { chunkId: String(i + 1), documentId: "1", documentName: "guide.md", text: `passage ${i + 1}`, score, vectorRank: i + 1, keywordRank: null, fusedRank: i + 1, rerankScore: ranking?.reranker ? 4 - i : null, fate, location: where } as const;
+    return { chunkId: String(i + 1), documentId: "1", documentName: "guide.md", text: `passage ${i + 1}`, score, vectorRank: i + 1, keywordRank: null, fusedRank: i + 1, rerankScore: ranking?.reranker ? 4 - i : null, passedOnWords: false, fate, location: where } as const;
   });
   return {
     request: { query: RetrievalPreviewDocument, variables: { sessionId: "7", message: "How do I install it?", topK, threshold } },
