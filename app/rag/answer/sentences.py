@@ -377,9 +377,16 @@ def terms(text: str, *, digits: bool = False) -> list[str]:
     return list(_terms(text, digits) if len(text) <= TERMS_CACHED_CHARS else _terms.__wrapped__(text, digits))
 
 
+# A contraction's clitic: "what's", "we're", "I've" are their stop word ("what", "we", "i"), not
+# a content word "what" or "we'r"; a word ending in "n't" is always a function word ("can't", "don't").
+_CLITIC = re.compile(r"['\u2019](?:s|re|ve|ll|d|m)$")
+_NEGATED = re.compile(r"n['\u2019]t$")
+
+
 @functools.lru_cache(maxsize=4096)
 def _terms(text: str, digits: bool) -> tuple[str, ...]:
-    kept = [w for w in words(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    bare = (_CLITIC.sub("", w) for w in words(text) if not _NEGATED.search(w))
+    kept = [w for w in bare if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
     return tuple([NUMBER_WORDS[w] if digits and w in NUMBER_WORDS else stem(w) for w in kept])
 
 

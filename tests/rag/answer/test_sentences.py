@@ -152,3 +152,10 @@ def test_columns_over_a_line_of_dashes_are_a_plain_text_table() -> None:
         ("table", "STORE          2   Report writes to the\n                     store"),
         ("heading", "Title"),  # no columns: a setext heading as before
     ]
+
+
+def test_a_contraction_is_its_stop_word_not_a_content_word() -> None:
+    # "What's" was "what" and "we're" "we'r": content words no sentence shares, diluting the overlap.
+    assert terms("What's the rate? There's a fee. We're adding it; I've seen it.") == ["rate", "fee", "add", "seen"]
+    assert terms("Can't I return it? We don't") == ["return"]
+    assert terms("the manager's approval, the team\u2019s rules") == ["manager", "approval", "team", "rule"]
