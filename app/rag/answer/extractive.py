@@ -609,13 +609,13 @@ def _asked_names(question: str) -> tuple[dict[str, str], dict[str, str]]:
     for span in _CODE_SPAN.findall(question):
         if not re.search(r"_|::|#", span):
             continue  # "`static`", "`const`": a word in code quotes, which prose writes as a word ("Constants")
-        squashed = re.sub(r"[^\w]|_", "", span).lower()
-        if len(squashed) >= 2 and squashed not in sentences.STOP_WORDS:
-            names.setdefault(squashed, span)
+        key = sentences.squashed(span)
+        if len(key) >= 2 and key not in sentences.STOP_WORDS:
+            names.setdefault(key, span)
     for version in _VERSION.findall(question):
-        names.setdefault(re.sub(r"\D", "", version), version)
-    own = {re.sub(r"[^\w]|_", "", m["name"]).lower() for m in _OWN_CASE.finditer(question)}
-    own |= {re.sub(r"[^\w]|_", "", m).lower() for m in _PROPOSED.findall(question)}
+        names.setdefault(sentences.squashed(version), version)
+    own = {sentences.squashed(m["name"]) for m in _OWN_CASE.finditer(question)}
+    own |= {sentences.squashed(m) for m in _PROPOSED.findall(question)}
     theirs = {k: v for k, v in names.items() if k in own}
     return {k: v for k, v in names.items() if k not in own}, theirs
 

@@ -340,6 +340,8 @@ def words(text: str) -> list[str]:
 
 
 _POSSESSIVE = re.compile(r"['\u2019]s$")
+# A verb's clitic after its pronoun or wh-word: "I'm", "we're", "I've", "they'll", "you'd".
+_CLITICS = "m|re|ve|ll|d"
 # The guard, citations, widen and extractive answers take the terms of the same sources again and
 # again (every turn, several times per turn): remembered, per word and per text. Bounded; texts
 # longer than TERMS_CACHED_CHARS (a long answer or document) are not kept.
@@ -379,7 +381,7 @@ def terms(text: str, *, digits: bool = False) -> list[str]:
 
 # A contraction's clitic: "what's", "we're", "I've" are their stop word ("what", "we", "i"), not
 # a content word "what" or "we'r"; a word ending in "n't" is always a function word ("can't", "don't").
-_CLITIC = re.compile(r"['\u2019](?:s|re|ve|ll|d|m)$")
+_CLITIC = re.compile(rf"['\u2019](?:s|{_CLITICS})$")
 _NEGATED = re.compile(r"n['\u2019]t$")
 
 
@@ -398,6 +400,11 @@ def numbers(text: str) -> set[str]:
 _NOT_LETTER_OR_DIGIT = re.compile(r"[^\w]|_")
 
 
+def squashed(text: str) -> str:
+    """``text`` as :func:`names` keys a name: lower-case letters and digits only ("SM-40" -> "sm40")."""
+    return _NOT_LETTER_OR_DIGIT.sub("", text).lower()
+
+
 def names(text: str) -> dict[str, str]:
     """Names and codes: capitalised words after the first ("Lisbon", "Priya"), words with inner
     capitals or digits ("SM-40", "Q1", "NB-IoT"), numbers ("2024"). Squashed to lower-case letters
@@ -406,7 +413,7 @@ def names(text: str) -> dict[str, str]:
     previous = ""
     for word in text.split():
         token = _POSSESSIVE.sub("", word.strip(".,;:!?()[]{}*_`\"'\u201c\u201d"))
-        squashed = _NOT_LETTER_OR_DIGIT.sub("", token).lower()
+        key = squashed(token)
         # A capital after a sentence's end is the sentence's, not a name's ("… trusted. Anything I can try?").
         opens = not previous or previous.endswith((".", "!", "?", ":"))
         previous = word
@@ -414,13 +421,13 @@ def names(text: str) -> dict[str, str]:
         if (token[:1].isdigit() and not token.isdigit()) or _CONTRACTION.fullmatch(token):
             continue
         coded = any(map(str.isdigit, token)) or any(map(str.isupper, token[1:]))
-        if len(squashed) >= 2 and squashed not in STOP_WORDS and (coded or (not opens and token[:1].isupper())):
-            out[squashed] = token
+        if len(key) >= 2 and key not in STOP_WORDS and (coded or (not opens and token[:1].isupper())):
+            out[key] = token
     return out
 
 
 # "I'm", "We're", "They'll": a pronoun with its verb, capitalised because "I" is.
-_CONTRACTION = re.compile(r"[^\W\d_]+['\u2019](?:m|re|ve|ll|d)", re.I)
+_CONTRACTION = re.compile(rf"[^\W\d_]+['\u2019](?:{_CLITICS})", re.I)
 
 
 def runs(text: str) -> set[str]:
