@@ -140,10 +140,9 @@ def _summary(
 
 
 def _spread(values: list[float]) -> dict[str, float | None]:
-    ordered = sorted(values)
-    if not ordered:
+    if not values:
         return {"median": None, "p95": None}
-    return {"median": statistics.median(ordered), "p95": ordered[int(0.95 * (len(ordered) - 1))]}
+    return {"median": statistics.median(values), "p95": common.p95(values)}
 
 
 def _clients(url: str, sessions: list[str], turns: int) -> dict[str, Any]:
