@@ -23,10 +23,12 @@ from app.db.enums import ToolCallStatus
 from app.rag.answer.guard import Decision
 from app.rag.answer.mode import AnswerMode
 from app.rag.search.candidates import CandidateFate, Location
+from app.rag.search.conversation import OUTVOTED_MARGIN
 from app.rag.search.conversation_settings import Quality, RewriteMode
 from app.rag.search.degradation import Degradation
 from app.rag.search.document_filter import DocumentFilter
 from app.rag.search.fusion import Fusion
+from app.rag.search.retrieval import SHORT_QUESTION_WORDS, WORDS_MARGIN
 from app.rag.search.retrieval_mode import RetrievalMode
 from app.rag.search.rewrite import RewriteOutcome
 from app.rag.search.stages import Stage
@@ -54,9 +56,10 @@ STORED_ONLY: dict[str, Any] = {"stored_only": True}
 
 # Descriptions other types share with the trace's candidates (search hits, chat sources).
 PASSED_ON_WORDS = (
-    "It passed the threshold on its words, not its score: nothing of a short question (six words at most) "
+    "It passed the threshold on its words, not its score: nothing of a short question "
+    f"({SHORT_QUESTION_WORDS} words at most) "
     "reached the threshold, and this, the keyword ranking's first, holds every word of the question that the "
-    "knowledge base has and scores at most 0.30 under the threshold."
+    f"knowledge base has and scores at most {WORDS_MARGIN:.2f} under the threshold."
 )
 SCORE = (
     "Cosine similarity to the question, 0-1 (higher is closer; the threshold's scale). Null only when there is "
@@ -367,8 +370,8 @@ class TraceSearch(_Camel):
         metadata=api(
             "When the message scored under the standalone score: the share of its own words (each weighted "
             "by how rare it is in the knowledge base) that the first passage it found alone holds. When that "
-            "is at least 0.05 more than `historyOwnWords`, the earlier turns outvoted the message's own words "
-            "and it was searched alone (then `earlier` is empty)."
+            f"is at least {OUTVOTED_MARGIN:.2f} more than `historyOwnWords`, the earlier turns outvoted the "
+            "message's own words and it was searched alone (then `earlier` is empty)."
         ),
     )
     history_own_words: float | None = field(
