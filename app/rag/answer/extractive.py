@@ -255,7 +255,7 @@ class _Why:
     floor: float  # the bar for this answer: the fixed one, or a share of the best sentence's score
     opts: ExtractiveOptions
     beyond: bool = False  # the question is about something no source mentions
-    unstated: str | None = None  # the value the question asks for (a number, a date…), which no sentence above the bar has
+    unstated: str | None = None  # the value asked for (a number, a date…) that no sentence above the bar has
 
     def considered(self, candidates: list[_Candidate], chosen: list[_Candidate]) -> tuple[Considered, ...]:
         best = sorted(candidates, key=_preference, reverse=True)[:CONSIDERED]
@@ -281,7 +281,8 @@ class _Why:
         if self.beyond:
             return "not quoted: the question is about something no kept source mentions" + penalised
         if self.unstated:
-            return f"not quoted: no sentence above the bar states the kind of value the question asks for: {self.unstated}" + penalised
+            asked = f"no sentence above the bar states the kind of value the question asks for: {self.unstated}"
+            return f"not quoted: {asked}" + penalised
         if c.score < self.bar:
             return f"below the bar: {c.score:.2f} < {self.bar:.2f}" + penalised
         if c.score < self.floor:
@@ -863,7 +864,9 @@ _MEASURE = re.compile(
 )
 _COUNT = re.compile(rf"{_NUMBER}", re.I)
 # "What's the per-mile rate", "what rate … per night": a number per something is asked for.
-_RATE_QUESTION = re.compile(r"^(?=.*\brates?\b)(?=.*\bper[\s-]+[a-z])|^\s*what(?:'s|\u2019s| is)? (?:the )?rate\b", re.I)
+_RATE_QUESTION = re.compile(
+    r"^(?=.*\brates?\b)(?=.*\bper[\s-]+[a-z])|^\s*what(?:'s|\u2019s| is)? (?:the )?rate\b", re.I
+)
 _RATE = re.compile(rf"\d[^.;]{{0,40}}?(?:\bper\b|/\s*[a-z]|\ban?\s+(?:[a-z]+\s+)?{_UNITS}\b|%|\beach\b)", re.I)
 
 
