@@ -843,13 +843,9 @@ def _unstated(question: str, candidates: list[_Candidate], bar: float) -> str | 
     return "a value of that kind" if asks and not any(c.fit for c in above) else None
 
 
-# "How many paid federal holidays do …": the words after "how many" up to the verb or a preposition;
-# the last of them names what is counted.
+# "How many paid federal holidays do …": the words after "how many" up to a stop word (the verb, a
+# preposition, a pronoun); the last of them names what is counted.
 _HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z][\w-]*\s+){0,4})", re.I)
-_COUNT_STOP = frozenset(
-    "do does did are is was were can could should must will would have has had may might of in on at for per "
-    "to from with by get gets does i we you they it".split()
-)
 # Amounts that are measures, not counts of things: time ("four 10-hour days", "15+ years"), money,
 # shares, dates; and numbers that label ("Example 1", "Line #1145", "version 2").
 _UNITS = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|h|s|ms)"
@@ -877,7 +873,7 @@ def _counted(question: str) -> str | None:
         return None
     said: list[str] = []
     for word in m[1].split():
-        if word.lower() in _COUNT_STOP or word.lower() in sentences.STOP_WORDS:
+        if word.lower() in sentences.STOP_WORDS or word.lower() == "gets":
             break
         said.append(word)
     if not said or re.fullmatch(_UNITS, said[-1], re.I):
