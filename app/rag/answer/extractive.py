@@ -222,7 +222,7 @@ def compose(
     best = max(candidates, key=_preference)
     bar = opts.min_score if embed is not None else opts.min_score_without_embeddings
     beyond = best.score >= bar and _beyond_sources(question, ordered, best, asked, embed, opts)
-    unstated = best.score >= bar and not beyond and _unstated(question, candidates, bar)
+    unstated = _unstated(question, candidates, bar) if best.score >= bar and not beyond else None
     if best.score < bar or beyond or unstated:
         closest = _evidence(best)
         why = _Why(bar, bar, opts, beyond=beyond, unstated=unstated)
@@ -255,7 +255,7 @@ class _Why:
     floor: float  # the bar for this answer: the fixed one, or a share of the best sentence's score
     opts: ExtractiveOptions
     beyond: bool = False  # the question is about something no source mentions
-    unstated: bool = False  # the question asks for a value (a number, a date…) no sentence above the bar has
+    unstated: str | None = None  # the value asked for (a number, a date…) that no sentence above the bar has
 
     def considered(self, candidates: list[_Candidate], chosen: list[_Candidate]) -> tuple[Considered, ...]:
         best = sorted(candidates, key=_preference, reverse=True)[:CONSIDERED]
@@ -281,7 +281,8 @@ class _Why:
         if self.beyond:
             return "not quoted: the question is about something no kept source mentions" + penalised
         if self.unstated:
-            return "not quoted: no sentence above the bar states the kind of value the question asks for" + penalised
+            asked = f"no sentence above the bar states the kind of value the question asks for: {self.unstated}"
+            return f"not quoted: {asked}" + penalised
         if c.score < self.bar:
             return f"below the bar: {c.score:.2f} < {self.bar:.2f}" + penalised
         if c.score < self.floor:
@@ -823,12 +824,66 @@ def _definition(term: str) -> re.Pattern[str]:
     )
 
 
-def _unstated(question: str, candidates: list[_Candidate], bar: float) -> bool:
-    """Whether the question asks for a value (a date, a duration, a time, a number) and no sentence
-    scoring at least ``bar`` states one: "How long should we keep logs?" is not answered by a
-    sentence about logging that gives no duration."""
+def _unstated(question: str, candidates: list[_Candidate], bar: float) -> str | None:
+    """What value the question asks for, when no sentence scoring at least ``bar`` states it (else
+    None): "How long should we keep logs?" is not answered by a sentence about logging that gives no
+    duration. A count of things that are not a measure ("how many holidays") is not stated by a
+    number of hours, days or money ("8 hours for the paid holiday"), nor a rate ("the per-mile rate")
+    by a number that is not per anything (an expense "over $75")."""
+    above = [c for c in candidates if c.score >= bar]
+    if (unit := _counted(question)) is not None:
+        if not any(_counts(c.text) for c in above):
+            return f"a number of {unit}, and the numbers there are amounts of time or money, or none"
+        return None
+    if _RATE_QUESTION.search(question):
+        if not any(_RATE.search(c.text) for c in above):
+            return "a rate, and no number there is per anything"
+        return None
     asks = _VALUE_QUESTION.search(question) and _answer_kind(question) in _VALUE_KINDS
-    return bool(asks) and not any(c.fit for c in candidates if c.score >= bar)
+    return "a value of that kind" if asks and not any(c.fit for c in above) else None
+
+
+# "How many paid federal holidays do …": the words after "how many" up to a stop word (the verb, a
+# preposition, a pronoun); the last of them names what is counted.
+_HOW_MANY = re.compile(r"\bhow many\s+((?:[a-z][\w-]*\s+){0,4})", re.I)
+# Amounts that are measures, not counts of things: time ("four 10-hour days", "15+ years"), money,
+# shares, dates; and numbers that label ("Example 1", "Line #1145", "version 2").
+_UNITS = r"(?:seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|nights?|weeks?|months?|quarters?|years?|h|s|ms)"
+_NUMBER = rf"(?:\d[\d,.]*\+?|\b{_SPELLED}\b)"
+_MEASURE = re.compile(
+    rf"[$\u20ac\u00a3\u00a5]\s?\d[\d,.]*|{_NUMBER}(?:\s*(?:,|-|\u2013|to|or|and)\s*{_NUMBER})*\s*%"
+    rf"|{_NUMBER}(?:\s*(?:,|-|\u2013|to|or|and)\s*{_NUMBER})*\s*(?:[\w-]+\s+){{0,2}}{_UNITS}\b"
+    r"|\b(?:examples?|steps?|lines?|items?|sections?|chapters?|figures?|tables?|pages?|versions?|rules?|no\.|number)"
+    r"\s*#?\d[\d.]*"
+    rf"|\b(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)\b|\b(?:19|20)\d\d\b",
+    re.I,
+)
+_COUNT = re.compile(rf"{_NUMBER}", re.I)
+# "What's the per-mile rate", "what rate … per night": a number per something is asked for.
+_RATE_QUESTION = re.compile(
+    r"^(?=.*\brates?\b)(?=.*\bper[\s-]+[a-z])|^\s*what(?:'s|\u2019s| is)? (?:the )?rate\b", re.I
+)
+_RATE = re.compile(rf"\d[^.;]{{0,40}}?(?:\bper\b|/\s*[a-z]|\ban?\s+(?:[a-z]+\s+)?{_UNITS}\b|%|\beach\b)", re.I)
+
+
+def _counted(question: str) -> str | None:
+    """What a "how many" question counts, when it is not itself a measure of time: "holidays" in "How
+    many paid federal holidays do we get?"; None for "how many days …" (a duration)."""
+    if not (m := _HOW_MANY.search(question)):
+        return None
+    said: list[str] = []
+    for word in m[1].split():
+        if word.lower() in sentences.STOP_WORDS or word.lower() == "gets":
+            break
+        said.append(word)
+    if not said or re.fullmatch(_UNITS, said[-1], re.I):
+        return None
+    return said[-1]
+
+
+def _counts(text: str) -> bool:
+    """Whether ``text`` has a number that is not an amount of time or money, a share or a date."""
+    return bool(_COUNT.search(_MEASURE.sub(" ", text)))
 
 
 def _answer_kind(question: str) -> re.Pattern[str] | None:
