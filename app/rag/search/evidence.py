@@ -33,14 +33,14 @@ def with_documents(
     total = sum(words.values())
     if coverage <= 0 or total <= 0:
         return dict(fused)
-    tokenizer = keyword_index.tokenizer()
-    held: dict[int, set[int]] = {}
+    texts: dict[int, list[str]] = {}
     for cid in fused:
         if cid in chunks:
             document, text = chunks[cid]
-            held.setdefault(document, set()).update(tokenizer.terms(text))
-    share = {
-        document: sum(weight for term, weight in words.items() if term in terms) / total
-        for document, terms in held.items()
-    }
+            texts.setdefault(document, []).append(text)
+    tokenizer = keyword_index.tokenizer()
+    share = {}
+    for document, held in texts.items():
+        terms = tokenizer.distinct_terms(held)
+        share[document] = sum(weight for term, weight in words.items() if term in terms) / total
     return {cid: score + (coverage * share[chunks[cid][0]] if cid in chunks else 0.0) for cid, score in fused.items()}
