@@ -73,6 +73,10 @@ class RagDefaults(RagSettings):
     # (1 - convex_alpha) x BM25, each min-max normalised over the candidates). docs/BENCHMARKS.md.
     fusion: Literal["rrf", "convex"] = "convex"
     convex_alpha: float = Field(0.75, ge=0.0, le=1.0, allow_inf_nan=False)
+    # Convex fusion's document evidence (app/rag/search/evidence.py): a candidate gains document_coverage
+    # x the idf-weighted share of the question's words that its document's candidates hold together
+    # (0: off). docs/BENCHMARKS.md, "Document evidence".
+    document_coverage: float = Field(0.2, ge=0.0, le=1.0, allow_inf_nan=False)
     # A message after earlier turns is first searched alone: when its best passage scores at least
     # this (cosine, the embedder's scale like the threshold), it stands on its own (a new topic)
     # and is searched without the earlier turns; below it, it is a follow-up and the history-aware

@@ -73,6 +73,7 @@ def retrieval(
             "feedback_docs": feedback_docs,
             "fusion": fusion or settings.rag.fusion,
             "convex_alpha": convex_alpha if convex_alpha is not None else settings.rag.convex_alpha,
+            "document_coverage": settings.rag.document_coverage,
         }
         stages = _stages(settings, expand, rerank, provider, model)
         result = retrieval_bench.run(

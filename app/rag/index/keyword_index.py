@@ -96,6 +96,15 @@ class Tokenizer:
         self._learn(runs)
         return [t for run in runs for t in self._run_terms[self._runs[run]]]
 
+    def distinct_terms(self, texts: Iterable[str]) -> set[int]:
+        """The term ids that ``texts`` hold together, each distinct run of bytes looked up once
+        (what a page's candidates hold of a question's words: app/rag/search/evidence.py)."""
+        runs: set[bytes] = set()
+        for text in texts:
+            runs.update(_runs(text))
+        self._learn(runs)
+        return {t for run in runs for t in self._run_terms[self._runs[run]]}
+
     def term_names(self) -> list[str]:
         """For each term id (the index), the first word seen that tokenises to just that term (else
         the token): what other backends, with their own stemmers, search for (app/rag/index/pg_rankings.py).

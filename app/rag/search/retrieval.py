@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from app.db.database import Database
 from app.llm.base import Embedder, Vectors
 from app.rag.index import keyword_index, rankings, spaces, vector_store
-from app.rag.search import conversation, document_filter, feedback, fusion, hygiene, query_cache
+from app.rag.search import conversation, document_filter, evidence, feedback, fusion, hygiene, query_cache
 from app.rag.search.candidates import Candidate, CandidateFate, Location
 from app.rag.search.degradation import Degradation, DegradationReason
 from app.rag.search.document_filter import DocumentFilter
@@ -61,6 +61,9 @@ class RetrievalParams:
     # each min-max normalised over the candidates). Several phrasings or feedback are always fused by RRF.
     fusion: str = "convex"
     convex_alpha: float = 0.75
+    # Convex fusion's document evidence (app/rag/search/evidence.py): each candidate gains this weight
+    # x the share of the question's words (idf-weighted) that its document's candidates hold. 0: off.
+    document_coverage: float = 0.2
     # Pseudo-relevance feedback (app/rag/search/feedback.py): the first N chunks of the fused ranking move the
     # question (0: off); the moved vector's and terms' rankings are fused with these weights (0: not run).
     feedback_docs: int = 0
@@ -95,6 +98,7 @@ class RetrievalParams:
             keyword_weight=rag.keyword_weight,
             fusion=rag.fusion,
             convex_alpha=rag.convex_alpha,
+            document_coverage=rag.document_coverage,
             dedupe=True,
             per_document=PER_DOCUMENT,
             merge_adjacent=True,
@@ -219,7 +223,8 @@ def retrieve(
         with _timed(t, Stage.RETRIEVAL_LOAD):
             rows = _load(db, project_id, ids)
         with _timed(t, Stage.RETRIEVAL_RANK):
-            result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result, extra)
+            words = _question_words(db, project_id, query, terms, params)
+            result.candidates = _rank(rows, scores, vector_hits, keyword_hits, result, extra, words=words)
         if params.neighbours:
             with _timed(t, Stage.RETRIEVAL_LOAD):
                 _add_neighbours(db, project_id, space.table, query_vector, result)
@@ -480,6 +485,8 @@ def _rank(
     result: RetrievalResult,
     extra: Sequence[tuple[list[tuple[int, float]], float]] = (),
     order: list[int] | None = None,
+    *,
+    words: Mapping[int, float] | None = None,
 ) -> list[Candidate]:
     params = result.params
     vector_ids = [cid for cid, _ in vector_hits if cid in rows]
@@ -494,6 +501,9 @@ def _rank(
         bm25 = {cid: -value for cid, value in keyword_hits if cid in rows}  # FTS5's bm25: lower is better
         fused = fusion.convex(similarity, bm25, params.convex_alpha)
         fused.update({cid: 0.0 for cid in rows if cid not in fused})  # no score at all: last
+        if words is not None:
+            chunks = {cid: (int(r[1]), str(r[3])) for cid, r in rows.items()}
+            fused = evidence.with_documents(fused, chunks, words, coverage=params.document_coverage)
         order = sorted(fused, key=lambda c: (-fused[c], -(scores.get(c) or -2.0), c))
         result.fusion = fusion.Fusion.CONVEX
     elif order is None and extra:  # several phrasings: their fusion orders, whatever the mode
@@ -534,6 +544,19 @@ SHORT_QUESTION_WORDS = 6
 # How far under the threshold the words may carry a chunk: at the default 0.30, any chunk not facing away
 # from the question; a session that asks for 0.90 still gets nothing under 0.60.
 WORDS_MARGIN = 0.30
+
+
+def _question_words(
+    db: Session, project_id: int, query: str, terms: Mapping[int, float] | None, params: RetrievalParams
+) -> dict[int, float] | None:
+    """The question's words for document evidence, each weighted by its idf in the project times its
+    weight in the query (an earlier turn's words count less; at most 1, as the message's own words):
+    None when the search does not fuse by score or the evidence is off."""
+    if params.fusion != "convex" or params.mode != RetrievalMode.HYBRID or params.document_coverage <= 0:
+        return None
+    weights = dict(terms) if terms is not None else keyword_index.tokenizer().question(query)
+    idf = rankings.keyword_ranking(db, project_id).idf(list(weights))
+    return {term: value * min(1.0, float(weights[term])) for term, value in idf.items()}
 
 
 def words_pass(db: Session, project_id: int, result: RetrievalResult) -> None:

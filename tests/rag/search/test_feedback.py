@@ -51,11 +51,12 @@ def test_convex_fusion_ranks_by_scores_not_ranks(container: Container) -> None:
     embedder = FakeEmbedder()
     files = {"a.txt": "penguins penguins penguins penguins", "b.txt": "penguins owls", "c.txt": "tea"}
     pid = _ingest(container, embedder, "cv", files)
-    keyword_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=0.0)
+    # Convex fusion's arithmetic alone (document evidence adds to the fused score: test_evidence.py).
+    keyword_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=0.0, document_coverage=0.0)
     found = retrieve(container.store, embedder, pid, "penguins", keyword_only)
     assert [c.document_name for c in found.candidates][:2] == ["a.txt", "b.txt"]  # BM25 alone decides
     assert found.candidates[0].fused_score == 1.0
-    vector_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=1.0)
+    vector_only = RetrievalParams(top_k=5, threshold=-1.0, fusion="convex", convex_alpha=1.0, document_coverage=0.0)
     by_cosine = retrieve(container.store, embedder, pid, "penguins", vector_only).candidates
     assert [c.score for c in by_cosine] == sorted((c.score for c in by_cosine), reverse=True)
 
