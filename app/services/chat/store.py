@@ -7,10 +7,10 @@ keeps a stale turn from writing anywhere else even so.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, Update, case, delete, insert, literal, select, union_all, update
+from sqlalchemy import Row, Table, Update, bindparam, case, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.db import locks
@@ -20,6 +20,7 @@ from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, S
 from app.db.rows import require
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
+from app.rag.search.candidates import Location
 from app.rag.session_settings import RagSettings
 from app.services.chat.events import SourceRef, StoredAnswer
 from app.services.tools import calls as tool_calls
@@ -288,27 +289,55 @@ def _cite(db: Session, turn: Turn, citations: list[tuple[SourceRef, CitationKind
     """Store the answer's citations (in one statement), returned by marker, as stored."""
     if not citations:
         return []
-    # A cited chunk (or its document) may have been deleted or re-ingested while the answer
-    # streamed; the citation keeps its name, location and snippet, and loses only the link.
-    live_chunks, live_docs = _live(db, {s.chunk_id for s, _ in citations}, {s.document_id for s, _ in citations})
     rows = [
         {
             "message_id": turn.message_id,
-            "chunk_id": source.chunk_id if source.chunk_id in live_chunks else None,
-            "document_id": source.document_id if source.document_id in live_docs else None,
+            "cited_chunk": source.chunk_id,
+            "cited_document": source.document_id,
             "marker": source.number,
             "kind": kind,
             "score": source.score,
             "rank": source.rank,
             "document_name": source.document_name,
-            "location": asdict(source.location),
+            "location": _location(source),
             "snippet": source.text[:600],
         }
         for source, kind in sorted(citations, key=lambda cited: cited[0].number)
     ]
+    table = cast(Table, Citation.__table__)
     # Ids are given in the rows' order (begin's note); RETURNING's order is not promised: sorted.
-    ids = sorted(citation_id for (citation_id,) in _insert(db, cast(Table, Citation.__table__), rows))
-    return [Citation(id=citation_id, **row) for citation_id, row in zip(ids, rows, strict=True)]
+    stored = sorted(db.execute(_CITE.returning(table.c.id, table.c.chunk_id, table.c.document_id), rows))
+    return [
+        Citation(
+            id=citation_id,
+            chunk_id=chunk_id,
+            document_id=document_id,
+            **{k: v for k, v in row.items() if k not in ("cited_chunk", "cited_document")},
+        )
+        for (citation_id, chunk_id, document_id), row in zip(stored, rows, strict=True)
+    ]
+
+
+def _linked(column: Any, name: str) -> Any:
+    """The cited chunk's (or document's) id while it still exists, else NULL: a cited chunk may have
+    been deleted or re-ingested while the answer streamed; the citation keeps its name, location
+    and snippet, and loses only the link. Read by the INSERT itself, not a statement before it."""
+    return select(column).where(column == bindparam(name)).scalar_subquery()
+
+
+_CITE = insert(cast(Table, Citation.__table__)).values(
+    chunk_id=_linked(Chunk.id, "cited_chunk"),
+    document_id=_linked(Document.id, "cited_document"),
+)
+
+
+_LOCATION_FIELDS = [f.name for f in fields(Location)]  # scalars only: a shallow dict is its JSON
+
+
+def _location(source: SourceRef) -> dict[str, object]:
+    """The stored JSON of its location (``dataclasses.asdict`` copies recursively: ~20 calls a citation)."""
+    loc = source.location
+    return {f: getattr(loc, f) for f in _LOCATION_FIELDS}
 
 
 def _insert(db: Session, table: Table, rows: list[dict[str, Any]], *returning: str) -> list[Row[Any]]:
@@ -318,18 +347,6 @@ def _insert(db: Session, table: Table, rows: list[dict[str, Any]], *returning: s
     once; rows given as literal values were compiled on every call (~40 compiler calls a value)."""
     statement = insert(table).returning(table.c.id, *(table.c[c] for c in returning))
     return list(db.execute(statement, rows))
-
-
-def _live(db: Session, chunk_ids: set[int], document_ids: set[int]) -> tuple[set[int], set[int]]:
-    """Which of these chunks and documents still exist: one statement for both."""
-    if not chunk_ids and not document_ids:
-        return set(), set()
-    chunks = select(literal(0).label("chunk"), Chunk.id).where(Chunk.id.in_(chunk_ids))
-    documents = select(literal(1).label("chunk"), Document.id).where(Document.id.in_(document_ids))
-    found: tuple[set[int], set[int]] = (set(), set())
-    for kind, found_id in db.execute(union_all(chunks, documents)):
-        found[kind].add(found_id)
-    return found
 
 
 def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str, object] | None) -> bool:
@@ -344,9 +361,12 @@ def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str,
 
 
 def _still_streaming(turn: Turn) -> Update:
-    """An UPDATE of the turn's answer that touches it only while it is still this turn's."""
-    return update(ChatMessage).where(
-        ChatMessage.id == turn.message_id,
-        ChatMessage.session_id == turn.chat.id,
-        ChatMessage.status == MessageStatus.STREAMING,
+    """An UPDATE of the turn's answer that touches it only while it is still this turn's. On the
+    table, not the ORM entity: an ORM-enabled UPDATE runs the unit of work's bulk-update machinery
+    (synchronising the session's objects, none here), a third of storing the answer's Python."""
+    messages = cast(Table, ChatMessage.__table__)
+    return update(messages).where(
+        messages.c.id == turn.message_id,
+        messages.c.session_id == turn.chat.id,
+        messages.c.status == MessageStatus.STREAMING,
     )
