@@ -322,9 +322,8 @@ def _cite(db: Session, turn: Turn, citations: list[tuple[SourceRef, CitationKind
         }
         for source, kind in sorted(citations, key=lambda cited: cited[0].number)
     ]
-    table = cast(Table, Citation.__table__)
     # Ids are given in the rows' order (begin's note); RETURNING's order is not promised: sorted.
-    stored = sorted(db.execute(_CITE.returning(table.c.id, table.c.chunk_id, table.c.document_id), rows))
+    stored = sorted(db.execute(_CITE, rows))
     return [
         Citation(
             id=citation_id,
@@ -343,9 +342,11 @@ def _linked(column: Any, name: str) -> Any:
     return select(column).where(column == bindparam(name)).scalar_subquery()
 
 
-_CITE = insert(cast(Table, Citation.__table__)).values(
-    chunk_id=_linked(Chunk.id, "cited_chunk"),
-    document_id=_linked(Document.id, "cited_document"),
+_CITATIONS = cast(Table, Citation.__table__)
+_CITE = (
+    insert(_CITATIONS)
+    .values(chunk_id=_linked(Chunk.id, "cited_chunk"), document_id=_linked(Document.id, "cited_document"))
+    .returning(_CITATIONS.c.id, _CITATIONS.c.chunk_id, _CITATIONS.c.document_id)
 )
 
 
