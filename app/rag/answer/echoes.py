@@ -86,7 +86,7 @@ def strip(
     label = _ANSWER_LABEL.match(text)  # "Answer:" is not an echo, just noise
     cleaned = _cut(text, _merge([*echoes, label.span()] if label else echoes))
     if echoes:  # "… like [1]" left over from a cut instruction goes too
-        leftovers = [_whole(cleaned, u) for u in sentences.split(cleaned) if _EXAMPLEMARKER.fullmatch(u.text)]
+        leftovers = [_whole(cleaned, u) for u in sentences.units(cleaned) if _EXAMPLEMARKER.fullmatch(u.text)]
         markers += sum(len(MARKER.findall(cleaned[a:b])) for a, b in leftovers)
         cleaned = _cut(cleaned, leftovers)
     return Stripped(cleaned, len(echoes), markers)
@@ -149,7 +149,7 @@ def _question_echoes(text: str, question: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _QUESTION_LABEL.finditer(text)]
     asked = sentences.words(question)
     if len(asked) >= 2:
-        for unit in sentences.split(text):
+        for unit in sentences.units(text):
             if sentences.words(_QUESTION_LABEL.sub("", MARKER.sub("", unit.text))) == asked:
                 spans.append(_whole(text, unit))
     return spans
@@ -169,10 +169,11 @@ def _instruction_echoes(text: str, instructions: list[str], n: int) -> list[tupl
     grams = _grams(tuple(instructions), n)
     tokens = _echo_tokens(text)
     covered = [False] * len(tokens)
-    for i in range(len(tokens) - n + 1):
-        if tuple(t for t, _, _ in tokens[i : i + n]) in grams:
+    words = [t for t, _, _ in tokens]
+    for i, gram in enumerate(zip(*(words[k:] for k in range(n)), strict=False)):  # shorter tails end it
+        if gram in grams:
             covered[i : i + n] = [True] * n
-    units = [(u.start, u.end) for u in sentences.split(text)]
+    units = [(u.start, u.end) for u in sentences.units(text)]
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(tokens):
@@ -199,7 +200,7 @@ def drop_repeats(text: str) -> tuple[str, int]:
     """``text`` with each sentence of 3+ words kept only the first time; how many went."""
     seen: set[str] = set()
     spans: list[tuple[int, int]] = []
-    for unit in sentences.split(text):
+    for unit in sentences.units(text):
         key = " ".join(sentences.words(MARKER.sub("", unit.text)))
         if len(key.split()) >= 3 and key in seen:
             spans.append(_whole(text, unit))

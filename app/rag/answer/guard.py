@@ -86,6 +86,7 @@ _QUANTITY = re.compile(
     r"|miles?|pence|p|pounds?|euros?)(?!\w)",
     re.IGNORECASE,
 )
+_SPACED_MARKER = re.compile(rf"\s*{MARKER.pattern}")  # a marker with the space before it
 _META = frozenset(
     """source sources answer answers document documents passage passages cite cited citation citations
     reference references refer provided information given found question context mentioned based according
@@ -302,7 +303,7 @@ class AnswerGuard:
         )
         echoes, markers = stripped.echoes, stripped.markers
         text, duplicates = drop_repeats(stripped.text)
-        units = [u for u in sentences.split(text) if u.kind in sentences.PROSE | {"title", "table"}]
+        units = [u for u in sentences.units(text) if u.kind in sentences.PROSE | {"title", "table"}]
         content = [u for u in units if _content(u.text)]
         checked = tuple(u.normalised for u in content)
         declined = bool(content) and all(_DECLINE.search(s) for s in checked)
@@ -419,7 +420,7 @@ def _unsupported(
     """Indices of the sentences no source supports: too little similarity and word cover, or a
     number, a quantity or a name that no source has."""
     o = guard.options
-    texts = [re.sub(rf"\s*{MARKER.pattern}", "", s) for s in checked]
+    texts = [_SPACED_MARKER.sub("", s) for s in checked]
     facts = [_facts(s.document, s.location, s.text) for s in guard.sources]
     source_units = [u for f in facts for u in f.units]
     asked = set(sentences.terms(guard.question))  # restating the question's subject invents nothing

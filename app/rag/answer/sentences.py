@@ -74,6 +74,14 @@ class Unit:
         return " ".join(re.sub(r"\n[ \t]*>[ \t]?", " ", self.text).split())
 
 
+@functools.lru_cache(maxsize=16)
+def units(text: str) -> tuple[Unit, ...]:
+    """``split(text)``, remembered for the last few texts: the answer guard's review splits one answer
+    up to four times (its echoes of the question and of the instructions, its repeats, the review
+    itself), and the text is usually the same each time."""
+    return tuple(split(text))
+
+
 def split(text: str, *, max_chars: int = 300) -> list[Unit]:
     """Cut ``text`` into units; see the module docstring."""
     units: list[Unit] = []

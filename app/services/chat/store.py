@@ -7,10 +7,10 @@ keeps a stale turn from writing anywhere else even so.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
-from sqlalchemy import Row, Table, Update, case, delete, insert, literal, select, union_all, update
+from sqlalchemy import Integer, Row, Select, Table, bindparam, case, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.db import locks
@@ -20,6 +20,7 @@ from app.db.models import ChatMessage, ChatSession, Chunk, Citation, Document, S
 from app.db.rows import require
 from app.errors import ConflictError, NotFoundError, ValidationError
 from app.llm.base import Message
+from app.rag.search.candidates import Location
 from app.rag.session_settings import RagSettings
 from app.services.chat.events import SourceRef, StoredAnswer
 from app.services.tools import calls as tool_calls
@@ -55,20 +56,34 @@ def snapshot(row: ChatSession | Row[Any]) -> SessionSnapshot:
     return SessionSnapshot(row.id, row.project_id, row.system_prompt, row.provider, row.model, RagSettings.of(row))
 
 
+def _history_query(*, before: bool) -> Select[Role, str, StoredToolCall]:
+    query = (
+        select(ChatMessage.role, ChatMessage.content, StoredToolCall)
+        .outerjoin(StoredToolCall, StoredToolCall.outcome_message_id == ChatMessage.id)
+        .where(ChatMessage.session_id == bindparam("session_id"), ChatMessage.status == MessageStatus.COMPLETE)
+    )
+    if before:
+        query = query.where(ChatMessage.id < bindparam("before_id"))
+    return query.order_by(ChatMessage.id.desc()).limit(bindparam("turns", type_=Integer))
+
+
+# A turn's statements are built once, with bind parameters, and reused: building one (its operators
+# and coercions) and deriving its cache key (which a statement object keeps) was about a third of
+# the Python work of storing a question.
+_HISTORY = _history_query(before=False)
+_HISTORY_BEFORE = _history_query(before=True)
+
+
 def _history(db: Session, session_id: int, before_id: int | None, turns: int) -> list[Message]:
     """The last ``turns`` complete messages of the session (before message ``before_id``, if given).
     An approved tool call's outcome is the tool's output, not the model's words: it goes back as a
     fenced tool result (tool_calls.for_model), never as an assistant message."""
     if turns <= 0:
         return []
-    query = (
-        select(ChatMessage.role, ChatMessage.content, StoredToolCall)
-        .outerjoin(StoredToolCall, StoredToolCall.outcome_message_id == ChatMessage.id)
-        .where(ChatMessage.session_id == session_id, ChatMessage.status == MessageStatus.COMPLETE)
-    )
-    if before_id is not None:
-        query = query.where(ChatMessage.id < before_id)
-    rows = db.execute(query.order_by(ChatMessage.id.desc()).limit(turns)).all()
+    if before_id is None:
+        rows = db.execute(_HISTORY, {"session_id": session_id, "turns": turns}).all()
+    else:
+        rows = db.execute(_HISTORY_BEFORE, {"session_id": session_id, "before_id": before_id, "turns": turns}).all()
     return [
         Message("user" if role is Role.USER else "assistant", content) if call is None else tool_calls.for_model(call)
         for role, content, call in reversed(rows)
@@ -185,7 +200,7 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
             "client_message_id": None,
             "owner": store.owner,
         }
-        rows = _insert(db, cast(Table, ChatMessage.__table__), [common | question_row, common | answer_row], "role")
+        rows = db.execute(_ASK, [common | question_row, common | answer_row]).all()
         ids = {row.role: row.id for row in rows}
         user_id = ids[Role.USER]
         history = _history(db, session_id, user_id, history_turns)
@@ -193,17 +208,26 @@ def begin(store: Database, session_id: int, question: str, history_turns: int, c
         return Turn(chat, user_id, ids[Role.ASSISTANT], question, history, groups)
 
 
+_SESSIONS = cast(Table, ChatSession.__table__)
+_TOUCH = (
+    update(_SESSIONS)
+    .where(_SESSIONS.c.id == bindparam("chat_id"))
+    .values(
+        updated_at=bindparam("touched_at", type_=_SESSIONS.c.updated_at.type),
+        title=case(
+            (_SESSIONS.c.title == DEFAULT_TITLE, bindparam("first_title", type_=_SESSIONS.c.title.type)),
+            else_=_SESSIONS.c.title,
+        ),
+    )
+    .returning(_SESSIONS)
+)
+
+
 def _touch(db: Session, session_id: int, question: str) -> SessionSnapshot:
     """The session's settings now, read by the UPDATE that marks its new message (and names a chat
     nobody named by its first question): one statement, where a read and a write were two."""
-    sessions = cast(Table, ChatSession.__table__)
-    unnamed = sessions.c.title == DEFAULT_TITLE
-    row = db.execute(
-        update(sessions)
-        .where(sessions.c.id == session_id)
-        .values(updated_at=utcnow(), title=case((unnamed, title_of(question)), else_=sessions.c.title))
-        .returning(sessions)
-    ).one_or_none()
+    params = {"chat_id": session_id, "touched_at": utcnow(), "first_title": title_of(question)}
+    row = db.execute(_TOUCH, params).one_or_none()
     if row is None:
         raise NotFoundError("chat session", session_id)
     return snapshot(row)
@@ -264,13 +288,8 @@ def finish(
         # Core statements, not the ORM's (~1 ms of Python a turn for one row and its citations): the
         # answer as stored is what this turn wrote, plus the two columns the database set (an UPDATE
         # that touched nothing, the session deleted, returns no row).
-        messages = cast(Table, ChatMessage.__table__)
         written = {"content": content, "status": MessageStatus.COMPLETE, "error": None, "trace": trace}
-        stored = db.execute(
-            _still_streaming(turn)
-            .values(**written, completed_at=utcnow())
-            .returning(messages.c.created_at, messages.c.completed_at)
-        ).one_or_none()
+        stored = db.execute(_FINISH, _still_streaming(turn) | written | {"completed_at": utcnow()}).one_or_none()
         if stored is None:
             return None
         answer = ChatMessage(
@@ -288,65 +307,82 @@ def _cite(db: Session, turn: Turn, citations: list[tuple[SourceRef, CitationKind
     """Store the answer's citations (in one statement), returned by marker, as stored."""
     if not citations:
         return []
-    # A cited chunk (or its document) may have been deleted or re-ingested while the answer
-    # streamed; the citation keeps its name, location and snippet, and loses only the link.
-    live_chunks, live_docs = _live(db, {s.chunk_id for s, _ in citations}, {s.document_id for s, _ in citations})
     rows = [
         {
             "message_id": turn.message_id,
-            "chunk_id": source.chunk_id if source.chunk_id in live_chunks else None,
-            "document_id": source.document_id if source.document_id in live_docs else None,
+            "cited_chunk": source.chunk_id,
+            "cited_document": source.document_id,
             "marker": source.number,
             "kind": kind,
             "score": source.score,
             "rank": source.rank,
             "document_name": source.document_name,
-            "location": asdict(source.location),
+            "location": _location(source),
             "snippet": source.text[:600],
         }
         for source, kind in sorted(citations, key=lambda cited: cited[0].number)
     ]
     # Ids are given in the rows' order (begin's note); RETURNING's order is not promised: sorted.
-    ids = sorted(citation_id for (citation_id,) in _insert(db, cast(Table, Citation.__table__), rows))
-    return [Citation(id=citation_id, **row) for citation_id, row in zip(ids, rows, strict=True)]
+    stored = sorted(db.execute(_CITE, rows))
+    return [
+        Citation(
+            id=citation_id,
+            chunk_id=chunk_id,
+            document_id=document_id,
+            **{k: v for k, v in row.items() if k not in ("cited_chunk", "cited_document")},
+        )
+        for (citation_id, chunk_id, document_id), row in zip(stored, rows, strict=True)
+    ]
 
 
-def _insert(db: Session, table: Table, rows: list[dict[str, Any]], *returning: str) -> list[Row[Any]]:
-    """``rows`` (dicts of the same columns) inserted together; each row's id and ``returning``
-    columns, in no promised order. Given as many parameter sets, SQLAlchemy sends them as one
-    INSERT of many VALUES rows ("insertmanyvalues") built from the one-row statement it compiled
-    once; rows given as literal values were compiled on every call (~40 compiler calls a value)."""
-    statement = insert(table).returning(table.c.id, *(table.c[c] for c in returning))
-    return list(db.execute(statement, rows))
+def _linked(column: Any, name: str) -> Any:
+    """The cited chunk's (or document's) id while it still exists, else NULL: a cited chunk may have
+    been deleted or re-ingested while the answer streamed; the citation keeps its name, location
+    and snippet, and loses only the link. Read by the INSERT itself, not a statement before it."""
+    return select(column).where(column == bindparam(name)).scalar_subquery()
 
 
-def _live(db: Session, chunk_ids: set[int], document_ids: set[int]) -> tuple[set[int], set[int]]:
-    """Which of these chunks and documents still exist: one statement for both."""
-    if not chunk_ids and not document_ids:
-        return set(), set()
-    chunks = select(literal(0).label("chunk"), Chunk.id).where(Chunk.id.in_(chunk_ids))
-    documents = select(literal(1).label("chunk"), Document.id).where(Document.id.in_(document_ids))
-    found: tuple[set[int], set[int]] = (set(), set())
-    for kind, found_id in db.execute(union_all(chunks, documents)):
-        found[kind].add(found_id)
-    return found
+_CITATIONS = cast(Table, Citation.__table__)
+_CITE = (
+    insert(_CITATIONS)
+    .values(chunk_id=_linked(Chunk.id, "cited_chunk"), document_id=_linked(Document.id, "cited_document"))
+    .returning(_CITATIONS.c.id, _CITATIONS.c.chunk_id, _CITATIONS.c.document_id)
+)
+
+
+_LOCATION_FIELDS = [f.name for f in fields(Location)]  # scalars only: a shallow dict is its JSON
+
+
+def _location(source: SourceRef) -> dict[str, object]:
+    """The stored JSON of its location (``dataclasses.asdict`` copies recursively: ~20 calls a citation)."""
+    loc = source.location
+    return {f: getattr(loc, f) for f in _LOCATION_FIELDS}
 
 
 def fail(store: Database, turn: Turn, partial: str, error: str, trace: dict[str, object] | None) -> bool:
     """Store the answer as failed; False when its row is no longer this turn's (see ``finish``)."""
     with store.write() as db:
-        result = db.execute(
-            _still_streaming(turn).values(
-                content=partial, status=MessageStatus.FAILED, error=error, trace=trace, completed_at=utcnow()
-            )
-        )
+        written = {"content": partial, "status": MessageStatus.FAILED, "error": error, "trace": trace}
+        result = db.execute(_STREAMING, _still_streaming(turn) | written | {"completed_at": utcnow()})
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _still_streaming(turn: Turn) -> Update:
-    """An UPDATE of the turn's answer that touches it only while it is still this turn's."""
-    return update(ChatMessage).where(
-        ChatMessage.id == turn.message_id,
-        ChatMessage.session_id == turn.chat.id,
-        ChatMessage.status == MessageStatus.STREAMING,
-    )
+def _still_streaming(turn: Turn) -> dict[str, object]:
+    """The parameters of ``_STREAMING`` that scope it to the turn's answer."""
+    return {"answer_id": turn.message_id, "chat_id": turn.chat.id}
+
+
+_MESSAGES = cast(Table, ChatMessage.__table__)
+# Rows given as many parameter sets go as one INSERT of many VALUES rows ("insertmanyvalues") built
+# from the one-row statement compiled once; rows given as literal values were compiled on every call
+# (~40 compiler calls a value). RETURNING's rows come in no promised order.
+_ASK = insert(_MESSAGES).returning(_MESSAGES.c.id, _MESSAGES.c.role)  # begin's two rows
+# An UPDATE of the turn's answer that touches it only while it is still this turn's; the columns it
+# sets are the parameters named after them. On the table, not the ORM entity: an ORM-enabled UPDATE
+# runs the unit of work's bulk-update machinery (synchronising the session's objects, none here).
+_STREAMING = update(_MESSAGES).where(
+    _MESSAGES.c.id == bindparam("answer_id"),
+    _MESSAGES.c.session_id == bindparam("chat_id"),
+    _MESSAGES.c.status == MessageStatus.STREAMING,
+)
+_FINISH = _STREAMING.returning(_MESSAGES.c.created_at, _MESSAGES.c.completed_at)

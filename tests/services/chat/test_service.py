@@ -14,7 +14,7 @@ from app.container import Container
 from app.errors import ProviderUnavailableError, ValidationError
 from app.rag.ingest.pipeline import Ingestor, Source
 from app.rag.search.degradation import DegradationReason
-from app.services import leases, projects, sessions
+from app.services import documents, leases, projects, sessions
 from app.services.chat import store as chat_store
 from app.services.chat.events import (
     ChatEvent,
@@ -91,6 +91,32 @@ async def test_a_turn_streams_sources_then_tokens_then_done(rig: Rig) -> None:
     assert (stored.status, stored.content) == ("complete", "Emperor penguins huddle together [1].")
     assert [(c.marker, c.kind, c.document_name) for c in cites] == [(1, "model", "penguins.md")]
     assert cites[0].snippet.startswith("# Penguins") and cites[0].location["line_start"] == 1
+
+
+async def test_a_source_deleted_while_its_answer_streams_is_cited_without_its_link(rig: Rig) -> None:
+    rig.model.enqueue("Emperor penguins huddle together [1]. Barn owls hunt at night [2].")
+    turn = await rig.service.start(rig.new_chat(top_k=2), "How do penguins huddle and owls hunt?")
+    events: list[ChatEvent] = []
+    async for event in rig.service.run(turn):
+        events.append(event)
+        if isinstance(event, RetrievalEvent):  # the sources are chosen; the answer has not been stored
+            penguins = next(s for s in event.sources if s.document_name == "penguins.md")
+            documents.delete(rig.container.store, penguins.document_id)
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.answer is not None
+    _, cites = rig.message(done.message_id)
+    returned = done.answer.citations
+    for stored in (cites, returned):
+        assert sorted(c.document_name for c in stored) == ["owls.md", "penguins.md"]
+        (gone,) = [c for c in stored if c.document_name == "penguins.md"]
+        (kept,) = [c for c in stored if c.document_name == "owls.md"]
+        # The deleted one keeps its name, location and snippet, and loses only its links.
+        assert (gone.chunk_id, gone.document_id) == (None, None)
+        assert gone.snippet.startswith("# Penguins") and gone.location["line_start"] == 1
+        assert kept.chunk_id is not None and kept.document_id is not None
+    assert [(c.id, c.chunk_id, c.document_id, c.location) for c in returned] == [
+        (c.id, c.chunk_id, c.document_id, c.location) for c in cites
+    ]
 
 
 async def test_the_prompt_puts_numbered_fenced_sources_before_the_question(rig: Rig) -> None:
