@@ -242,6 +242,8 @@ def compose(
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
     own = frozenset(_content(_INTERROGATIVE.sub(" ", question)))
     chosen = [_in_context(c, chosen, own, opts) for c in chosen]
+    if _WHY.search(question):
+        chosen = [_with_reason(c, chosen, opts) for c in chosen]
     spans = {(c.source.document_id, c.doc_start, c.doc_end): c for c in reversed(chosen)}  # the first of each
     chosen = [c for c in chosen if spans[(c.source.document_id, c.doc_start, c.doc_end)] is c]
     chosen = [c for c in chosen if not any(k is not c and _inside(c, k) for k in chosen)]  # an item of a quoted list
@@ -878,6 +880,32 @@ def _adjacency(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions)
 # A sentence opening with one of these points back at the sentence before it ("This person will
 # coordinate the fix": which person?).
 _ANAPHOR = re.compile(r"(?:this|that|these|those|it|its|they|their|them|he|she|his|her|such|both)\b", re.I)
+
+
+# A "why" question, and a sentence that says "why" itself: it points at the reason ("this is why X is
+# defined the way it is", "to see why, consider …") rather than giving it.
+_WHY = re.compile(r"\bwhy\b", re.I)
+
+
+def _with_reason(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOptions) -> _Candidate:
+    """``c`` with the next sentence of its section when it only points at a reason ("this is why …"):
+    past a code block or link definitions between them, not past a heading or a list."""
+    if c.items or c.code is not None or c.lead is not None or not _WHY.search(c.text) or not c.units:
+        return c
+    units, source = c.units, c.source
+    end = c.unit.end
+    for unit in units[c.index + 1 :]:
+        if unit.start < end:
+            continue
+        if unit.kind == "code" or (unit.kind in sentences.PROSE and _LINK_DEFINITIONS.fullmatch(unit.normalised)):
+            continue
+        if unit.kind != "sentence" or len(unit.text) > opts.max_chars:
+            return c
+        if any(k.source is source and k.unit.start <= unit.start < k.unit.end for k in chosen):
+            return c
+        span = sentences.Unit(c.unit.start, unit.end, source.text[c.unit.start : unit.end], c.unit.kind)
+        return replace(c, unit=span, text=f"{c.text} {_quoted(unit)}", doc_end=c.doc_end + (unit.end - c.unit.end))
+    return c
 
 
 def _in_context(c: _Candidate, chosen: list[_Candidate], asked: frozenset[str], opts: ExtractiveOptions) -> _Candidate:

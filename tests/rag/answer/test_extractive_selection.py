@@ -70,3 +70,26 @@ def test_a_list_item_is_quoted_with_the_sentences_that_continue_it() -> None:
     loc = item.location
     assert TESTING[loc.char_start : loc.char_end].endswith("deliberate outages are forbidden.")
     assert answer.text.count("Short bursts") == 1, answer.text  # not quoted again on its own
+
+
+SMART = """# Handles
+
+## Handles do not add methods of their own
+
+For example, this is why `Handle::leak` is written the way it is.
+
+```rust
+let raw = Handle::leak(handle);
+```
+
+Were it a method, readers could not tell the handle's methods from those of the value it holds.
+"""
+
+
+def test_a_sentence_that_only_says_why_comes_with_the_reason_after_it() -> None:
+    # "this is why …" points at the reason; the reason is the next sentence of the section, past
+    # the code block, and shares none of the question's words.
+    kept = list(sources({"handles.md": SMART}))
+    answer = compose("Why is `Handle::leak` written as a function and not a method?", kept, None)
+    assert not answer.no_answer, answer.text
+    assert "readers could not tell" in answer.text, answer.text
