@@ -30,3 +30,66 @@ def test_a_sentence_that_names_what_the_question_names_is_about_it_as_a_heading_
     assert not answer.no_answer, answer.text
     quoted = [e.text for e in answer.evidence]
     assert "An error that is not Send cannot be returned from a spawned thread." in quoted, answer.text
+
+
+PARKING = """# Parking
+
+A parking request is signed off on the same day it arrives.
+
+A parking request is signed off by the **Facilities Manager** of your building.
+"""
+
+
+def test_a_role_in_bold_is_the_name_a_who_question_asks_for() -> None:
+    # Emphasis is markup, not words: "the **Facilities Manager**" names a role as "the Facilities
+    # Manager" does, and the two sentences share the question's words equally.
+    kept = list(sources({"parking.md": PARKING}))
+    answer = compose("Who signs off on a parking request?", kept, None)
+    assert answer.closest is not None
+    assert "Facilities Manager" in answer.closest.text, answer.text
+
+
+TESTING = """# Load testing
+
+## Rules for testers
+
+- Do not run denial-of-service attacks against the shared cluster. Short bursts of heavy scanning
+  are tolerated, but deliberate outages are forbidden.
+- Report every finding in the tracker.
+"""
+
+
+def test_a_list_item_is_quoted_with_the_sentences_that_continue_it() -> None:
+    # The item's first sentence sets the rule up; the verdict is in the sentence after it, which
+    # shares none of the question's words.
+    kept = list(sources({"testing.md": TESTING}))
+    answer = compose("Is a tester allowed to run a denial-of-service attack on the cluster?", kept, None)
+    assert not answer.no_answer, answer.text
+    assert "deliberate outages are forbidden" in answer.text, answer.text
+    (item,) = [e for e in answer.evidence if "denial-of-service" in e.text]
+    loc = item.location
+    assert TESTING[loc.char_start : loc.char_end].endswith("deliberate outages are forbidden.")
+    assert answer.text.count("Short bursts") == 1, answer.text  # not quoted again on its own
+
+
+SMART = """# Handles
+
+## Handles do not add methods of their own
+
+For example, this is why `Handle::leak` is written the way it is.
+
+```rust
+let raw = Handle::leak(handle);
+```
+
+Were it a method, readers could not tell the handle's methods from those of the value it holds.
+"""
+
+
+def test_a_sentence_that_only_says_why_comes_with_the_reason_after_it() -> None:
+    # "this is why …" points at the reason; the reason is the next sentence of the section, past
+    # the code block, and shares none of the question's words.
+    kept = list(sources({"handles.md": SMART}))
+    answer = compose("Why is `Handle::leak` written as a function and not a method?", kept, None)
+    assert not answer.no_answer, answer.text
+    assert "readers could not tell" in answer.text, answer.text
