@@ -244,7 +244,8 @@ def compose(
         first_rank[c.source.document_id] = min(first_rank.get(c.source.document_id, c.order), c.order)
     chosen.sort(key=lambda c: (first_rank[c.source.document_id], c.source.document_id, c.doc_start))
     own = frozenset(_content(_INTERROGATIVE.sub(" ", question)))
-    chosen = [_in_context(c, chosen, own, opts) for c in chosen]
+    first = max(chosen, key=lambda c: c.score)
+    chosen = [_in_context(c, chosen, own, opts, whole=c is first) for c in chosen]
     if _WHY.search(question):
         chosen = [_with_reason(c, chosen, opts) for c in chosen]
     spans = {(c.source.document_id, c.doc_start, c.doc_end): c for c in reversed(chosen)}  # the first of each
@@ -971,15 +972,19 @@ def _with_reason(c: _Candidate, chosen: list[_Candidate], opts: ExtractiveOption
     return c
 
 
-def _in_context(c: _Candidate, chosen: list[_Candidate], asked: frozenset[str], opts: ExtractiveOptions) -> _Candidate:
+def _in_context(
+    c: _Candidate, chosen: list[_Candidate], asked: frozenset[str], opts: ExtractiveOptions, *, whole: bool
+) -> _Candidate:
     """``c`` as it can be read alone: with the sentence before it when it opens with a pronoun or
     demonstrative (same paragraph, and not itself chosen), and with the code block it introduces
     ("… run the following command:" and the fenced command) when that block is short. ``asked``:
-    the question's own content words."""
+    the question's own content words. ``whole``: ``c`` is the answer's best sentence, so a list item
+    comes with the sentences that continue it; the other items it quotes are supporting points, and
+    their continuations cost words that seldom answer (docs/ANSWERS.md)."""
     units, n, source = c.units, c.index, c.source
     if not units:
         return c
-    if c.unit.kind == "item":
+    if whole and c.unit.kind == "item":
         c = _whole_item(c, opts)
     if c.lead is not None:
         return _under_lead_in(c, asked, opts)

@@ -4,7 +4,7 @@ chunker, embedded by the deterministic fake."""
 
 from __future__ import annotations
 
-from app.rag.answer.extractive import compose
+from app.rag.answer.extractive import ExtractiveOptions, compose
 from tests.fakes import FakeEmbedder
 from tests.rag.answer.test_extractive import sources
 
@@ -70,6 +70,30 @@ def test_a_list_item_is_quoted_with_the_sentences_that_continue_it() -> None:
     loc = item.location
     assert TESTING[loc.char_start : loc.char_end].endswith("deliberate outages are forbidden.")
     assert answer.text.count("Short bursts") == 1, answer.text  # not quoted again on its own
+
+
+SCANS = """# Load testing
+
+## Rules for testers
+
+- A tester who runs a denial-of-service attack on the cluster by mistake stops at once. The platform
+  team is paged, and restores the cluster from its last snapshot.
+- Do not run denial-of-service attacks against the shared cluster. Short bursts of heavy scanning
+  are tolerated, but deliberate outages are forbidden.
+"""
+
+
+def test_only_the_best_sentences_item_comes_whole() -> None:
+    # Both items are quoted (the bars lowered so that both pass); the verdict is the best sentence
+    # and comes whole. The other item is a supporting point: its continuation is not added, so an
+    # answer of several items does not grow into their paragraphs.
+    kept = list(sources({"testing.md": SCANS}))
+    both = ExtractiveOptions(min_score_without_embeddings=0.0, relative_floor=0.7)
+    question = "Is a tester allowed to run a denial-of-service attack on the cluster?"
+    answer = compose(question, kept, None, options=both)
+    assert "deliberate outages are forbidden" in answer.text, answer.text
+    assert "A tester who runs a denial-of-service attack" in answer.text, answer.text
+    assert "restores the cluster" not in answer.text, answer.text
 
 
 SMART = """# Handles
