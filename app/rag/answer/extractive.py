@@ -888,7 +888,7 @@ _RATE = re.compile(rf"\d[^.;]{{0,40}}?(?:\bper\b|/\s*[a-z]|\ban?\s+(?:[a-z]+\s+)
 
 def _counted(question: str) -> str | None:
     """What a "how many" question counts, when it is not itself a measure of time: "holidays" in "How
-    many paid federal holidays do we get?"; None for "how many days …" (a duration)."""
+    many paid federal holidays do we get?"; None for "how many days …" (a duration, whatever follows)."""
     if not (m := _HOW_MANY.search(question)):
         return None
     said: list[str] = []
@@ -896,7 +896,9 @@ def _counted(question: str) -> str | None:
         if word.lower() in sentences.STOP_WORDS or word.lower() == "gets":
             break
         said.append(word)
-    if not said or re.fullmatch(_UNITS, said[-1], re.I):
+    # "How many days until payment?": a unit of time among the words is the measure asked for, and
+    # the word after it ("until", "before") a connective the stop words do not list.
+    if not said or any(re.fullmatch(_UNITS, word, re.I) for word in said):
         return None
     return said[-1]
 

@@ -90,3 +90,15 @@ def test_a_line_of_numbers_is_read_in_one_pass() -> None:
         started = time.process_time()
         assert _counts(line)
         assert time.process_time() - started < 5, token
+
+
+def test_a_duration_is_not_a_count_whatever_word_follows_it() -> None:
+    # "until" is not a stop word: the counted thing was read as "until", and a sentence giving "three
+    # business days" did not count it, so a duration question was declined.
+    kept = list(
+        sources(
+            {"expenses.md": "# Travel expenses\n\nPayment of travel expenses is made within three business days.\n"}
+        )
+    )
+    answer = compose("How many days until payment?", kept, FakeEmbedder().embed, options=ANY_SCORE)
+    assert "three business days" in answer.text, answer.text
