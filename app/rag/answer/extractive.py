@@ -980,15 +980,17 @@ def _in_context(
     demonstrative (same paragraph, and not itself chosen), and with the code block it introduces
     ("… run the following command:" and the fenced command) when that block is short. ``asked``:
     the question's own content words. ``whole``: ``c`` is the answer's best sentence, so a list item
-    comes with the sentences that continue it; the other items it quotes are supporting points, and
-    their continuations cost words that seldom answer (docs/ANSWERS.md)."""
+    comes with the sentences that continue it, and with the rest of its list under a lead-in that is
+    a sentence; the other items an answer quotes are supporting points, each quoted alone under its
+    lead-in: their continuations and the items beside them cost words that seldom answer
+    (docs/ANSWERS.md)."""
     units, n, source = c.units, c.index, c.source
     if not units:
         return c
     if whole and c.unit.kind == "item":
         c = _whole_item(c, opts)
     if c.lead is not None:
-        return _under_lead_in(c, asked, opts)
+        return _under_lead_in(c, asked, opts) if whole else c
     unit, text = c.unit, c.text
     if unit.kind == "sentence" and n > 0 and _ANAPHOR.match(text):
         prev = units[n - 1]
