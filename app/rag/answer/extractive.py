@@ -1213,7 +1213,8 @@ def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> s
             if blocks and blocks[-1].startswith("- "):
                 blocks[-1] += f"\n{cited}"
                 continue
-        elif blocks and blocks[-1] and not blocks[-1].startswith("- "):
+        elif blocks and blocks[-1] and not blocks[-1].startswith("- ") and "\n" not in blocks[-1]:
+            # A paragraph of sentences (one line); after a lead-in and its items a sentence starts its own.
             blocks[-1] += f" {cited}"
             continue
         blocks.append(cited)

@@ -146,3 +146,27 @@ def test_an_item_that_is_not_the_best_sentence_comes_under_its_lead_in_alone() -
     assert "- Desks and chairs from every floor." in answer.text, answer.text
     assert "The movers take the following on the move day:" in answer.text, answer.text
     assert "Plants" not in answer.text and "Printers" not in answer.text, answer.text
+
+
+METHODS = """# Partners
+
+## Channels
+
+Add partners to the project channel through one of these methods:
+
+- Shared channels, the preferred way for partners.
+- Guest accounts, for a single channel only.
+
+Shared channels for partners need an admin to approve them.
+"""
+
+
+def test_a_sentence_after_an_item_under_its_lead_in_is_a_paragraph_of_its_own() -> None:
+    # Composed in document order: the item under its lead-in, then a sentence after the list, which
+    # must not read as the rest of the item.
+    kept = list(sources({"partners.md": METHODS}))
+    loose = ExtractiveOptions(min_score_without_embeddings=0.0, relative_floor=0.72)
+    answer = compose("How are partners added with shared channels?", kept, None, options=loose)
+    assert "- Shared channels, the preferred way for partners." in answer.text, answer.text
+    assert "Shared channels for partners need an admin" in answer.text, answer.text
+    assert "[1] Shared channels for partners" not in answer.text, answer.text
