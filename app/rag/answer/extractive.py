@@ -76,7 +76,8 @@ class ExtractiveOptions:
     # heading words counting half lifted it to 61, and 0.78 gives 59, no fact won or lost on any set.
     # Whole list items and "why" reasons lifted it to 60.5 (answerable and follow-ups): 0.79 gave 59 with
     # the same docs-qa facts (held-out: one systemd fact lost, one onboarding fact kept; 0.80 loses one).
-    # With document coverage in retrieval, 62; only the best sentence's item made whole, 60.5.
+    # With document coverage in retrieval, 62; only the best sentence's item made whole, 60.5; other items
+    # alone under their lead-in, 59.5.
     relative_floor: float = 0.79
     cosine_weight: float = 0.55
     overlap_weight: float = 0.35
