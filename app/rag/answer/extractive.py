@@ -76,7 +76,8 @@ class ExtractiveOptions:
     # heading words counting half lifted it to 61, and 0.78 gives 59, no fact won or lost on any set.
     # Whole list items and "why" reasons lifted it to 60.5 (answerable and follow-ups): 0.79 gave 59 with
     # the same docs-qa facts (held-out: one systemd fact lost, one onboarding fact kept; 0.80 loses one).
-    # With document coverage in retrieval, 62; only the best sentence's item made whole, 60.5.
+    # With document coverage in retrieval, 62; only the best sentence's item made whole, 60.5; other items
+    # alone under their lead-in, 59.5.
     relative_floor: float = 0.79
     cosine_weight: float = 0.55
     overlap_weight: float = 0.35
@@ -982,15 +983,17 @@ def _in_context(
     demonstrative (same paragraph, and not itself chosen), and with the code block it introduces
     ("… run the following command:" and the fenced command) when that block is short. ``asked``:
     the question's own content words. ``whole``: ``c`` is the answer's best sentence, so a list item
-    comes with the sentences that continue it; the other items it quotes are supporting points, and
-    their continuations cost words that seldom answer (docs/ANSWERS.md)."""
+    comes with the sentences that continue it, and with the rest of its list under a lead-in that is
+    a sentence; the other items an answer quotes are supporting points, each quoted alone under its
+    lead-in: their continuations and the items beside them cost words that seldom answer
+    (docs/ANSWERS.md)."""
     units, n, source = c.units, c.index, c.source
     if not units:
         return c
     if whole and c.unit.kind == "item":
         c = _whole_item(c, opts)
     if c.lead is not None:
-        return _under_lead_in(c, asked, opts)
+        return _under_lead_in(c, asked, opts) if whole else c
     unit, text = c.unit, c.text
     if unit.kind == "sentence" and n > 0 and _ANAPHOR.match(text):
         prev = units[n - 1]
@@ -1213,7 +1216,8 @@ def _compose_text(chosen: list[_Candidate], evidence: tuple[Evidence, ...]) -> s
             if blocks and blocks[-1].startswith("- "):
                 blocks[-1] += f"\n{cited}"
                 continue
-        elif blocks and blocks[-1] and not blocks[-1].startswith("- "):
+        elif blocks and blocks[-1] and not blocks[-1].startswith("- ") and "\n" not in blocks[-1]:
+            # A paragraph of sentences (one line); after a lead-in and its items a sentence starts its own.
             blocks[-1] += f" {cited}"
             continue
         blocks.append(cited)

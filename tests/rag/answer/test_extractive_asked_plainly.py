@@ -54,8 +54,10 @@ def test_an_item_under_a_sentence_lead_in_is_quoted_with_its_whole_list() -> Non
     kept = list(sources({"training.md": TRAINING}))
     answer = compose("What do I need to have completed to take study leave?", kept, FakeEmbedder().embed)
     assert not answer.no_answer, answer.text
-    listed = "following: [1]\n- Completed your probation period\n- A learning plan agreed with your manager"
-    assert listed in answer.text
+    listed = re.compile(
+        r"following:(?: \[1\])?\n- Completed your probation period(?: \[1\])?\n- A learning plan agreed"
+    )
+    assert listed.search(answer.text), answer.text
     assert answer.text.count("To take study leave") == 1
 
 

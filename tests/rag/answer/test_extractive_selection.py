@@ -117,3 +117,56 @@ def test_a_sentence_that_only_says_why_comes_with_the_reason_after_it() -> None:
     answer = compose("Why is `Handle::leak` written as a function and not a method?", kept, None)
     assert not answer.no_answer, answer.text
     assert "readers could not tell" in answer.text, answer.text
+
+
+MOVE = """# Office move
+
+## Your desk
+
+Pack your desk into the crates before the move day.
+
+## What the movers take
+
+The movers take the following on the move day:
+
+- Desks and chairs from every floor.
+- Printers, once IT has unplugged them.
+- Filing cabinets, emptied and locked, from beside each desk.
+- Plants, watered in advance.
+"""
+
+
+def test_an_item_that_is_not_the_best_sentence_comes_under_its_lead_in_alone() -> None:
+    # The best sentence answers; an item of a list elsewhere also passes the (lowered) bars. It is a
+    # supporting point: quoted under its lead-in, without the items beside it, which only cost words.
+    kept = list(sources({"move.md": MOVE}))
+    loose = ExtractiveOptions(min_score_without_embeddings=0.0, relative_floor=0.5)
+    answer = compose("Who packs my desk before the move day?", kept, None, options=loose)
+    assert answer.evidence[0].text.startswith("Pack your desk"), answer.text
+    assert "- Desks and chairs from every floor." in answer.text, answer.text
+    assert "The movers take the following on the move day:" in answer.text, answer.text
+    assert "Plants" not in answer.text and "Printers" not in answer.text, answer.text
+
+
+METHODS = """# Partners
+
+## Channels
+
+Add partners to the project channel through one of these methods:
+
+- Shared channels, the preferred way for partners.
+- Guest accounts, for a single channel only.
+
+Shared channels for partners need an admin to approve them.
+"""
+
+
+def test_a_sentence_after_an_item_under_its_lead_in_is_a_paragraph_of_its_own() -> None:
+    # Composed in document order: the item under its lead-in, then a sentence after the list, which
+    # must not read as the rest of the item.
+    kept = list(sources({"partners.md": METHODS}))
+    loose = ExtractiveOptions(min_score_without_embeddings=0.0, relative_floor=0.72)
+    answer = compose("How are partners added with shared channels?", kept, None, options=loose)
+    assert "- Shared channels, the preferred way for partners." in answer.text, answer.text
+    assert "Shared channels for partners need an admin" in answer.text, answer.text
+    assert "[1] Shared channels for partners" not in answer.text, answer.text
