@@ -11,7 +11,7 @@ tuned on benchmarks/conversations (docs/BENCHMARKS.md, "Conversations").
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,11 +111,16 @@ def own_words(idf: Mapping[int, float], passage: str) -> float:
     """The share of a message's words that ``passage`` holds, each word weighted by its ``idf`` in
     the knowledge base (the message's terms that no passage has are not in ``idf``): a rare name
     the message asks about counts for more than "what" or "should"."""
-    total = sum(idf.values())
+    return held_share(idf, set(keyword_index.tokenizer().terms(passage)))
+
+
+def held_share(weights: Mapping[int, float], held: Container[int]) -> float:
+    """The share of ``weights`` (term id -> weight) whose terms are ``held``; 0 when they weigh
+    nothing. A passage's own words (:func:`own_words`) and a document's (app/rag/search/evidence.py)."""
+    total = sum(weights.values())
     if total <= 0:
         return 0.0
-    held = set(keyword_index.tokenizer().terms(passage))
-    return sum(weight for term, weight in idf.items() if term in held) / total
+    return sum(weight for term, weight in weights.items() if term in held) / total
 
 
 def outvoted(own: float, blended: float) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from app.rag.index import keyword_index
+from app.rag.search import conversation
 
 
 def with_documents(
@@ -39,8 +40,7 @@ def with_documents(
             document, text = chunks[cid]
             texts.setdefault(document, []).append(text)
     tokenizer = keyword_index.tokenizer()
-    share = {}
-    for document, held in texts.items():
-        terms = tokenizer.distinct_terms(held)
-        share[document] = sum(weight for term, weight in words.items() if term in terms) / total
+    share = {
+        document: conversation.held_share(words, tokenizer.distinct_terms(held)) for document, held in texts.items()
+    }
     return {cid: score + (coverage * share[chunks[cid][0]] if cid in chunks else 0.0) for cid, score in fused.items()}
